@@ -1,0 +1,41 @@
+# The few commands a newcomer needs; README.md explains them.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+
+.PHONY: run setup lint test test-fast clean
+
+## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
+run: setup
+	$(BIN)/agent-gateway migrate
+	$(BIN)/agent-gateway serve
+
+## Python packages into .venv, the pinned agent CLIs into agents/node_modules.
+setup: $(VENV)/.installed agents/node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+agents/node_modules/.installed: agents/package.json agents/package-lock.json
+	cd agents && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Ruff (lint and format) and mypy --strict.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## The whole suite: setup, lint, type checks, then every test (real CLIs, loopback only).
+test: lint
+	scripts/run-tests.sh
+
+## Unit and integration tests only (no real CLI).
+test-fast: setup
+	scripts/run-tests.sh tests/unit tests/integration
+
+clean:
+	rm -rf $(VENV) agents/node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,84 @@
+"""Route dependencies and the row → public-schema conversions the routes share."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.api.schemas import (
+    ApprovalPublic,
+    ProcessPublic,
+    Selection,
+    SessionPublic,
+    TurnPublic,
+)
+from app.events import TurnError, Usage
+from app.runtime.sessions import SessionManager
+from app.store.tables import ApprovalRow, SessionRow, TurnRow
+
+
+def get_manager(request: Request) -> SessionManager:
+    manager: SessionManager = request.app.state.manager
+    return manager
+
+
+Manager = Annotated[SessionManager, Depends(get_manager)]
+
+
+async def session_public(manager: SessionManager, row: SessionRow) -> SessionPublic:
+    process = manager.process_info(row.id)
+    return SessionPublic(
+        id=row.id,
+        provider=row.provider,
+        selection=Selection.model_validate(row.selection) if row.selection else None,
+        workspace=row.workspace,
+        model=row.model,
+        approval_mode=row.approval_mode,
+        status=row.status,
+        thread_id=await manager.thread_id(row),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        closed_at=row.closed_at,
+        last_seq=row.last_seq,
+        metadata=row.metadata_,
+        process=ProcessPublic(pid=process.pid, started_at=process.started_at, spawns=process.spawns)
+        if process
+        else None,
+    )
+
+
+def turn_public(row: TurnRow) -> TurnPublic:
+    return TurnPublic(
+        id=row.id,
+        session_id=row.session_id,
+        number=row.seq_no,
+        status=row.status,
+        attempts=row.attempts,
+        provider=row.provider,
+        prompt=row.prompt,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        usage=Usage.model_validate(row.usage) if row.usage else None,
+        error=TurnError.model_validate(row.error) if row.error else None,
+        final_text=row.final_text,
+    )
+
+
+def approval_public(row: ApprovalRow) -> ApprovalPublic:
+    return ApprovalPublic(
+        id=row.id,
+        session_id=row.session_id,
+        turn_id=row.turn_id,
+        status=row.status,
+        tool=row.tool,
+        input=row.input,
+        title=row.title,
+        decision=row.decision,
+        message=row.message,
+        decided_by=row.decided_by,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        decided_at=row.decided_at,
+    )

@@ -1,0 +1,224 @@
+"""The event stream of a session: SSE, a JSON page, and the WebSocket.
+
+SSE: ``GET /v1/sessions/{id}/events`` with ``Accept: text/event-stream``; each event is one
+SSE message whose ``id:`` is its ``seq`` and whose ``data:`` is the envelope. Reconnect with
+``Last-Event-ID`` (or ``?after=``) to get exactly what was missed. A closed session's stream
+ends after its last event, and a reconnect past the end gets ``204`` (EventSource stops).
+
+WebSocket: ``/v1/sessions/{id}/ws?after=<seq>``; the server sends one envelope per frame,
+and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``).
+A dropped connection never cancels a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse, Response
+from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
+from pydantic import TypeAdapter, ValidationError
+
+from app.api.deps import Manager, approval_public, turn_public
+from app.api.schemas import (
+    EventPage,
+    Problem,
+    WsApprovalRespond,
+    WsClientFrame,
+    WsTurnInterrupt,
+    WsTurnStart,
+)
+from app.api.security import Authenticated, require_ws_token
+from app.errors import GatewayError, InvalidRequest, NotFound, problem_for
+from app.runtime.eventlog import LoggedEvent
+from app.runtime.sessions import SessionManager
+from app.store.tables import ENDED_SESSION_STATUSES
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/v1/sessions", tags=["events"])
+
+MAX_CURSOR = 2**53
+_frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
+_event_schema_ref = {"$ref": "#/components/schemas/EventPage"}
+
+
+def parse_cursor(raw: str | None, *, name: str) -> int | None:
+    """A ``Last-Event-ID`` / ``after`` value: a non-negative integer, or 422 saying so."""
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or int(raw) > MAX_CURSOR:
+        raise InvalidRequest(
+            f"{name} must be a non-negative integer (an event seq)", value=raw[:40]
+        )
+    return int(raw)
+
+
+async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int) -> int:
+    last = await manager.events.last_seq(session_id)
+    if cursor > last:
+        raise InvalidRequest(
+            f"cursor {cursor} is past the newest event of this session ({last}); "
+            "resume from a seq you received",
+            last_seq=last,
+        )
+    return last
+
+
+@router.get(
+    "/{session_id}/events",
+    operation_id="getEvents",
+    response_model=EventPage,
+    responses={
+        200: {
+            "description": "A JSON page of events, or with `Accept: text/event-stream` an SSE "
+            "stream whose messages carry one `Event` each",
+            "content": {
+                "text/event-stream": {"schema": {"$ref": "#/components/schemas/EventPage"}},
+            },
+        },
+        204: {"description": "The session is closed and the cursor is at its last event"},
+        401: {"model": Problem},
+        404: {"model": Problem},
+        422: {"model": Problem},
+    },
+)
+async def get_events(
+    session_id: str,
+    request: Request,
+    manager: Manager,
+    _: Authenticated,
+    after: Annotated[str | None, Query(description="Return events with seq > after")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Response:
+    row = await manager.get(session_id)
+    cursor = parse_cursor(last_event_id, name="Last-Event-ID")
+    if cursor is None:
+        cursor = parse_cursor(after, name="after") or 0
+    last = await _checked_cursor(manager, session_id, cursor)
+    if "text/event-stream" not in request.headers.get("accept", ""):
+        page = await manager.events.page(session_id, after=cursor, limit=limit)
+        body = (
+            '{"events":['
+            + ",".join(e.json for e in page)
+            + f'],"next_after":{page[-1].seq if page else cursor},"last_seq":{last}}}'
+        )
+        return Response(body, media_type="application/json")
+    ended = row.status in ENDED_SESSION_STATUSES
+    if ended:
+        await manager.events.close(session_id)
+        if cursor >= last:
+            return Response(status_code=204)
+    keepalive = request.app.state.settings.server.sse_keepalive_s
+    stream = _sse(manager.events.subscribe(session_id, after=cursor, heartbeat_s=keepalive))
+    return EventSourceResponse(
+        stream, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+
+
+async def _sse(events: AsyncIterator[LoggedEvent | None]) -> AsyncIterator[bytes]:
+    yield format_sse_event(comment="connected", retry=2000)
+    async for event in events:
+        if event is None:
+            yield KEEPALIVE_COMMENT
+        else:
+            yield format_sse_event(data_str=event.json, id=str(event.seq), event=None)
+
+
+@router.websocket("/{session_id}/ws", name="session_ws")
+async def session_ws(
+    websocket: WebSocket,
+    session_id: str,
+    after: str | None = None,
+) -> None:
+    manager: SessionManager = websocket.app.state.manager
+    try:
+        await require_ws_token(websocket)
+        await manager.get(session_id)
+        cursor = parse_cursor(after, name="after") or 0
+        await _checked_cursor(manager, session_id, cursor)
+    except GatewayError as exc:
+        await websocket.send_denial_response(
+            JSONResponse(
+                problem_for(exc), status_code=exc.status, media_type="application/problem+json"
+            )
+        )
+        return
+    await websocket.accept()
+    sender = asyncio.create_task(_send_events(websocket, manager, session_id, cursor))
+    try:
+        await _receive_commands(websocket, manager, session_id)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await sender
+
+
+async def _send_events(
+    websocket: WebSocket, manager: SessionManager, session_id: str, cursor: int
+) -> None:
+    async for event in manager.events.subscribe(session_id, after=cursor):
+        if event is not None:
+            await websocket.send_text(event.json)
+    await websocket.close(code=1000, reason="session closed")
+
+
+async def _receive_commands(websocket: WebSocket, manager: SessionManager, session_id: str) -> None:
+    limit = websocket.app.state.settings.server.ws_max_message_bytes
+    while True:
+        text = await websocket.receive_text()
+        if len(text) > limit:
+            await _send_error(
+                websocket, None, InvalidRequest(f"frames are limited to {limit} bytes")
+            )
+            continue
+        try:
+            frame = _frames.validate_json(text)
+        except ValidationError as exc:
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'frame'}: {e['msg']}"
+                for e in exc.errors()[:5]
+            )
+            await _send_error(websocket, None, InvalidRequest(f"invalid frame: {detail}"))
+            continue
+        try:
+            reply = await _dispatch(manager, session_id, frame)
+        except GatewayError as exc:
+            await _send_error(websocket, frame.type, exc)
+            continue
+        await websocket.send_text(json.dumps({"type": "ack", "request": frame.type, **reply}))
+
+
+async def _dispatch(manager: SessionManager, session_id: str, frame: Any) -> dict[str, Any]:
+    match frame:
+        case WsTurnStart(prompt=prompt, retry=retry):
+            turn = await manager.start_turn(
+                session_id, prompt, retry=retry.model_dump(exclude_none=True) if retry else None
+            )
+            return {"turn": turn_public(turn).model_dump(mode="json")}
+        case WsApprovalRespond():
+            row = await manager.respond(
+                session_id,
+                frame.approval_id,
+                decision=frame.decision,
+                message=frame.message,
+                updated_input=frame.updated_input,
+            )
+            return {"approval": approval_public(row).model_dump(mode="json")}
+        case WsTurnInterrupt():
+            return {"turn_id": await manager.interrupt(session_id)}
+    raise NotFound("unknown command")  # pragma: no cover - the union is closed
+
+
+async def _send_error(websocket: WebSocket, request: str | None, exc: GatewayError) -> None:
+    await websocket.send_text(
+        json.dumps({"type": "error", "request": request, "problem": problem_for(exc)})
+    )

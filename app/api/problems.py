@@ -1,0 +1,87 @@
+"""Every error becomes ``application/problem+json`` here, and only here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api.security import BodyTooLarge
+from app.errors import GatewayError, problem, problem_for
+
+log = logging.getLogger(__name__)
+
+MEDIA_TYPE = "application/problem+json"
+MAX_REPORTED_ERRORS = 20
+
+
+def _response(body: Mapping[str, object], status: int) -> JSONResponse:
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE)
+
+
+async def _gateway_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, GatewayError)
+    return _response(problem_for(exc), exc.status)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "location": ".".join(str(p) for p in e.get("loc", ())),
+            "message": str(e.get("msg", ""))[:300],
+        }
+        for e in exc.errors()[:MAX_REPORTED_ERRORS]
+    ]
+    detail = "; ".join(f"{e['location']}: {e['message']}" for e in errors[:3])
+    return _response(
+        problem(
+            status=422,
+            type_="validation_failed",
+            title="Request validation failed",
+            detail=detail or "the request does not match the schema",
+            errors=errors,  # type: ignore[arg-type]
+        ),
+        422,
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    slug = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return _response(
+        problem(status=exc.status_code, type_=slug, title=str(exc.detail), detail=str(exc.detail)),
+        exc.status_code,
+    )
+
+
+async def _too_large(request: Request, exc: Exception) -> JSONResponse:
+    return _response(
+        problem(status=413, type_="payload_too_large", title="Payload too large", detail=str(exc)),
+        413,
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return _response(
+        problem(
+            status=500,
+            type_="internal",
+            title="Internal error",
+            detail="the gateway failed to handle this request; see its log",
+        ),
+        500,
+    )
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(GatewayError, _gateway_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(BodyTooLarge, _too_large)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,185 @@
+"""Request and response bodies of the v1 API (``XCreate`` in, ``XPublic`` out)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+
+from app.events import ApprovalDecision, Event, SelectionReason, TurnError, Usage
+from app.providers.base import ApprovalMode
+
+SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
+TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
+ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+
+ModelName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$"),
+]
+"""A model name as the CLIs accept it; never starts with a dash (it must not read as a flag)."""
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetryPolicyIn(_In):
+    enabled: bool | None = None
+    strategy: Annotated[str, StringConstraints(max_length=64)] | None = None
+
+
+class SessionCreate(_In):
+    provider: Annotated[str, StringConstraints(max_length=64)] | None = None
+    scenario: Annotated[str, StringConstraints(max_length=64)] | None = None
+    workspace: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    model: ModelName | None = None
+    approval_mode: ApprovalMode | None = None
+    retry: RetryPolicyIn | None = None
+    requires: list[Annotated[str, StringConstraints(max_length=64)]] = Field(
+        default=[], max_length=16
+    )
+    metadata: dict[Annotated[str, StringConstraints(max_length=128)], JsonValue] | None = Field(
+        default=None, max_length=64
+    )
+
+
+class SkippedCandidate(BaseModel):
+    provider: str
+    reason: str
+
+
+class Selection(BaseModel):
+    reason: SelectionReason
+    skipped: list[SkippedCandidate] = []
+
+
+class ProcessPublic(BaseModel):
+    """The live CLI process serving the session (absent when none is running)."""
+
+    pid: int
+    started_at: datetime
+    spawns: int
+
+
+class SessionPublic(BaseModel):
+    id: str
+    provider: str
+    selection: Selection | None
+    workspace: str
+    model: str | None
+    approval_mode: ApprovalMode
+    status: SessionStatus
+    thread_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None = None
+    last_seq: int
+    metadata: dict[str, JsonValue] | None = None
+    process: ProcessPublic | None = None
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionPublic]
+
+
+class TurnCreate(_In):
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
+    retry: RetryPolicyIn | None = None
+
+
+class TurnPublic(BaseModel):
+    id: str
+    session_id: str
+    number: int
+    status: TurnStatus
+    attempts: int
+    provider: str
+    prompt: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    usage: Usage | None = None
+    error: TurnError | None = None
+    final_text: str | None = None
+
+
+class TurnList(BaseModel):
+    turns: list[TurnPublic]
+
+
+class ApprovalRespond(_In):
+    decision: ApprovalDecision
+    message: Annotated[str, StringConstraints(max_length=8192)] | None = None
+    updated_input: dict[str, JsonValue] | None = None
+
+
+class ApprovalPublic(BaseModel):
+    id: str
+    session_id: str
+    turn_id: str | None
+    status: ApprovalStatus
+    tool: str
+    input: dict[str, JsonValue]
+    title: str | None = None
+    decision: ApprovalDecision | None = None
+    message: str | None = None
+    decided_by: str | None = None
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+
+
+class ApprovalList(BaseModel):
+    approvals: list[ApprovalPublic]
+
+
+class InterruptAccepted(BaseModel):
+    session_id: str
+    turn_id: str
+    status: Literal["interrupting"] = "interrupting"
+
+
+class EventPage(BaseModel):
+    """A page of a session's events; pass ``next_after`` as ``after`` for the next page."""
+
+    events: list[Event]
+    next_after: int
+    last_seq: int
+
+
+class Problem(BaseModel):
+    """An ``application/problem+json`` error (RFC 9457); extra fields vary by ``type``."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+# --- WebSocket frames from the client ---------------------------------------------------------
+
+
+class WsTurnStart(_In):
+    type: Literal["turn.start"]
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
+    retry: RetryPolicyIn | None = None
+
+
+class WsApprovalRespond(_In):
+    type: Literal["approval.respond"]
+    approval_id: Annotated[str, StringConstraints(max_length=64)]
+    decision: ApprovalDecision
+    message: Annotated[str, StringConstraints(max_length=8192)] | None = None
+    updated_input: dict[str, JsonValue] | None = None
+
+
+class WsTurnInterrupt(_In):
+    type: Literal["turn.interrupt"]
+
+
+WsClientFrame = Annotated[
+    WsTurnStart | WsApprovalRespond | WsTurnInterrupt, Field(discriminator="type")
+]

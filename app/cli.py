@@ -1,0 +1,102 @@
+"""``agent-gateway``: serve, migrate and cleanup."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.api.security import RedactTokenFilter, load_or_create_token
+from app.settings import ConfigError, Settings, load_settings
+from app.store.db import SchemaError, check_schema, create_engine, upgrade
+from app.store.retention import cleanup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agent-gateway", description=__doc__)
+    parser.add_argument("--config", type=Path, help="TOML configuration file (or GATEWAY_CONFIG)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gateway")
+    serve.add_argument("--host", help="override server.host")
+    serve.add_argument("--port", type=int, help="override server.port")
+    commands.add_parser("migrate", help="upgrade the database schema to this version")
+    commands.add_parser("cleanup", help="delete bindings past storage.retention_days now")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+        if args.command == "serve":
+            return _serve(settings, host=args.host, port=args.port)
+        if args.command == "migrate":
+            upgrade(settings.storage.database_url)
+            print(f"database at {settings.storage.database_url} is up to date")
+            return 0
+        return asyncio.run(_cleanup(settings))
+    except (ConfigError, SchemaError) as exc:
+        print(f"agent-gateway: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _cleanup(settings: Settings) -> int:
+    engine = create_engine(settings.storage.database_url)
+    try:
+        await check_schema(engine)
+        report = await cleanup(
+            engine, retention_days=settings.storage.retention_days, now=datetime.now(UTC)
+        )
+    finally:
+        await engine.dispose()
+    print(
+        f"deleted {report.bindings_deleted} bindings and {report.events_deleted} events; "
+        f"closed {report.sessions_closed} sessions"
+    )
+    return 0
+
+
+async def _check(settings: Settings) -> None:
+    engine = create_engine(settings.storage.database_url)
+    try:
+        await check_schema(engine)
+    finally:
+        await engine.dispose()
+
+
+def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    if host is not None or port is not None:
+        server = settings.server.model_copy(
+            update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+        )
+        settings = settings.model_copy(update={"server": server})
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("uvicorn.access").addFilter(RedactTokenFilter())
+    asyncio.run(_check(settings))
+    configured = settings.server.token.get_secret_value() if settings.server.token else None
+    token, generated = load_or_create_token(configured, settings.storage.data_dir)
+    app = create_app(settings)
+    shown_host = (
+        f"[{settings.server.host}]" if ":" in settings.server.host else settings.server.host
+    )
+    origin = "generated now" if generated else "configured" if configured else "from the data dir"
+    print(f"Agent Gateway on http://{shown_host}:{settings.server.port}", file=sys.stderr)
+    print(f"Token ({origin}): {token}", file=sys.stderr)
+    uvicorn.run(
+        app,
+        host=settings.server.host,
+        port=settings.server.port,
+        log_level=settings.log_level,
+        ws_max_size=settings.server.ws_max_message_bytes,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""The gateway's error tree; the API maps it to ``application/problem+json`` in one place.
+
+GatewayError                 status, type, title, detail, extra fields
+├── NotFound                 404  session, turn or approval does not exist (or is not yours)
+├── Conflict                 409  the session's state forbids the request
+│   ├── TurnInProgress            a turn is already running (carries its id)
+│   ├── NoTurnRunning             nothing to interrupt
+│   ├── SessionClosed             the session was deleted or ended
+│   └── ApprovalNotPending        the approval was already resolved
+├── InvalidRequest           422  a field is well-formed but unacceptable
+│   └── WorkspaceRejected         the workspace is outside the roots or missing
+├── Unauthorized             401  missing or wrong token
+├── Forbidden                403  host or origin not allowed
+├── PayloadTooLarge          413  body over the limit
+└── ProviderUnavailable      503  the provider cannot serve the request
+"""
+
+from __future__ import annotations
+
+from pydantic import JsonValue
+
+PROBLEM_BASE = "urn:agent-gateway:problem:"
+
+
+class GatewayError(Exception):
+    """Root of every error the API reports; ``type`` is a stable slug clients can match."""
+
+    status: int = 500
+    type: str = "internal"
+    title: str = "Internal error"
+
+    def __init__(self, detail: str, **fields: JsonValue) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.fields = fields
+
+
+class NotFound(GatewayError):
+    status = 404
+    type = "not_found"
+    title = "Not found"
+
+
+class Conflict(GatewayError):
+    status = 409
+    type = "conflict"
+    title = "Conflict"
+
+
+class TurnInProgress(Conflict):
+    type = "turn_in_progress"
+    title = "A turn is already running"
+
+
+class NoTurnRunning(Conflict):
+    type = "no_turn_running"
+    title = "No turn is running"
+
+
+class SessionClosed(Conflict):
+    type = "session_closed"
+    title = "Session is closed"
+
+
+class ApprovalNotPending(Conflict):
+    type = "approval_not_pending"
+    title = "Approval is no longer pending"
+
+
+class InvalidRequest(GatewayError):
+    status = 422
+    type = "invalid_request"
+    title = "Invalid request"
+
+
+class WorkspaceRejected(InvalidRequest):
+    type = "workspace_rejected"
+    title = "Workspace rejected"
+
+
+class Unauthorized(GatewayError):
+    status = 401
+    type = "unauthorized"
+    title = "Unauthorized"
+
+
+class Forbidden(GatewayError):
+    status = 403
+    type = "forbidden"
+    title = "Forbidden"
+
+
+class PayloadTooLarge(GatewayError):
+    status = 413
+    type = "payload_too_large"
+    title = "Payload too large"
+
+
+class ProviderUnavailable(GatewayError):
+    status = 503
+    type = "provider_unavailable"
+    title = "Provider unavailable"
+
+
+def problem(
+    *, status: int, type_: str, title: str, detail: str, **fields: JsonValue
+) -> dict[str, JsonValue]:
+    """An RFC 9457 problem document."""
+    body: dict[str, JsonValue] = {
+        "type": PROBLEM_BASE + type_,
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    body.update(fields)
+    return body
+
+
+def problem_for(error: GatewayError) -> dict[str, JsonValue]:
+    body = problem(status=error.status, type_=error.type, title=error.title, detail=error.detail)
+    for key, value in error.fields.items():
+        body.setdefault(key, value)  # the standard members are never overridden
+    return body

@@ -1,0 +1,418 @@
+"""The unified event vocabulary: one envelope, one typed payload per event type.
+
+Providers produce payloads (``EventData``); the event log wraps each one in the envelope
+``{seq, session_id, turn_id, attempt, provider, at, type, data}`` and numbers it. The
+``Event`` discriminated union is what clients see on SSE, WebSocket and the JSON page, and
+what the OpenAPI document publishes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+EventType = Literal[
+    "session.created",
+    "session.provider_selected",
+    "session.thread_bound",
+    "session.closed",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "turn.interrupted",
+    "message.delta",
+    "message.completed",
+    "reasoning.delta",
+    "reasoning.completed",
+    "tool.started",
+    "tool.output",
+    "tool.completed",
+    "approval.requested",
+    "approval.resolved",
+    "retry.scheduled",
+    "provider.switched",
+    "usage",
+    "warning",
+]
+
+FailureKind = Literal[
+    "rate_limited",
+    "overloaded",
+    "server_error",
+    "network",
+    "idle_timeout",
+    "auth",
+    "invalid_request",
+    "context_lost",
+    "cli_missing",
+    "cli_crashed",
+    "interrupted",
+    "usage_limit",
+    "agent_error",
+    "unknown",
+]
+
+ToolKind = Literal["command", "file_change", "mcp", "web_search", "other"]
+ApprovalDecision = Literal["allow", "deny", "allow_session"]
+SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TYPE: ClassVar[EventType]
+
+
+class Usage(BaseModel):
+    """Token counts of one turn, and its cost when the CLI reports one."""
+
+    model_config = ConfigDict(frozen=True)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class TurnError(BaseModel):
+    """Why a turn failed, in the shared failure taxonomy."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: FailureKind
+    message: str
+    retryable: bool = False
+    provider: str | None = None
+    exit_code: int | None = None
+    stderr_tail: str | None = None
+
+
+class SkippedProvider(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    reason: str
+
+
+class ApprovalOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    decision: ApprovalDecision
+    label: str
+
+
+# --- payloads -------------------------------------------------------------------------------
+
+
+class SessionCreated(_Payload):
+    TYPE = "session.created"
+    provider: str
+    workspace: str
+    model: str | None
+    approval_mode: str
+
+
+class SessionProviderSelected(_Payload):
+    TYPE = "session.provider_selected"
+    provider: str
+    reason: SelectionReason
+    skipped: list[SkippedProvider] = []
+
+
+class SessionThreadBound(_Payload):
+    TYPE = "session.thread_bound"
+    thread_id: str
+
+
+class SessionClosed(_Payload):
+    TYPE = "session.closed"
+    reason: str
+
+
+class TurnStarted(_Payload):
+    TYPE = "turn.started"
+    prompt: str
+
+
+class TurnCompleted(_Payload):
+    TYPE = "turn.completed"
+    final_text: str
+    usage: Usage | None = None
+    stop_reason: str | None = None
+
+
+class TurnFailed(_Payload):
+    TYPE = "turn.failed"
+    error: TurnError
+
+
+class TurnInterrupted(_Payload):
+    TYPE = "turn.interrupted"
+    reason: str
+
+
+class MessageDelta(_Payload):
+    TYPE = "message.delta"
+    message_id: str
+    text: str
+
+
+class MessageCompleted(_Payload):
+    TYPE = "message.completed"
+    message_id: str
+    text: str
+
+
+class ReasoningDelta(_Payload):
+    TYPE = "reasoning.delta"
+    message_id: str
+    text: str
+
+
+class ReasoningCompleted(_Payload):
+    TYPE = "reasoning.completed"
+    message_id: str
+    text: str
+
+
+class ToolStarted(_Payload):
+    TYPE = "tool.started"
+    tool_id: str
+    name: str
+    kind: ToolKind
+    input: dict[str, JsonValue]
+
+
+class ToolOutput(_Payload):
+    TYPE = "tool.output"
+    tool_id: str
+    text: str
+
+
+class ToolCompleted(_Payload):
+    TYPE = "tool.completed"
+    tool_id: str
+    status: Literal["completed", "failed", "denied"]
+    output: str | None = None
+    exit_code: int | None = None
+
+
+class ApprovalRequested(_Payload):
+    TYPE = "approval.requested"
+    approval_id: str
+    tool: str
+    input: dict[str, JsonValue]
+    options: list[ApprovalOption]
+    expires_at: datetime
+    title: str | None = None
+    tool_id: str | None = None
+
+
+class ApprovalResolved(_Payload):
+    TYPE = "approval.resolved"
+    approval_id: str
+    decision: ApprovalDecision
+    by: Literal["client", "policy", "gateway"]
+    reason: Literal["decided", "expired", "cancelled", "session_closed", "gateway_restart"]
+    message: str | None = None
+
+
+class RetryScheduled(_Payload):
+    TYPE = "retry.scheduled"
+    source: Literal["cli", "gateway"]
+    attempt: int
+    max_attempts: int | None
+    delay_s: float | None
+    kind: FailureKind
+    message: str | None = None
+
+
+class ProviderSwitched(_Payload):
+    TYPE = "provider.switched"
+    from_provider: str
+    to_provider: str
+    reason: str
+
+
+class UsageReported(_Payload):
+    TYPE = "usage"
+    usage: Usage
+
+
+class Warning(_Payload):
+    TYPE = "warning"
+    message: str
+    code: str | None = None
+
+
+EventData = (
+    SessionCreated
+    | SessionProviderSelected
+    | SessionThreadBound
+    | SessionClosed
+    | TurnStarted
+    | TurnCompleted
+    | TurnFailed
+    | TurnInterrupted
+    | MessageDelta
+    | MessageCompleted
+    | ReasoningDelta
+    | ReasoningCompleted
+    | ToolStarted
+    | ToolOutput
+    | ToolCompleted
+    | ApprovalRequested
+    | ApprovalResolved
+    | RetryScheduled
+    | ProviderSwitched
+    | UsageReported
+    | Warning
+)
+
+
+# --- envelopes (the public, typed shape of every event) -------------------------------------
+
+
+class EventEnvelope(BaseModel):
+    """Fields every event carries; ``seq`` is per session, strictly increasing."""
+
+    seq: int = Field(ge=1)
+    session_id: str
+    turn_id: str | None = None
+    attempt: int | None = None
+    provider: str | None = None
+    at: datetime
+
+
+class SessionCreatedEvent(EventEnvelope):
+    type: Literal["session.created"]
+    data: SessionCreated
+
+
+class SessionProviderSelectedEvent(EventEnvelope):
+    type: Literal["session.provider_selected"]
+    data: SessionProviderSelected
+
+
+class SessionThreadBoundEvent(EventEnvelope):
+    type: Literal["session.thread_bound"]
+    data: SessionThreadBound
+
+
+class SessionClosedEvent(EventEnvelope):
+    type: Literal["session.closed"]
+    data: SessionClosed
+
+
+class TurnStartedEvent(EventEnvelope):
+    type: Literal["turn.started"]
+    data: TurnStarted
+
+
+class TurnCompletedEvent(EventEnvelope):
+    type: Literal["turn.completed"]
+    data: TurnCompleted
+
+
+class TurnFailedEvent(EventEnvelope):
+    type: Literal["turn.failed"]
+    data: TurnFailed
+
+
+class TurnInterruptedEvent(EventEnvelope):
+    type: Literal["turn.interrupted"]
+    data: TurnInterrupted
+
+
+class MessageDeltaEvent(EventEnvelope):
+    type: Literal["message.delta"]
+    data: MessageDelta
+
+
+class MessageCompletedEvent(EventEnvelope):
+    type: Literal["message.completed"]
+    data: MessageCompleted
+
+
+class ReasoningDeltaEvent(EventEnvelope):
+    type: Literal["reasoning.delta"]
+    data: ReasoningDelta
+
+
+class ReasoningCompletedEvent(EventEnvelope):
+    type: Literal["reasoning.completed"]
+    data: ReasoningCompleted
+
+
+class ToolStartedEvent(EventEnvelope):
+    type: Literal["tool.started"]
+    data: ToolStarted
+
+
+class ToolOutputEvent(EventEnvelope):
+    type: Literal["tool.output"]
+    data: ToolOutput
+
+
+class ToolCompletedEvent(EventEnvelope):
+    type: Literal["tool.completed"]
+    data: ToolCompleted
+
+
+class ApprovalRequestedEvent(EventEnvelope):
+    type: Literal["approval.requested"]
+    data: ApprovalRequested
+
+
+class ApprovalResolvedEvent(EventEnvelope):
+    type: Literal["approval.resolved"]
+    data: ApprovalResolved
+
+
+class RetryScheduledEvent(EventEnvelope):
+    type: Literal["retry.scheduled"]
+    data: RetryScheduled
+
+
+class ProviderSwitchedEvent(EventEnvelope):
+    type: Literal["provider.switched"]
+    data: ProviderSwitched
+
+
+class UsageEvent(EventEnvelope):
+    type: Literal["usage"]
+    data: UsageReported
+
+
+class WarningEvent(EventEnvelope):
+    type: Literal["warning"]
+    data: Warning
+
+
+Event = Annotated[
+    SessionCreatedEvent
+    | SessionProviderSelectedEvent
+    | SessionThreadBoundEvent
+    | SessionClosedEvent
+    | TurnStartedEvent
+    | TurnCompletedEvent
+    | TurnFailedEvent
+    | TurnInterruptedEvent
+    | MessageDeltaEvent
+    | MessageCompletedEvent
+    | ReasoningDeltaEvent
+    | ReasoningCompletedEvent
+    | ToolStartedEvent
+    | ToolOutputEvent
+    | ToolCompletedEvent
+    | ApprovalRequestedEvent
+    | ApprovalResolvedEvent
+    | RetryScheduledEvent
+    | ProviderSwitchedEvent
+    | UsageEvent
+    | WarningEvent,
+    Field(discriminator="type"),
+]
+"""Any event, as sent to clients."""
+
+TERMINAL_TURN_EVENTS: frozenset[EventType] = frozenset(
+    {"turn.completed", "turn.failed", "turn.interrupted"}
+)

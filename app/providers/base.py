@@ -1,0 +1,137 @@
+"""The provider seam: what the runtime asks of every agent CLI integration.
+
+A ``Provider`` is built once per configured provider name. For each gateway session it hands
+out a ``ProviderSession``, which owns that session's link to the CLI (a live process, or a
+thread on a shared server) and runs one turn at a time. While a turn runs, the provider
+reports through ``TurnHooks``: it emits normalized events, reveals the thread id, and asks for
+approvals; it returns a ``TurnOutcome`` and never emits the terminal ``turn.*`` event itself,
+so that the turn coordinator decides what the client sees when an attempt fails.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar, Literal, Protocol
+
+from pydantic import JsonValue
+
+from app.events import ApprovalDecision, EventData, TurnError, Usage
+
+ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSpec:
+    """What a provider needs to start or resume a session's conversation."""
+
+    session_id: str
+    workspace: Path
+    model: str | None
+    approval_mode: ApprovalMode
+    thread_id: str | None = None
+    """The CLI's thread from the binding; set when the conversation must be resumed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """A tool call the agent wants to make, as the provider read it off the wire."""
+
+    request_id: str
+    tool: str
+    input: dict[str, JsonValue]
+    options: tuple[ApprovalDecision, ...] = ("allow", "deny", "allow_session")
+    title: str | None = None
+    tool_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalAnswer:
+    """The decision that goes back to the CLI."""
+
+    decision: ApprovalDecision
+    message: str | None = None
+    updated_input: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnOutcome:
+    """How one attempt of a turn ended."""
+
+    status: Literal["completed", "failed", "interrupted"]
+    final_text: str = ""
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    error: TurnError | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessInfo:
+    """The live CLI process behind a session, for operators and tests."""
+
+    pid: int
+    started_at: datetime
+    spawns: int = field(default=1)
+
+
+class TurnHooks(Protocol):
+    """How a provider reports back while a turn runs."""
+
+    async def emit(self, data: EventData) -> None:
+        """Append one normalized event to the session's log."""
+
+    async def bind_thread(self, thread_id: str) -> None:
+        """Record the CLI's thread id for this session (idempotent)."""
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """Ask the client; return its answer, or a deny when the approval expires.
+
+        Cancelling the awaiting task withdraws the approval (the CLI cancelled it).
+        """
+
+
+class ProviderSession(ABC):
+    """One gateway session's conversation on one provider."""
+
+    @property
+    @abstractmethod
+    def thread_id(self) -> str | None:
+        """The CLI's own conversation id, once known."""
+
+    @property
+    @abstractmethod
+    def process(self) -> ProcessInfo | None:
+        """The live process serving this session, if any."""
+
+    @abstractmethod
+    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        """Send one user message and follow the agent until the turn ends."""
+
+    @abstractmethod
+    async def interrupt(self) -> None:
+        """Ask the CLI to stop the running turn; the turn then ends as interrupted."""
+
+    @abstractmethod
+    async def suspend(self) -> None:
+        """Release the live process; the next turn resumes the thread from the binding."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop everything this session holds; the session will not be used again."""
+
+
+class Provider(ABC):
+    """One agent CLI integration, built once from the settings."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def open_session(self, spec: SessionSpec) -> ProviderSession:
+        """Return a handle for the session; nothing is spawned until the first turn."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Stop every process this provider started."""

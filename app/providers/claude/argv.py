@@ -1,0 +1,68 @@
+"""The Claude Code command line: a pure function of the session spec."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import assert_never
+
+from app.providers.base import ApprovalMode, SessionSpec
+
+__all__ = ["build_argv", "permission_mode"]
+
+
+def permission_mode(mode: ApprovalMode) -> str:
+    """Return the ``--permission-mode`` value that enforces a gateway approval mode."""
+    match mode:
+        case "ask":
+            # Anything not pre-approved reaches us as a `can_use_tool` control request.
+            # CLI 2.1.330 `--help` calls this mode `manual`; `default` is still accepted and
+            # is what `system/init.permissionMode` reports.
+            return "default"
+        case "auto_edits":
+            return "acceptEdits"
+        case "allow_all":
+            return "bypassPermissions"
+        case "read_only":
+            # `dontAsk` denies whatever would prompt: reads (auto-allowed) proceed, writes and
+            # commands that need approval are refused, and the agent keeps working normally.
+            # `plan` would also block writes but makes the agent plan instead of act.
+            return "dontAsk"
+        case _:
+            assert_never(mode)
+
+
+def build_argv(*, executable: str, spec: SessionSpec, extra_args: Sequence[str] = ()) -> list[str]:
+    """Return the argv that starts one long-lived, headless Claude Code process for ``spec``.
+
+    The process reads user turns and control messages as stream-json on stdin and prints
+    stream-json on stdout; the prompt is never on the command line. ``extra_args`` come last,
+    as the operator's escape hatch for flags this builder does not know.
+    """
+    argv = [
+        executable,
+        "--output-format",
+        "stream-json",
+        "--verbose",  # required by stream-json output
+        "--input-format",
+        "stream-json",
+        "--include-partial-messages",
+        # Hidden from `--help` in 2.1.330 but what both official SDKs send: approvals travel
+        # as control requests on stdin/stdout.
+        "--permission-prompt-tool=stdio",
+        "--permission-mode",
+        permission_mode(spec.approval_mode),
+        # Only the user's own settings (auth, model defaults); a workspace's
+        # .claude/settings*.json must not widen permissions behind the gateway's back.
+        "--setting-sources",
+        "user",
+        # No MCP servers from the workspace or user config: the gateway decides what runs.
+        "--strict-mcp-config",
+    ]
+    if spec.model is not None:
+        argv += ["--model", spec.model]
+    if spec.thread_id is not None:
+        # `--resume` takes an optional value, so a dash-leading id would be read as a flag;
+        # the SDKs use the `=` form for the same reason.
+        argv.append(f"--resume={spec.thread_id}")
+    argv.extend(extra_args)
+    return argv

@@ -1,0 +1,86 @@
+"""What the Claude normalizer hands the provider besides unified event payloads.
+
+Event payloads (``EventData``) go to the session's log as they are; the items defined here
+are for the provider to act on: bind the thread, answer or drop control requests, end the
+turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from pydantic import JsonValue
+
+from app.events import EventData
+from app.providers.base import ApprovalRequest, TurnOutcome
+
+__all__ = [
+    "ApprovalAsked",
+    "ApprovalWithdrawn",
+    "ClaudeItem",
+    "ControlReply",
+    "ThreadSeen",
+    "TurnEnded",
+    "UnsupportedControlRequest",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThreadSeen:
+    """The CLI revealed its session id (the gateway's thread id)."""
+
+    thread_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalAsked:
+    """The CLI asks whether a tool may run; answer with ``protocol.permission_response``."""
+
+    request: ApprovalRequest
+    suggestions: list[JsonValue] = field(default_factory=list)
+    """The CLI's ``permission_suggestions``, for an "allow for session" answer."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalWithdrawn:
+    """The CLI cancelled its pending request ``request_id``; it must not be answered."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ControlReply:
+    """The CLI answered one of the gateway's control requests (initialize, interrupt…)."""
+
+    request_id: str
+    ok: bool
+    payload: dict[str, JsonValue] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UnsupportedControlRequest:
+    """A CLI request the gateway does not serve; answer with ``protocol.error_response``."""
+
+    request_id: str
+    subtype: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnEnded:
+    """The turn's ``result`` arrived; the process stays up for the next turn."""
+
+    outcome: TurnOutcome
+    session_id: str | None
+
+
+ClaudeItem: TypeAlias = (
+    EventData
+    | ThreadSeen
+    | ApprovalAsked
+    | ApprovalWithdrawn
+    | ControlReply
+    | UnsupportedControlRequest
+    | TurnEnded
+)

@@ -1,0 +1,530 @@
+"""Claude Code stream-json stdout → normalized items, one line at a time (pure, no I/O).
+
+One ``ClaudeNormalizer`` lives exactly as long as one CLI process: the process's session id,
+streamed blocks and running cost total are per process.
+
+What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
+
+- ``system/init`` → ``ThreadSeen`` when the session id is new to this normalizer
+- ``stream_event`` text / thinking deltas → ``MessageDelta`` / ``ReasoningDelta``
+- ``assistant`` blocks → ``MessageCompleted`` / ``ReasoningCompleted`` (same id as the
+  deltas), ``ToolStarted`` for tool_use / server_tool_use
+- ``user`` tool_result blocks → ``ToolCompleted``
+- ``system/api_retry`` → ``RetryScheduled(source="cli")``
+- ``rate_limit_event`` with status rejected → ``Warning(code="rate_limited")``
+- ``result`` → ``UsageReported`` then ``TurnEnded``
+- ``control_request`` → ``ApprovalAsked`` (can_use_tool) or ``UnsupportedControlRequest``;
+  ``control_cancel_request`` → ``ApprovalWithdrawn``; ``control_response`` → ``ControlReply``
+
+Everything else is dropped: known noise silently, unknown types with a debug log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from app.events import ApprovalDecision as _Decision
+from app.events import (
+    RetryScheduled,
+    ToolCompleted,
+    ToolStarted,
+    Usage,
+    UsageReported,
+    Warning,
+)
+from app.providers.base import ApprovalRequest, TurnOutcome
+from app.providers.claude.blocks import BlockKind, ContentBlocks
+from app.providers.claude.classifier import (
+    error_for_result,
+    interrupted_error,
+    kind_for_api_retry,
+)
+from app.providers.claude.items import (
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    ClaudeItem,
+    ControlReply,
+    ThreadSeen,
+    TurnEnded,
+    UnsupportedControlRequest,
+)
+from app.providers.claude.tools import MAX_TOOL_OUTPUT_BYTES, tool_kind, tool_output
+
+# The items are re-exported: the normalizer's output is their home in callers' imports.
+__all__ = [
+    "MAX_TOOL_OUTPUT_BYTES",
+    "ApprovalAsked",
+    "ApprovalWithdrawn",
+    "ClaudeItem",
+    "ClaudeNormalizer",
+    "ControlReply",
+    "ThreadSeen",
+    "TurnEnded",
+    "UnsupportedControlRequest",
+    "tool_kind",
+]
+
+logger = logging.getLogger(__name__)
+
+# Types and system subtypes that carry nothing for the event model (reference §1.3).
+_IGNORED_TYPES = frozenset(
+    {
+        "keep_alive",
+        "tool_progress",
+        "tool_use_summary",
+        "auth_status",
+        "prompt_suggestion",
+        "conversation_reset",  # the next system/init carries the new session id
+        "streamlined_text",
+        "streamlined_tool_use_summary",
+    }
+)
+_IGNORED_SYSTEM_SUBTYPES = frozenset(
+    {
+        "status",
+        "session_state_changed",
+        "compact_boundary",
+        "task_started",
+        "task_progress",
+        "task_updated",
+        "task_notification",
+        "background_tasks_changed",
+        "hook_started",
+        "hook_progress",
+        "hook_response",
+        "local_command_output",
+        "informational",
+        "notification",
+        "commands_changed",
+        "model_refusal_fallback",
+        "model_refusal_no_fallback",
+        "model_consent_fallback",
+        "thinking_tokens",
+        "files_persisted",
+        "memory_recall",
+        "elicitation_complete",
+        "plugin_install",
+        "worker_shutting_down",
+        "control_request_progress",
+        "mirror_error",
+    }
+)
+_IGNORED_STREAM_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "ping"})
+_INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
+# The marker the CLI writes as a user line when an interrupt lands (2.1.330, obs); also
+# "[Request interrupted by user for tool use]".
+_INTERRUPT_MARKER = "[Request interrupted by user"
+_ALL_OPTIONS: tuple[_Decision, ...] = ("allow", "deny", "allow_session")
+
+
+class ClaudeNormalizer:
+    """Turn Claude Code stdout lines into ``ClaudeItem``s, keeping per-process state."""
+
+    def __init__(self) -> None:
+        self._thread_id: str | None = None
+        self._blocks = ContentBlocks()
+        self._stream_message_id: str | None = None
+        self._interrupt_seen = False
+        self._auto_denied: set[str] = set()
+        self._cost_total: float | None = None
+
+    @property
+    def thread_id(self) -> str | None:
+        """The last session id seen, if any."""
+        return self._thread_id
+
+    def feed(self, line: bytes) -> list[ClaudeItem]:
+        """Return the items one stdout line stands for; never raises on bad input.
+
+        ``line`` may keep its trailing newline. Lines that are not JSON objects (debug output
+        of some builds) and unknown message types give ``[]`` and a debug log.
+        """
+        try:
+            raw = json.loads(line)
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError
+            logger.debug("claude: skipping non-JSON stdout line: %.200r", line)
+            return []
+        if not isinstance(raw, dict):
+            logger.debug("claude: skipping non-object JSON line: %.200r", line)
+            return []
+        try:
+            return self._dispatch(raw)
+        except (ValueError, TypeError, LookupError, ArithmeticError):
+            # A known type whose fields do not fit (pydantic's ValidationError is a
+            # ValueError): a CLI change must cost one line, never the turn.
+            logger.warning("claude: dropping malformed %r line", raw.get("type"), exc_info=True)
+            return []
+
+    # --- dispatch -------------------------------------------------------------------------
+
+    def _dispatch(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        kind = raw.get("type")
+        if kind == "stream_event":
+            return self._stream_event(raw)
+        if kind == "assistant":
+            return self._assistant(raw)
+        if kind == "user":
+            return self._user(raw)
+        if kind == "system":
+            return self._system(raw)
+        if kind == "result":
+            return self._result(raw)
+        if kind == "control_request":
+            return self._control_request(raw)
+        if kind == "control_response":
+            return self._control_response(raw)
+        if kind == "control_cancel_request":
+            request_id = _str(raw.get("request_id"))
+            return [ApprovalWithdrawn(request_id=request_id)] if request_id else []
+        if kind == "rate_limit_event":
+            return self._rate_limit(raw)
+        if kind not in _IGNORED_TYPES:
+            logger.debug("claude: skipping unknown message type %r", kind)
+        return []
+
+    def _see_thread(self, session_id: object) -> list[ClaudeItem]:
+        if not isinstance(session_id, str) or not session_id or session_id == self._thread_id:
+            return []
+        self._thread_id = session_id
+        return [ThreadSeen(thread_id=session_id)]
+
+    # --- streaming ------------------------------------------------------------------------
+
+    def _stream_event(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        if raw.get("parent_tool_use_id") is not None:
+            # Subagent prose: the event model has no parent field, so interleaving it with
+            # the main agent's message would garble the answer. The subagent's result comes
+            # back as the Task tool's output; its tool calls are still reported.
+            return []
+        event = _dict(raw.get("event"))
+        event_type = event.get("type")
+        if event_type == "message_start":
+            self._stream_message_id = _str(_dict(event.get("message")).get("id"))
+        message_id = _str(raw.get("api_message_id")) or self._stream_message_id
+        index = event.get("index")
+        if event_type in _IGNORED_STREAM_EVENTS or event_type == "content_block_stop":
+            return []
+        if message_id is None or not isinstance(index, int):
+            logger.debug("claude: stream_event without message id or index: %r", event_type)
+            return []
+        if event_type == "content_block_start":
+            kind = _block_kind(_dict(event.get("content_block")).get("type"))
+            if kind is not None:
+                self._blocks.started(message_id, index, kind)
+            # tool_use input streams as input_json_delta; ToolStarted waits for the whole
+            # input on the assistant line.
+            return []
+        if event_type == "content_block_delta":
+            delta = _dict(event.get("delta"))
+            if delta.get("type") == "text_delta":
+                text = _str(delta.get("text")) or ""
+                return list(self._blocks.delta(message_id, index, "text", text))
+            if delta.get("type") == "thinking_delta":
+                text = _str(delta.get("thinking")) or ""
+                return list(self._blocks.delta(message_id, index, "thinking", text))
+            return []  # input_json_delta, signature_delta, citations_delta
+        logger.debug("claude: skipping unknown stream event %r", event_type)
+        return []
+
+    # --- assistant ------------------------------------------------------------------------
+
+    def _assistant(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        message = _dict(raw.get("message"))
+        if raw.get("error") is not None and (
+            raw.get("is_api_error_message") is True or message.get("model") == "<synthetic>"
+        ):
+            # After the CLI gives up on the API it prints a synthetic "API Error: …" message
+            # (2.1.330, obs); the result that follows carries the same text as the turn's
+            # error. Showing it as agent prose too would duplicate it as if the model said it.
+            return []
+        message_id = _str(message.get("id")) or ""
+        # Subagent prose is skipped like its stream events (see _stream_event).
+        nested = raw.get("parent_tool_use_id") is not None
+        items: list[ClaudeItem] = []
+        for block in _list(message.get("content")):
+            if not isinstance(block, dict):
+                continue
+            block_type = block.get("type")
+            kind = _block_kind(block_type)
+            if not nested:
+                # The API names the field after the type: {"type": "thinking", "thinking": …}.
+                text = _str(block.get(kind)) if kind is not None else None
+                items += self._blocks.assistant_block(message_id, kind, text or "")
+            if block_type in ("tool_use", "server_tool_use"):
+                items += _tool_started(block)
+            elif isinstance(block_type, str) and block_type.endswith("_tool_result"):
+                items += _server_tool_completed(block)
+        return items
+
+    # --- user -----------------------------------------------------------------------------
+
+    def _user(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        content = _dict(raw.get("message")).get("content")
+        if not isinstance(content, list):
+            return []  # a replayed prompt
+        denied = set(self._auto_denied)
+        for entry in _list(raw.get("tool_result_meta")):
+            meta = _dict(entry)
+            decision = _dict(meta.get("permission_decision")).get("decision")
+            if decision == "reject" and isinstance(meta.get("id"), str):
+                denied.add(meta["id"])
+        items: list[ClaudeItem] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                text = _str(block.get("text")) or ""
+                if text.startswith(_INTERRUPT_MARKER):
+                    self._interrupt_seen = True
+                continue  # replays and interruption markers are not agent output
+            if block.get("type") != "tool_result":
+                continue
+            tool_id = _str(block.get("tool_use_id"))
+            if tool_id is None:
+                continue
+            if tool_id in denied:
+                status = "denied"
+                self._auto_denied.discard(tool_id)
+            elif block.get("is_error") is True:
+                status = "failed"
+            else:
+                status = "completed"
+            items.append(
+                ToolCompleted(
+                    tool_id=tool_id, status=status, output=tool_output(block.get("content"))
+                )
+            )
+        return items
+
+    # --- system ---------------------------------------------------------------------------
+
+    def _system(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        subtype = raw.get("subtype")
+        if subtype == "init":
+            return self._see_thread(raw.get("session_id"))
+        if subtype == "api_retry":
+            return [_retry(raw)]
+        if subtype == "permission_denied":
+            # Auto-denied without asking (a deny rule, `dontAsk` in read_only mode); the
+            # tool_result that follows is reported as denied.
+            tool_id = _str(raw.get("tool_use_id"))
+            if tool_id:
+                self._auto_denied.add(tool_id)
+            return []
+        if subtype not in _IGNORED_SYSTEM_SUBTYPES:
+            logger.debug("claude: skipping unknown system subtype %r", subtype)
+        return []
+
+    def _rate_limit(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        info = _dict(raw.get("rate_limit_info"))
+        if info.get("status") != "rejected":
+            return []
+        limit = _str(info.get("rateLimitType"))
+        message = f"Claude usage limit reached ({limit})" if limit else "Claude usage limit reached"
+        resets_at = _number(info.get("resetsAt"))
+        if resets_at is not None:
+            try:
+                when = datetime.fromtimestamp(resets_at, tz=UTC).isoformat()
+            except (OverflowError, OSError, ValueError):
+                when = None
+            if when:
+                message += f"; resets at {when}"
+        return [Warning(code="rate_limited", message=message)]
+
+    # --- result ---------------------------------------------------------------------------
+
+    def _result(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        items: list[ClaudeItem] = self._see_thread(raw.get("session_id"))
+        # Blocks an interrupt abandoned mid-stream get completed with what streamed.
+        items += self._blocks.flush()
+        self._stream_message_id = None
+        usage = self._usage(raw)
+        if usage is not None:
+            items.append(UsageReported(usage=usage))
+        stop_reason = _str(raw.get("stop_reason"))
+        terminal_reason = _str(raw.get("terminal_reason"))
+        if raw.get("is_error") is not True:
+            # Branch on is_error, never on subtype: an API failure after retries arrives as
+            # subtype "success" with is_error true (2.1.330, obs).
+            outcome = TurnOutcome(
+                status="completed",
+                final_text=_str(raw.get("result")) or "",
+                usage=usage,
+                stop_reason=stop_reason,
+            )
+        elif terminal_reason in _INTERRUPTED_REASONS or (
+            raw.get("subtype") == "error_during_execution" and self._interrupt_seen
+        ):
+            outcome = TurnOutcome(
+                status="interrupted",
+                usage=usage,
+                stop_reason=stop_reason,
+                error=interrupted_error(terminal_reason),
+            )
+        else:
+            outcome = TurnOutcome(
+                status="failed", usage=usage, stop_reason=stop_reason, error=error_for_result(raw)
+            )
+        self._interrupt_seen = False
+        self._auto_denied.clear()
+        items.append(TurnEnded(outcome=outcome, session_id=_str(raw.get("session_id"))))
+        return items
+
+    def _usage(self, raw: dict[str, Any]) -> Usage | None:
+        usage = raw.get("usage")
+        if not isinstance(usage, dict):
+            return None
+        return Usage(
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+            cached_input_tokens=_int(usage.get("cache_read_input_tokens")),
+            cache_creation_input_tokens=_int(usage.get("cache_creation_input_tokens")),
+            cost_usd=self._turn_cost(raw),
+        )
+
+    def _turn_cost(self, raw: dict[str, Any]) -> float | None:
+        # `total_cost_usd` is the process's running total across turns (2.1.330 schema:
+        # "cumulative across turns in streaming-input sessions"), while `usage` is per turn.
+        # The per-turn cost is the sum of `model_usage_since_last_result`, else the growth
+        # of the running total since this process's previous result.
+        total = _number(raw.get("total_cost_usd"))
+        previous, self._cost_total = self._cost_total, total
+        since_last = raw.get("model_usage_since_last_result")
+        if isinstance(since_last, dict):
+            costs = [_number(_dict(model).get("costUSD")) for model in since_last.values()]
+            if None not in costs:
+                return float(sum(cost for cost in costs if cost is not None))
+        if total is None:
+            return None
+        return max(total - previous, 0.0) if previous is not None else total
+
+    # --- control protocol -----------------------------------------------------------------
+
+    def _control_request(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        request_id = _str(raw.get("request_id"))
+        if not request_id:
+            logger.debug("claude: control_request without request_id")
+            return []
+        request = _dict(raw.get("request"))
+        subtype = _str(request.get("subtype")) or ""
+        if subtype != "can_use_tool":
+            return [UnsupportedControlRequest(request_id=request_id, subtype=subtype)]
+        options = _ALL_OPTIONS
+        if request.get("suppress_always_allow_rule") is True:
+            options = ("allow", "deny")
+        approval = ApprovalRequest(
+            request_id=request_id,
+            tool=_str(request.get("tool_name")) or "",
+            input=_dict(request.get("input")),
+            options=options,
+            # `title` is the full prompt sentence when present (reference §1.5).
+            title=_str(request.get("title")) or _str(request.get("description")),
+            tool_id=_str(request.get("tool_use_id")),
+        )
+        return [
+            ApprovalAsked(
+                request=approval, suggestions=_list(request.get("permission_suggestions"))
+            )
+        ]
+
+    def _control_response(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        response = _dict(raw.get("response"))
+        request_id = _str(response.get("request_id"))
+        if not request_id:
+            return []
+        if response.get("subtype") == "success":
+            return [
+                ControlReply(
+                    request_id=request_id, ok=True, payload=_dict(response.get("response"))
+                )
+            ]
+        error = _str(response.get("error")) or "control request failed"
+        return [ControlReply(request_id=request_id, ok=False, error=error)]
+
+
+# --- block helpers --------------------------------------------------------------------------
+
+
+def _block_kind(block_type: object) -> BlockKind | None:
+    if block_type == "text":
+        return "text"
+    if block_type == "thinking":
+        return "thinking"
+    return None
+
+
+def _tool_started(block: dict[str, Any]) -> list[ClaudeItem]:
+    tool_id = _str(block.get("id"))
+    name = _str(block.get("name"))
+    if not tool_id or not name:
+        return []
+    return [
+        ToolStarted(
+            tool_id=tool_id, name=name, kind=tool_kind(name), input=_dict(block.get("input"))
+        )
+    ]
+
+
+def _server_tool_completed(block: dict[str, Any]) -> list[ClaudeItem]:
+    # Server tools (web_search, web_fetch) run inside the API call: their results come back
+    # in the assistant message (`web_search_tool_result`…), not as a user tool_result.
+    tool_id = _str(block.get("tool_use_id"))
+    if not tool_id:
+        return []
+    content = block.get("content")
+    failed = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+    return [ToolCompleted(tool_id=tool_id, status="failed" if failed else "completed")]
+
+
+def _retry(raw: dict[str, Any]) -> RetryScheduled:
+    status = _opt_int(raw.get("error_status"))
+    category = _str(raw.get("error"))
+    delay_ms = _number(raw.get("retry_delay_ms"))
+    if status is not None:
+        message = f"Claude API error {status} ({category or 'unknown'}); the CLI retries."
+    else:
+        message = f"Claude API connection error ({category or 'unknown'}); the CLI retries."
+    return RetryScheduled(
+        source="cli",
+        attempt=_int(raw.get("attempt"), default=1),
+        max_attempts=_opt_int(raw.get("max_retries")),
+        delay_s=delay_ms / 1000 if delay_ms is not None else None,
+        kind=kind_for_api_retry(status, category),
+        message=message,
+    )
+
+
+# --- typed access to raw JSON ---------------------------------------------------------------
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _int(value: object, default: int = 0) -> int:
+    number = _opt_int(value)
+    return default if number is None else number
+
+
+def _number(value: object) -> float | None:
+    """A finite JSON number as float (json.loads turns 1e999 into inf)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,393 @@
+"""The Claude Code provider: one long-lived ``claude`` process per live session.
+
+The process runs in bidirectional stream-json mode (reference §1). A turn is one ``user``
+line; the turn ends at the ``result`` line. Permission prompts arrive as ``can_use_tool``
+control requests and are answered with ``control_response`` once the client decides. The
+interrupt is the ``interrupt`` control request, with a stop of the process as the fallback.
+A session whose process is gone is resumed on its next turn with ``--resume=<thread>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import JsonValue
+
+from app.events import FailureKind, TurnError
+from app.providers.base import (
+    ApprovalRequest,
+    ProcessInfo,
+    Provider,
+    ProviderSession,
+    SessionSpec,
+    TurnHooks,
+    TurnOutcome,
+)
+from app.providers.claude import protocol
+from app.providers.claude.argv import build_argv
+from app.providers.claude.classifier import error_for_exit
+from app.providers.claude.normalizer import (
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    ClaudeItem,
+    ClaudeNormalizer,
+    ControlReply,
+    ThreadSeen,
+    TurnEnded,
+    UnsupportedControlRequest,
+)
+from app.runtime.process import (
+    LineTooLong,
+    ManagedProcess,
+    ProcessError,
+    ProcessRunner,
+    ProcessSpec,
+    SpawnError,
+    child_environment,
+)
+from app.settings import ProviderSettings
+
+log = logging.getLogger(__name__)
+
+NAME = "claude_code"
+
+PASSTHROUGH_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+"""Credentials and endpoints the CLI may need from the gateway's own environment."""
+
+FIXED_ENV = {
+    # The gateway decides about updates and network use, not the CLI (offline-testing.md).
+    "CLAUDE_CODE_ENTRYPOINT": "sdk-py",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+
+class _Exited:
+    """The process's stdout ended (or broke); carries why."""
+
+    def __init__(self, error: TurnError) -> None:
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Live:
+    process: ManagedProcess
+    reader: asyncio.Task[None]
+    items: asyncio.Queue[ClaudeItem | _Exited]
+    info: ProcessInfo
+
+
+class ClaudeCodeProvider(Provider):
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        settings: ProviderSettings,
+        executable: str,
+        runner: ProcessRunner,
+        parent_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.executable = executable
+        self.runner = runner
+        self.parent_env = dict(os.environ if parent_env is None else parent_env)
+        self._sessions: set[ClaudeSession] = set()
+
+    def open_session(self, spec: SessionSpec) -> ClaudeSession:
+        session = ClaudeSession(provider=self, spec=spec)
+        self._sessions.add(session)
+        return session
+
+    def forget(self, session: ClaudeSession) -> None:
+        self._sessions.discard(session)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(s.close() for s in list(self._sessions)), return_exceptions=True)
+
+
+class ClaudeSession(ProviderSession):
+    """One gateway session on Claude Code; spawns (or resumes) its process on demand."""
+
+    def __init__(self, *, provider: ClaudeCodeProvider, spec: SessionSpec) -> None:
+        self._provider = provider
+        self._spec = spec
+        self._thread_id = spec.thread_id
+        self._live: _Live | None = None
+        self._spawns = 0
+        self._request_ids = itertools.count(1)
+        self._replies: dict[str, asyncio.Future[ControlReply]] = {}
+        self._interrupt_at: float | None = None
+        self._closed = False
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id
+
+    @property
+    def process(self) -> ProcessInfo | None:
+        live = self._live
+        if live is None or live.process.returncode is not None:
+            return None
+        return live.info
+
+    # --- process lifecycle ----------------------------------------------------------------
+
+    async def _ensure_process(self) -> _Live | TurnOutcome:
+        live = self._live
+        if live is not None and live.process.returncode is None and not live.reader.done():
+            return live
+        if live is not None:
+            await self._release(live)
+        settings = self._provider.settings
+        spec = SessionSpec(
+            session_id=self._spec.session_id,
+            workspace=self._spec.workspace,
+            model=self._spec.model,
+            approval_mode=self._spec.approval_mode,
+            thread_id=self._thread_id,
+        )
+        argv = build_argv(
+            executable=self._provider.executable, spec=spec, extra_args=settings.extra_args
+        )
+        env = child_environment(
+            self._provider.parent_env,
+            passthrough=PASSTHROUGH_ENV,
+            overlay={**FIXED_ENV, "PWD": str(spec.workspace), **settings.env},
+        )
+        try:
+            process = await self._provider.runner.spawn(
+                ProcessSpec(argv=tuple(argv), cwd=spec.workspace, env=env)
+            )
+        except SpawnError as exc:
+            kind: FailureKind = "cli_missing" if exc.kind == "cli_missing" else "cli_crashed"
+            return _failed(kind, f"cannot start {argv[0]}: {exc.detail}", retryable=False)
+        self._spawns += 1
+        items: asyncio.Queue[ClaudeItem | _Exited] = asyncio.Queue()
+        info = ProcessInfo(pid=process.pid, started_at=process.started_at, spawns=self._spawns)
+        reader = asyncio.create_task(
+            self._read(process, items), name=f"claude-reader:{process.pid}"
+        )
+        live = self._live = _Live(process=process, reader=reader, items=items, info=info)
+        reply = await self._control(live, protocol.initialize_request, settings.startup_timeout_s)
+        if isinstance(reply, ControlReply) and reply.ok:
+            return live
+        if isinstance(reply, ControlReply):
+            message = reply.error or "initialize was refused"
+        else:
+            message = reply.error.message if reply.error else "no answer"
+        await self._release(live)
+        if spec.thread_id is not None:
+            # A refused --resume fails initialize (reference §1.6): the thread is gone.
+            return _failed(
+                "context_lost", f"Claude Code could not resume thread {spec.thread_id}: {message}"
+            )
+        return _failed("cli_crashed", f"Claude Code did not start: {message}")
+
+    async def _read(
+        self, process: ManagedProcess, items: asyncio.Queue[ClaudeItem | _Exited]
+    ) -> None:
+        normalizer = ClaudeNormalizer()
+        try:
+            while True:
+                line = await process.read_line()
+                if line is None:
+                    break
+                for item in normalizer.feed(line):
+                    if isinstance(item, ControlReply):
+                        future = self._replies.pop(item.request_id, None)
+                        if future is not None and not future.done():
+                            future.set_result(item)
+                        continue
+                    items.put_nowait(item)
+        except LineTooLong as exc:
+            items.put_nowait(
+                _Exited(_error("agent_error", f"the CLI printed a line over {exc.limit} bytes"))
+            )
+            return
+        except ProcessError as exc:
+            items.put_nowait(_Exited(_error("cli_crashed", f"lost the CLI's output: {exc}")))
+            return
+        returncode = await process.wait()
+        items.put_nowait(_Exited(error_for_exit(returncode, process.stderr_tail)))
+
+    async def _control(
+        self, live: _Live, encode: Callable[[str], bytes], timeout_s: float
+    ) -> ControlReply | TurnOutcome:
+        request_id = f"req_{next(self._request_ids)}_{os.urandom(4).hex()}"
+        future: asyncio.Future[ControlReply] = asyncio.get_running_loop().create_future()
+        self._replies[request_id] = future
+        try:
+            await live.process.write_line(encode(request_id))
+            async with asyncio.timeout(timeout_s):
+                waits: set[asyncio.Future[Any]] = {future, live.reader}
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except (ProcessError, TimeoutError):
+            pass
+        finally:
+            self._replies.pop(request_id, None)
+        if future.done():
+            return future.result()
+        future.cancel()
+        stderr = live.process.stderr_tail.strip()
+        return _failed("cli_crashed", f"no answer to a control request; stderr: {stderr[-2000:]}")
+
+    async def _release(self, live: _Live) -> None:
+        if self._live is live:
+            self._live = None
+        await live.process.stop(grace_s=self._provider.settings.stop_grace_s)
+        live.reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await live.reader
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        live = await self._ensure_process()
+        if isinstance(live, TurnOutcome):
+            return live
+        self._interrupt_at = None
+        approvals: dict[str, asyncio.Task[None]] = {}
+        try:
+            await live.process.write_line(protocol.user_message(prompt))
+        except ProcessError as exc:
+            await self._release(live)
+            return _failed("cli_crashed", f"could not send the prompt: {exc}")
+        try:
+            return await self._follow(live, hooks, approvals)
+        finally:
+            for task in approvals.values():
+                task.cancel()
+            await asyncio.gather(*approvals.values(), return_exceptions=True)
+
+    async def _follow(
+        self, live: _Live, hooks: TurnHooks, approvals: dict[str, asyncio.Task[None]]
+    ) -> TurnOutcome:
+        while True:
+            try:
+                item = await asyncio.wait_for(live.items.get(), timeout=1.0)
+            except TimeoutError:
+                outcome = self._watchdog(
+                    live, pending=any(not t.done() for t in approvals.values())
+                )
+                if outcome is not None:
+                    await self._release(live)
+                    return outcome
+                continue
+            match item:
+                case _Exited(error=error):
+                    await self._release(live)
+                    if self._interrupt_at is not None:
+                        return TurnOutcome(
+                            status="interrupted",
+                            error=_error("interrupted", "interrupted by the client"),
+                        )
+                    return TurnOutcome(status="failed", error=error)
+                case TurnEnded(outcome=outcome, session_id=thread):
+                    if thread:
+                        await self._bind(thread, hooks)
+                    return outcome
+                case ThreadSeen(thread_id=thread):
+                    await self._bind(thread, hooks)
+                case ApprovalAsked(request=request, suggestions=suggestions):
+                    approvals[request.request_id] = asyncio.create_task(
+                        self._answer(live, hooks, request, suggestions)
+                    )
+                case ApprovalWithdrawn(request_id=request_id):
+                    task = approvals.pop(request_id, None)
+                    if task is not None:
+                        task.cancel()
+                case UnsupportedControlRequest(request_id=request_id, subtype=subtype):
+                    with contextlib.suppress(ProcessError):
+                        await live.process.write_line(
+                            protocol.error_response(
+                                request_id, f"{subtype} is not supported by Agent Gateway"
+                            )
+                        )
+                case ControlReply():
+                    pass  # routed to its waiter by the reader; never queued
+                case _:
+                    await hooks.emit(item)
+
+    def _watchdog(self, live: _Live, *, pending: bool) -> TurnOutcome | None:
+        settings = self._provider.settings
+        now = time.monotonic()
+        if self._interrupt_at is not None and now - self._interrupt_at > settings.interrupt_grace_s:
+            return TurnOutcome(
+                status="interrupted",
+                error=_error("interrupted", "interrupted by the client (the CLI was stopped)"),
+            )
+        if pending:
+            return None  # waiting on a human is not idleness
+        idle = now - live.process.last_output_at
+        if idle > settings.turn_idle_timeout_s:
+            return _failed(
+                "idle_timeout",
+                f"Claude Code printed nothing for {idle:.0f} s (turn_idle_timeout_s)",
+                retryable=True,
+            )
+        return None
+
+    async def _bind(self, thread_id: str, hooks: TurnHooks) -> None:
+        if thread_id != self._thread_id:
+            self._thread_id = thread_id
+        await hooks.bind_thread(thread_id)
+
+    async def _answer(
+        self,
+        live: _Live,
+        hooks: TurnHooks,
+        request: ApprovalRequest,
+        suggestions: list[JsonValue],
+    ) -> None:
+        answer = await hooks.request_approval(request)
+        line = protocol.permission_response(
+            request.request_id, answer, request.input, suggestions=suggestions
+        )
+        with contextlib.suppress(ProcessError):
+            await live.process.write_line(line)
+
+    async def interrupt(self) -> None:
+        live = self._live
+        if live is None:
+            return
+        self._interrupt_at = time.monotonic()
+        request_id = f"req_{next(self._request_ids)}_{os.urandom(4).hex()}"
+        with contextlib.suppress(ProcessError):
+            await live.process.write_line(protocol.interrupt_request(request_id))
+
+    async def suspend(self) -> None:
+        live = self._live
+        if live is not None:
+            await self._release(live)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self.suspend()
+        self._provider.forget(self)
+
+
+def _error(kind: FailureKind, message: str, *, retryable: bool = False) -> TurnError:
+    return TurnError(kind=kind, message=message, retryable=retryable, provider=NAME)
+
+
+def _failed(kind: FailureKind, message: str, *, retryable: bool = False) -> TurnOutcome:
+    return TurnOutcome(status="failed", error=_error(kind, message, retryable=retryable))

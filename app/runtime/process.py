@@ -1,0 +1,417 @@
+"""The process runner: the only code in the gateway that spawns processes.
+
+Every child runs without a shell, in its own session (so its pid is also its process-group id),
+with a complete, allow-listed environment. Its stdout is framed into newline-terminated lines,
+its stderr is kept only as a bounded tail for error reports, and ``stop()`` ends it as
+stdin EOF → grace → SIGTERM to the group → SIGKILL to the group, with every wait bounded.
+
+Errors::
+
+    ProcessError            stdin closed or the process gone; stop() could not reap the child
+    ├── SpawnError          the child never started (``kind`` says why)
+    └── LineTooLong         a stdout line exceeded ``ProcessSpec.max_line_bytes``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, cast
+
+logger = logging.getLogger(__name__)
+
+SpawnFailure = Literal["cli_missing", "permission_denied", "bad_cwd", "spawn_failed"]
+
+BASE_ALLOWED: frozenset[str] = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR"),
+        *("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"),
+        *("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
+        *("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS"),
+        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
+    }
+)
+"""Environment names every child may inherit; credentials must be named per provider."""
+
+# Past this many unread stdout bytes we stop reading the pipe, so a child that outpaces its
+# reader blocks on write instead of growing our memory.
+_STDOUT_HIGH_WATER = 1024 * 1024
+# After the child exits, how long wait()/stop() give its last stderr bytes to arrive; a
+# grandchild holding the pipe open must not stall them.
+_STDERR_SETTLE_S = 0.25
+# SIGKILL cannot be caught, so this only covers a child stuck in uninterruptible sleep.
+_KILL_WAIT_S = 5.0
+
+
+class ProcessError(Exception):
+    """Root of the runner's errors."""
+
+
+class SpawnError(ProcessError):
+    """The child could not be started."""
+
+    def __init__(self, *, kind: SpawnFailure, argv0: str, detail: str) -> None:
+        super().__init__(f"{kind}: {argv0}: {detail}")
+        self.kind: SpawnFailure = kind
+        self.argv0 = argv0
+        self.detail = detail
+
+
+class LineTooLong(ProcessError):
+    """A stdout line exceeded ``limit`` bytes; the stream cannot be re-framed after this."""
+
+    def __init__(self, *, limit: int) -> None:
+        super().__init__(f"stdout line longer than {limit} bytes")
+        self.limit = limit
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessSpec:
+    """What to run: ``argv`` is executed directly (never through a shell) with exactly ``env``."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    max_line_bytes: int = 64 * 1024 * 1024
+    stderr_tail_bytes: int = 16 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError("argv must name an executable")
+        if self.max_line_bytes < 1 or self.stderr_tail_bytes < 0:
+            raise ValueError("max_line_bytes must be positive and stderr_tail_bytes non-negative")
+
+
+def child_environment(
+    parent: Mapping[str, str], *, passthrough: Iterable[str], overlay: Mapping[str, str]
+) -> dict[str, str]:
+    """Return ``BASE_ALLOWED`` and ``passthrough`` names found in ``parent``, then ``overlay``."""
+    allowed = BASE_ALLOWED.union(passthrough)
+    env = {name: value for name, value in parent.items() if name in allowed}
+    env.update(overlay)
+    return env
+
+
+class _Pipes(asyncio.SubprocessProtocol):
+    """Receives the child's pipe traffic and exit from the event loop."""
+
+    def __init__(self, *, stderr_tail_bytes: int) -> None:
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.stdout = bytearray()
+        self.stdout_eof = False
+        self.stdout_ready = asyncio.Event()
+        self.stderr_tail = bytearray()
+        self.stderr_done = asyncio.Event()
+        self.exited = asyncio.Event()
+        self.stdin_lost = False
+        self.writable = asyncio.Event()  # cleared while the stdin pipe buffer is over its limit
+        self.writable.set()
+        self.last_output_at = time.monotonic()
+        self._stderr_tail_bytes = stderr_tail_bytes
+        self._stdout_paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not registered with asyncio's ABCs: no isinstance checks.
+        self.transport = cast(asyncio.SubprocessTransport, transport)
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.last_output_at = time.monotonic()
+        if fd == 1:
+            self.stdout += data
+            self.stdout_ready.set()
+            if len(self.stdout) >= _STDOUT_HIGH_WATER:
+                self.pause_stdout(paused=True)
+        elif fd == 2:
+            tail = self.stderr_tail
+            tail += data
+            if len(tail) > self._stderr_tail_bytes:
+                del tail[: len(tail) - self._stderr_tail_bytes]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 0:
+            self.stdin_lost = True
+            self.writable.set()  # wake a writer waiting to drain, so it sees the loss
+        elif fd == 1:
+            self.stdout_eof = True
+            self.stdout_ready.set()
+        elif fd == 2:
+            self.stderr_done.set()
+
+    def process_exited(self) -> None:
+        if self.transport is not None:
+            pid, returncode = self.transport.get_pid(), self.transport.get_returncode()
+            logger.info("process exited pid=%d returncode=%s", pid, returncode)
+        self.exited.set()
+        self.writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Exited with every pipe closed: release the transport, as asyncio's own streams do.
+        if self.transport is not None:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    def pause_stdout(self, *, paused: bool) -> None:
+        pipe = cast(
+            "asyncio.ReadTransport | None",
+            self.transport.get_pipe_transport(1) if self.transport else None,
+        )
+        if pipe is not None and paused != self._stdout_paused:
+            self._stdout_paused = paused
+            pipe.pause_reading() if paused else pipe.resume_reading()
+
+
+async def _set_within(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``event``; return whether it is set."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+class ManagedProcess:
+    """One live child. Built by ``ProcessRunner.spawn``; every instance must be ``stop()``-ped.
+
+    ``read_line`` has one caller at a time; ``stop`` may run concurrently with it.
+    """
+
+    def __init__(
+        self,
+        *,
+        spec: ProcessSpec,
+        transport: asyncio.SubprocessTransport,
+        pipes: _Pipes,
+        on_stopped: Callable[[ManagedProcess], None],
+    ) -> None:
+        self.pid = transport.get_pid()
+        self.started_at = datetime.now(UTC)
+        self.argv = spec.argv
+        self._max_line_bytes = spec.max_line_bytes
+        self._transport = transport
+        self._pipes = pipes
+        self._on_stopped = on_stopped
+        self._scan_from = 0  # stdout bytes before this offset are known to hold no b"\n"
+        self._overflowed = False
+        self._stdin_closed = False
+        self._stop_lock = asyncio.Lock()
+        self._stopped_with: int | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the child has exited; ``-N`` if signal N killed it."""
+        return self._transport.get_returncode()
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last ``stderr_tail_bytes`` of stderr, decoded leniently."""
+        return self._pipes.stderr_tail.decode(errors="replace")
+
+    @property
+    def last_output_at(self) -> float:
+        """``time.monotonic()`` when stdout or stderr bytes last arrived."""
+        return self._pipes.last_output_at
+
+    async def read_line(self) -> bytes | None:
+        """Return the next stdout line without its ``\\n`` or ``\\r\\n``, or None at EOF.
+
+        A final line without a terminator is still returned. Raises ``LineTooLong`` when a line
+        exceeds ``max_line_bytes``, and on every later call.
+        """
+        pipes, limit = self._pipes, self._max_line_bytes
+        while True:
+            if self._overflowed:
+                raise LineTooLong(limit=limit)
+            buf = pipes.stdout
+            # Search only bytes not searched before, so a long line costs linear time overall.
+            end = buf.find(b"\n", self._scan_from)
+            if end < 0 and pipes.stdout_eof and buf:
+                end = len(buf)  # the unterminated last line
+            if end >= 0:
+                stop = end - 1 if end > 0 and buf[end - 1] == 0x0D else end
+                line = bytes(buf[:stop])
+                del buf[: end + 1]  # bytearray drops a prefix in O(1)
+                self._scan_from = 0
+                if len(line) > limit:
+                    self._overflowed = True
+                    raise LineTooLong(limit=limit)
+                if len(buf) < _STDOUT_HIGH_WATER:
+                    pipes.pause_stdout(paused=False)
+                return line
+            if pipes.stdout_eof:
+                return None
+            if len(buf) > limit + 1:  # + 1: the line's "\r" may be buffered before its "\n"
+                self._overflowed = True
+                raise LineTooLong(limit=limit)
+            self._scan_from = len(buf)
+            pipes.stdout_ready.clear()
+            pipes.pause_stdout(paused=False)
+            await pipes.stdout_ready.wait()
+
+    async def write_line(self, data: bytes) -> None:
+        """Write ``data`` and ``\\n`` to stdin and wait for the pipe buffer to drain.
+
+        Raises ``ProcessError`` once stdin is closed or the child has exited, and ``ValueError``
+        if ``data`` contains a newline (it would split the message). The drain has no timeout of
+        its own: a child that stops reading stdin is the caller's idle or turn timeout to catch.
+        """
+        if b"\n" in data:
+            raise ValueError("a line written to a child must not contain a newline")
+        pipe = self._stdin()
+        pipe.write(data)
+        pipe.write(b"\n")
+        await self._pipes.writable.wait()
+        if pipe.is_closing():
+            await asyncio.sleep(0)  # let a failed write deliver its connection-lost callback
+        self._stdin()
+
+    def _stdin(self) -> asyncio.WriteTransport:
+        pipe = cast("asyncio.WriteTransport | None", self._transport.get_pipe_transport(0))
+        if (
+            self._stdin_closed
+            or self._pipes.stdin_lost
+            or self._pipes.exited.is_set()
+            or pipe is None
+        ):
+            raise ProcessError(f"stdin of pid {self.pid} is closed")
+        return pipe
+
+    async def close_stdin(self) -> None:
+        """Send EOF on stdin once any pending bytes are written; idempotent."""
+        self._stdin_closed = True
+        pipe = self._transport.get_pipe_transport(0)
+        if pipe is not None:
+            pipe.close()
+
+    async def wait(self) -> int:
+        """Wait, without a bound, for the child to exit; return its ``returncode``."""
+        await self._pipes.exited.wait()
+        await _set_within(self._pipes.stderr_done, _STDERR_SETTLE_S)
+        return self._returncode()
+
+    async def stop(self, *, grace_s: float = 5.0, term_s: float = 3.0) -> int:
+        """End the child and its process group, reap it, release its pipes; return its status.
+
+        Closes stdin and waits ``grace_s`` for a clean exit, then SIGTERMs the group and waits
+        ``term_s``, then SIGKILLs the group. The group is SIGKILLed even after a clean exit so
+        that grandchildren in it die too. Idempotent; raises ``ProcessError`` only if the child
+        survives SIGKILL for ``_KILL_WAIT_S``.
+        """
+        async with self._stop_lock:
+            if self._stopped_with is not None:
+                return self._stopped_with
+            await self.close_stdin()
+            exited = await _set_within(self._pipes.exited, grace_s)
+            if not exited:
+                await self.signal_group(signal.SIGTERM)
+                exited = await _set_within(self._pipes.exited, term_s)
+            await self.signal_group(signal.SIGKILL)
+            if not exited and not await _set_within(self._pipes.exited, _KILL_WAIT_S):
+                raise ProcessError(f"pid {self.pid} survived SIGKILL for {_KILL_WAIT_S}s")
+            await _set_within(self._pipes.stderr_done, _STDERR_SETTLE_S)
+            # Closing the transport frees the pipes even if a process outside the group still
+            # holds them; read_line then returns what was already buffered, then None.
+            self._transport.close()
+            self._pipes.stdout_eof = True
+            self._pipes.stdout_ready.set()
+            self._stopped_with = self._returncode()
+        self._on_stopped(self)
+        return self._stopped_with
+
+    async def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the child's process group, if any member remains."""
+        if self._stopped_with is not None:
+            return  # the group id may since have been reused
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, sig)
+
+    def _returncode(self) -> int:
+        returncode = self._transport.get_returncode()
+        if returncode is None:
+            raise ProcessError(f"pid {self.pid} has not exited")
+        return returncode
+
+
+class ProcessRunner:
+    """Spawns children and owns every one of them until it is stopped."""
+
+    def __init__(self) -> None:
+        self._children: dict[ManagedProcess, None] = {}  # a set that keeps spawn order
+        self._closed = False
+        self.spawn_count = 0
+        """Children successfully spawned since this runner was built."""
+
+    @property
+    def live(self) -> tuple[ManagedProcess, ...]:
+        """Children spawned and not yet stopped (an exited child is live until stopped)."""
+        return tuple(self._children)
+
+    async def spawn(self, spec: ProcessSpec) -> ManagedProcess:
+        """Start ``spec.argv`` in a new session; raise ``SpawnError`` if it cannot start."""
+        if self._closed:
+            raise ProcessError("the process runner is closed")
+        argv0 = spec.argv[0]
+        if not spec.cwd.is_dir():
+            raise SpawnError(kind="bad_cwd", argv0=argv0, detail=f"not a directory: {spec.cwd}")
+        pipes = _Pipes(stderr_tail_bytes=spec.stderr_tail_bytes)
+        try:
+            transport, _ = await asyncio.get_running_loop().subprocess_exec(
+                lambda: pipes,
+                *spec.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env=dict(spec.env),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            kind = _spawn_failure(exc, spec.cwd)
+            raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
+        process = ManagedProcess(
+            spec=spec, transport=transport, pipes=pipes, on_stopped=self._forget
+        )
+        self.spawn_count += 1
+        logger.info("spawned %s pid=%d cwd=%s", Path(argv0).name, process.pid, spec.cwd)
+        if self._closed:  # aclose() ran while this spawn was in flight
+            await process.stop(grace_s=0, term_s=0)
+            raise ProcessError("the process runner is closed")
+        self._children[process] = None
+        return process
+
+    def _forget(self, process: ManagedProcess) -> None:
+        self._children.pop(process, None)
+
+    async def aclose(self, *, grace_s: float = 2.0) -> None:
+        """Refuse further spawns and stop every live child concurrently, in bounded time."""
+        self._closed = True
+        results = await asyncio.gather(
+            *(child.stop(grace_s=grace_s, term_s=grace_s) for child in self.live),
+            return_exceptions=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                logger.error("could not stop a child: %s", result)
+
+
+def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:
+    """Classify why the exec failed; a missing file is the executable unless cwd vanished."""
+    if isinstance(exc, FileNotFoundError):
+        return "cli_missing" if cwd.is_dir() else "bad_cwd"
+    if isinstance(exc, PermissionError):
+        return "permission_denied"
+    return "spawn_failed"

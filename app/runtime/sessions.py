@@ -1,0 +1,407 @@
+"""The session manager: creates sessions, runs their turns, and owns their live CLI links.
+
+Each gateway session has at most one ``LiveSession`` in memory, holding the provider's
+session handle (and through it the CLI process), the running turn's task and the pending
+approvals. Everything a client can see is in the store and the event log, so a live session
+can be dropped (idle, crash, restart) and rebuilt from its binding on the next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import JsonValue
+
+from app.errors import (
+    ApprovalNotPending,
+    InvalidRequest,
+    NotFound,
+    NoTurnRunning,
+    ProviderUnavailable,
+    SessionClosed,
+    TurnInProgress,
+)
+from app.events import (
+    ApprovalDecision,
+    ApprovalResolved,
+    EventData,
+    SelectionReason,
+    SessionCreated,
+    SessionProviderSelected,
+    TurnInterrupted,
+)
+from app.events import (
+    SessionClosed as SessionClosedEvent,
+)
+from app.providers.base import (
+    ApprovalAnswer,
+    ApprovalMode,
+    ProcessInfo,
+    Provider,
+    ProviderSession,
+    SessionSpec,
+)
+from app.runtime.approvals import ApprovalBroker
+from app.runtime.eventlog import EventLog
+from app.runtime.turns import run_turn
+from app.runtime.workspaces import resolve_workspace
+from app.settings import Settings
+from app.store.repository import Store
+from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class LiveSession:
+    """The in-memory side of a session that has run (or is running) a turn."""
+
+    session_id: str
+    provider: str
+    handle: ProviderSession
+    approvals: ApprovalBroker
+    thread_id: str | None
+    turn_task: asyncio.Task[None] | None = None
+    turn_id: str | None = None
+    last_active: float = field(default_factory=time.monotonic)
+    stop_reason: str = "interrupted by the client"
+    busy: bool = False
+    """A turn is running; cleared just before its terminal event is published."""
+
+
+class SessionManager:
+    """Sessions, turns, approvals and interrupts, as the API asks for them."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        events: EventLog,
+        providers: Mapping[str, Provider],
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.events = events
+        self.providers = providers
+        self.clock = clock
+        self._live: dict[str, LiveSession] = {}
+        self._guard = asyncio.Lock()
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def create(
+        self,
+        *,
+        workspace: str,
+        provider: str | None = None,
+        scenario: str | None = None,
+        model: str | None = None,
+        approval_mode: ApprovalMode | None = None,
+        retry: dict[str, JsonValue] | None = None,
+        metadata: dict[str, JsonValue] | None = None,
+        owner: str | None = None,
+    ) -> SessionRow:
+        """Validate everything, then store the session; nothing is spawned here."""
+        mode = approval_mode or self.settings.sessions.default_approval_mode
+        allowed = self.settings.sessions.allowed_approval_modes
+        if mode not in allowed:
+            raise InvalidRequest(
+                f"approval_mode {mode!r} is not enabled on this gateway; "
+                f"use one of {', '.join(allowed)} "
+                "(operators enable more in sessions.allowed_approval_modes)",
+                allowed=list(allowed),
+            )
+        chosen, reason, skipped = self._select(provider, scenario)
+        resolved = resolve_workspace(workspace, self.settings.workspaces.roots)
+        now = self.clock()
+        row = SessionRow(
+            id="ses_" + secrets.token_hex(16),
+            owner=owner,
+            provider=chosen,
+            workspace=str(resolved),
+            model=model or self.settings.providers[chosen].model,
+            approval_mode=mode,
+            status="idle",
+            retry=retry,
+            metadata_=metadata,
+            selection={"reason": reason, "skipped": skipped},
+            last_seq=0,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.add(row)
+        await self.events.append(
+            row.id,
+            SessionCreated(
+                provider=chosen, workspace=row.workspace, model=row.model, approval_mode=mode
+            ),
+            provider=chosen,
+        )
+        await self.events.append(
+            row.id,
+            SessionProviderSelected(provider=chosen, reason=reason, skipped=skipped),
+            provider=chosen,
+        )
+        log.info("session %s created on %s (%s)", row.id, chosen, reason)
+        return await self.get(row.id)
+
+    def _select(
+        self, provider: str | None, scenario: str | None
+    ) -> tuple[str, SelectionReason, list[dict[str, str]]]:
+        """Explicit provider, else the scenario's providers, else default, else fallbacks."""
+        providers = self.settings.providers
+        if provider is not None:
+            if provider not in providers:
+                raise InvalidRequest(
+                    f"unknown provider {provider!r}; configured: {', '.join(providers)}"
+                )
+            if provider not in self.providers:
+                raise ProviderUnavailable(
+                    f"provider {provider!r} is disabled on this gateway",
+                    candidates=[{"provider": provider, "reason": "disabled"}],
+                )
+            return provider, "explicit", []
+        selection = self.settings.selection
+        skipped: list[dict[str, str]] = []
+        candidates: list[tuple[str, SelectionReason]] = []
+        if scenario is not None:
+            candidates += [(name, "scenario") for name in selection.scenarios.get(scenario, [])]
+        candidates.append((selection.default, "default"))
+        candidates += [(name, "fallback") for name in selection.fallback_chain]
+        for name, reason in candidates:
+            if name in self.providers:
+                return name, reason, skipped
+            skipped.append({"provider": name, "reason": "disabled"})
+        raise ProviderUnavailable(
+            "no configured provider is available",
+            candidates=skipped,  # type: ignore[arg-type]
+        )
+
+    async def get(self, session_id: str, *, owner: str | None = None) -> SessionRow:
+        row = await self.store.get_session(session_id)
+        if row is None or (owner is not None and row.owner != owner):
+            raise NotFound(f"session {session_id} does not exist")
+        return row
+
+    def process_info(self, session_id: str) -> ProcessInfo | None:
+        live = self._live.get(session_id)
+        return live.handle.process if live else None
+
+    async def thread_id(self, row: SessionRow) -> str | None:
+        live = self._live.get(row.id)
+        if live is not None and live.thread_id is not None:
+            return live.thread_id
+        binding = await self.store.get_binding(row.id, row.provider)
+        return binding.thread_id if binding else None
+
+    async def set_status(self, live: LiveSession, status: SessionStatus) -> None:
+        await self.store.update_session(live.session_id, status=status, updated_at=self.clock())
+
+    async def delete(self, session_id: str, *, owner: str | None = None) -> SessionRow:
+        """Stop the session's turn and process group, close its event stream."""
+        row = await self.get(session_id, owner=owner)
+        if row.status in ENDED_SESSION_STATUSES:
+            return row
+        live = self._live.pop(session_id, None)
+        if live is not None:
+            await self._stop_live(live, "session closed")
+        await self.events.append(
+            session_id, SessionClosedEvent(reason="deleted"), provider=row.provider
+        )
+        now = self.clock()
+        row = await self.store.update_session(
+            session_id, status="closed", closed_at=now, updated_at=now
+        )
+        await self.events.close(session_id)
+        log.info("session %s closed", session_id)
+        return row
+
+    async def _stop_live(self, live: LiveSession, reason: str) -> None:
+        live.stop_reason = reason
+        live.approvals.cancel_reason = "session_closed"
+        if live.turn_task is not None and not live.turn_task.done():
+            live.turn_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await live.turn_task
+        await live.handle.close()
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def start_turn(
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        retry: dict[str, JsonValue] | None = None,
+        owner: str | None = None,
+    ) -> TurnRow:
+        """Create the turn and start it in the background; 409 while another one runs."""
+        async with self._guard:
+            row = await self.get(session_id, owner=owner)
+            if row.status in ENDED_SESSION_STATUSES:
+                raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
+            live = await self._live_session(row)
+            if live.busy:
+                raise TurnInProgress(
+                    f"session {session_id} is already running turn {live.turn_id}; "
+                    "wait for it to end or interrupt it",
+                    turn_id=live.turn_id,
+                )
+            now = self.clock()
+            turn = TurnRow(
+                id="trn_" + secrets.token_hex(16),
+                session_id=session_id,
+                seq_no=await self.store.next_turn_number(session_id),
+                prompt=prompt,
+                status="queued",
+                attempts=0,
+                retry_policy=retry or row.retry,
+                provider=row.provider,
+                created_at=now,
+            )
+            await self.store.add(turn)
+            live.turn_id = turn.id
+            live.busy = True
+            live.stop_reason = "interrupted by the client"
+            live.turn_task = asyncio.create_task(
+                run_turn(self, live, turn, live.handle, clock=self.clock),
+                name=f"turn:{turn.id}",
+            )
+        return turn
+
+    async def _live_session(self, row: SessionRow) -> LiveSession:
+        live = self._live.get(row.id)
+        if live is not None:
+            return live
+        provider = self.providers.get(row.provider)
+        if provider is None:
+            raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
+        binding = await self.store.get_binding(row.id, row.provider)
+        spec = SessionSpec(
+            session_id=row.id,
+            workspace=Path(row.workspace),
+            model=row.model,
+            approval_mode=row.approval_mode,  # type: ignore[arg-type]
+            thread_id=binding.thread_id if binding else None,
+        )
+        live = LiveSession(
+            session_id=row.id,
+            provider=row.provider,
+            handle=provider.open_session(spec),
+            approvals=None,  # type: ignore[arg-type]  # set just below, it needs `live`
+            thread_id=spec.thread_id,
+        )
+
+        async def on_change(pending: int) -> None:
+            if live.busy:
+                await self.set_status(live, "awaiting_approval" if pending else "running")
+
+        live.approvals = ApprovalBroker(
+            session_id=row.id,
+            store=self.store,
+            timeout_s=self.settings.sessions.approval_timeout_s,
+            clock=self.clock,
+            on_change=on_change,
+        )
+        self._live[row.id] = live
+        return live
+
+    async def turn_finished(self, live: LiveSession) -> None:
+        """The turn's row is final: the session takes new turns from now on."""
+        live.last_active = time.monotonic()
+        if self._live.get(live.session_id) is live:
+            await self.set_status(live, "idle")
+        live.busy = False
+
+    async def interrupt(self, session_id: str, *, owner: str | None = None) -> str:
+        """Ask the CLI to stop the running turn; returns the turn id."""
+        await self.get(session_id, owner=owner)
+        live = self._live.get(session_id)
+        if live is None or not live.busy or live.turn_id is None:
+            raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
+        await live.handle.interrupt()
+        return live.turn_id
+
+    # --- approvals ------------------------------------------------------------------------
+
+    async def respond(
+        self,
+        session_id: str,
+        approval_id: str,
+        *,
+        decision: ApprovalDecision,
+        message: str | None,
+        updated_input: dict[str, JsonValue] | None,
+        owner: str | None = None,
+    ) -> ApprovalRow:
+        row = await self.get(session_id, owner=owner)
+        live = self._live.get(session_id)
+        if live is None:
+            approval = await self.store.get_approval(session_id, approval_id)
+            if approval is None:
+                raise NotFound(f"approval {approval_id} does not exist in this session")
+            raise ApprovalNotPending(f"approval {approval_id} is already {approval.status}")
+        answer = ApprovalAnswer(decision=decision, message=message, updated_input=updated_input)
+
+        async def emit(data: EventData) -> None:
+            await self.events.append(session_id, data, turn_id=live.turn_id, provider=row.provider)
+
+        return await live.approvals.respond(approval_id, answer, emit)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """After a restart: end turns and approvals that died with the previous process."""
+        now = self.clock()
+        for approval in await self.store.pending_approvals():
+            await self.store.update_approval(
+                approval.id, status="expired", decision="deny", decided_by="gateway", decided_at=now
+            )
+            await self.events.append(
+                approval.session_id,
+                ApprovalResolved(
+                    approval_id=approval.id, decision="deny", by="gateway", reason="gateway_restart"
+                ),
+                turn_id=approval.turn_id,
+            )
+        for turn in await self.store.unfinished_turns():
+            await self.store.update_turn(turn.id, status="interrupted", finished_at=now)
+            await self.events.append(
+                turn.session_id,
+                TurnInterrupted(reason="the gateway restarted while the turn was running"),
+                turn_id=turn.id,
+                provider=turn.provider,
+            )
+            row = await self.store.get_session(turn.session_id)
+            if row is not None and row.status not in ENDED_SESSION_STATUSES:
+                await self.store.update_session(row.id, status="idle", updated_at=now)
+
+    async def suspend_idle(self, now: float | None = None) -> int:
+        """Close live processes idle past their provider's ``idle_timeout_s``."""
+        moment = time.monotonic() if now is None else now
+        suspended = 0
+        for live in list(self._live.values()):
+            idle_limit = self.settings.providers[live.provider].idle_timeout_s
+            if not live.busy and live.handle.process and moment - live.last_active >= idle_limit:
+                await live.handle.suspend()
+                suspended += 1
+        return suspended
+
+    async def aclose(self) -> None:
+        """Stop every live session (turns end as interrupted); used at shutdown."""
+        lives = list(self._live.values())
+        self._live.clear()
+        await asyncio.gather(
+            *(self._stop_live(live, "the gateway is shutting down") for live in lives),
+            return_exceptions=True,
+        )

@@ -1,0 +1,149 @@
+"""Running one turn: the hooks a provider reports through, and the turn's bookkeeping.
+
+    turn created (queued) ─► running ─► provider.run_turn(...) ─► completed | failed | interrupted
+
+The runner emits ``turn.started`` and exactly one terminal event, and keeps the ``turns`` row
+and the session status in step. A turn is owned by its task, never by a client connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from app.events import (
+    EventData,
+    SessionThreadBound,
+    TurnCompleted,
+    TurnError,
+    TurnFailed,
+    TurnInterrupted,
+    TurnStarted,
+)
+from app.providers.base import ApprovalAnswer, ApprovalRequest, ProviderSession, TurnOutcome
+from app.store.repository import json_dict
+from app.store.tables import TurnRow
+
+if TYPE_CHECKING:
+    from app.runtime.sessions import LiveSession, SessionManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Hooks:
+    """``TurnHooks`` for one attempt of one turn."""
+
+    manager: SessionManager
+    live: LiveSession
+    turn_id: str
+    attempt: int = 1
+
+    async def emit(self, data: EventData) -> None:
+        await self.manager.events.append(
+            self.live.session_id,
+            data,
+            turn_id=self.turn_id,
+            attempt=self.attempt,
+            provider=self.live.provider,
+        )
+
+    async def bind_thread(self, thread_id: str) -> None:
+        manager = self.manager
+        await manager.store.touch_binding(
+            session_id=self.live.session_id,
+            provider=self.live.provider,
+            thread_id=thread_id,
+            now=manager.clock(),
+        )
+        if thread_id != self.live.thread_id:
+            self.live.thread_id = thread_id
+            await self.emit(SessionThreadBound(thread_id=thread_id))
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return await self.live.approvals.request(request, turn_id=self.turn_id, emit=self.emit)
+
+
+async def run_turn(
+    manager: SessionManager,
+    live: LiveSession,
+    turn: TurnRow,
+    handle: ProviderSession,
+    *,
+    clock: Callable[[], datetime],
+) -> None:
+    """Drive ``turn`` to its end and record the outcome; never raises except cancellation."""
+    hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
+    store = manager.store
+    await store.update_turn(turn.id, status="running", attempts=1, started_at=clock())
+    await manager.set_status(live, "running")
+    await hooks.emit(TurnStarted(prompt=turn.prompt))
+    if live.thread_id is not None:  # every use of the thread refreshes its binding
+        await hooks.bind_thread(live.thread_id)
+    try:
+        outcome = await handle.run_turn(turn.prompt, hooks)
+    except asyncio.CancelledError:
+        await _finish(manager, live, turn, hooks, _stopped(live.stop_reason), clock)
+        raise
+    except Exception:
+        log.exception("turn %s of session %s failed inside the gateway", turn.id, live.session_id)
+        error = TurnError(
+            kind="unknown", message="internal error while running the turn", provider=live.provider
+        )
+        outcome = TurnOutcome(status="failed", error=error)
+    await _finish(manager, live, turn, hooks, outcome, clock)
+
+
+def _stopped(reason: str) -> TurnOutcome:
+    return TurnOutcome(
+        status="interrupted",
+        error=TurnError(kind="interrupted", message=f"the turn was stopped: {reason}"),
+    )
+
+
+async def _finish(
+    manager: SessionManager,
+    live: LiveSession,
+    turn: TurnRow,
+    hooks: Hooks,
+    outcome: TurnOutcome,
+    clock: Callable[[], datetime],
+) -> None:
+    usage = json_dict(outcome.usage) if outcome.usage is not None else None
+    error = json_dict(outcome.error) if outcome.error is not None else None
+    terminal: EventData
+    if outcome.status == "completed":
+        terminal = TurnCompleted(
+            final_text=outcome.final_text, usage=outcome.usage, stop_reason=outcome.stop_reason
+        )
+    elif outcome.status == "interrupted":
+        reason = outcome.error.message if outcome.error else "interrupted by the client"
+        terminal = TurnInterrupted(reason=reason)
+    else:
+        assert outcome.error is not None
+        terminal = TurnFailed(error=outcome.error)
+    await manager.store.update_turn(
+        turn.id,
+        status=outcome.status,
+        final_text=outcome.final_text or None,
+        usage=usage,
+        error=error,
+        finished_at=clock(),
+    )
+    # The session is idle before clients learn that the turn ended, so a client reacting to
+    # the terminal event can start the next turn at once. Nothing suspends between
+    # `turn_finished` clearing `busy` and the append taking the log's lock, so this event
+    # is numbered before the next turn's `turn.started`.
+    await manager.turn_finished(live)
+    await hooks.emit(terminal)
+    log.info(
+        "turn %s of session %s %s",
+        turn.id,
+        live.session_id,
+        outcome.status,
+        extra={"session_id": live.session_id, "turn_id": turn.id, "provider": live.provider},
+    )

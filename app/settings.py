@@ -1,0 +1,282 @@
+"""Gateway configuration: a TOML file overridden by ``GATEWAY_*`` environment variables.
+
+The file comes from ``--config`` or ``GATEWAY_CONFIG``; every setting can be overridden by an
+environment variable named after its path, with ``__`` between levels
+(``GATEWAY_SERVER__PORT=9000``, ``GATEWAY_PROVIDERS__CLAUDE_CODE__MODEL=claude-sonnet-4-5``).
+Invalid configuration raises ``ConfigError`` whose message names each bad setting and what
+to do about it. Every setting is documented in README.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from app.providers.base import ApprovalMode
+
+KNOWN_PROVIDERS: tuple[str, ...] = ("claude_code",)
+"""Provider names this build can drive."""
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
+"""Where ``make setup`` installs the pinned agent CLIs (agents/package.json)."""
+
+DEFAULT_EXECUTABLES: dict[str, str] = {"claude_code": "claude"}
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says what to fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    token: SecretStr | None = None
+    """Bearer token clients must send; generated into ``<data_dir>/token`` when unset."""
+    allowed_origins: list[str] = []
+    """Browser origins (``scheme://host[:port]``) allowed to call the API and open WebSockets."""
+    allowed_hosts: list[str] = []
+    """Host names accepted in the ``Host`` header besides localhost, 127.0.0.1 and ::1."""
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    ws_max_message_bytes: int = Field(default=1024 * 1024, ge=1024)
+    sse_keepalive_s: float = Field(default=15.0, gt=0)
+    subscriber_queue_size: int = Field(default=1000, ge=10)
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins_are_exact(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            if origin == "*" or "*" in origin:
+                raise ValueError(f"{origin!r}: wildcards are not allowed, list exact origins")
+            if not origin.startswith(("http://", "https://")) or origin.rstrip("/") != origin:
+                raise ValueError(
+                    f"{origin!r}: an origin is scheme://host[:port] with no path, "
+                    "e.g. http://localhost:5173"
+                )
+        return origins
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "agent-gateway"
+
+
+class StorageSettings(_Section):
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    """Holds the SQLite database (unless ``url`` says otherwise) and the generated token."""
+    url: str | None = None
+    """SQLAlchemy async URL; defaults to ``sqlite+aiosqlite:///<data_dir>/gateway.db``."""
+    retention_days: int = Field(default=30, ge=1)
+    cleanup_interval_s: float = Field(default=3600.0, gt=0)
+
+    @property
+    def database_url(self) -> str:
+        return self.url or f"sqlite+aiosqlite:///{self.data_dir / 'gateway.db'}"
+
+
+class WorkspaceSettings(_Section):
+    roots: list[Path] = Field(default_factory=lambda: [Path.home()])
+    """Directories a session's workspace must resolve inside (after following symlinks)."""
+
+
+class ProviderSettings(_Section):
+    enabled: bool = True
+    executable: str | None = None
+    """Path or command name; defaults to the pinned CLI from agents/, then to PATH."""
+    model: str | None = None
+    """Model used when a session does not name one."""
+    env: dict[str, str] = {}
+    """Variables added to the CLI's allow-listed environment (API keys, base URLs, proxies)."""
+    extra_args: list[str] = []
+    idle_timeout_s: float = Field(default=600.0, gt=0)
+    """A live CLI process with no turn for this long is closed; the next turn resumes it."""
+    turn_idle_timeout_s: float = Field(default=900.0, gt=0)
+    """A running turn with no CLI output for this long fails as ``idle_timeout``."""
+    startup_timeout_s: float = Field(default=60.0, gt=0)
+    interrupt_grace_s: float = Field(default=10.0, gt=0)
+    """After an interrupt, how long the CLI has to end the turn before its process is stopped."""
+    stop_grace_s: float = Field(default=5.0, gt=0)
+
+
+class SelectionSettings(_Section):
+    default: str = "claude_code"
+    fallback_chain: list[str] = []
+    scenarios: dict[str, list[str]] = {}
+
+
+class RetryStrategy(_Section):
+    delays_s: list[float] = Field(min_length=1)
+
+
+class RetrySettings(_Section):
+    enabled: bool = True
+    strategies: dict[str, RetryStrategy] = Field(
+        default_factory=lambda: {"default": RetryStrategy(delays_s=[10.0, 20.0, 60.0])}
+    )
+    continuation_prompt: str = (
+        "The previous attempt was interrupted by an error. Continue the task from where it stopped."
+    )
+
+    @model_validator(mode="after")
+    def _has_default(self) -> RetrySettings:
+        if "default" not in self.strategies:
+            raise ValueError("retry.strategies must define a 'default' strategy")
+        return self
+
+
+class SessionSettings(_Section):
+    approval_timeout_s: float = Field(default=600.0, gt=0)
+    """A pending approval not answered in time is resolved as a deny with reason ``expired``."""
+    allowed_approval_modes: list[ApprovalMode] = ["ask", "auto_edits", "read_only"]
+    """Modes a request may ask for; ``allow_all`` (no prompts at all) only if listed here."""
+    default_approval_mode: ApprovalMode = "ask"
+
+
+class Settings(BaseSettings):
+    """Everything the gateway reads at start-up."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GATEWAY_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        nested_model_default_partial_update=True,
+    )
+
+    server: ServerSettings = ServerSettings()
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    workspaces: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    providers: dict[str, ProviderSettings] = Field(
+        default_factory=lambda: {"claude_code": ProviderSettings()}
+    )
+    selection: SelectionSettings = SelectionSettings()
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    sessions: SessionSettings = SessionSettings()
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = init_settings.init_kwargs.pop("_toml_file", None)  # type: ignore[attr-defined]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(
+        cls, providers: dict[str, ProviderSettings]
+    ) -> dict[str, ProviderSettings]:
+        for name in providers:
+            if name not in KNOWN_PROVIDERS:
+                raise ValueError(
+                    f"unknown provider {name!r}; this gateway knows: {', '.join(KNOWN_PROVIDERS)}"
+                )
+        merged = {name: ProviderSettings() for name in KNOWN_PROVIDERS}
+        merged.update(providers)
+        return merged
+
+    @model_validator(mode="after")
+    def _selection_names_exist(self) -> Settings:
+        named = [self.selection.default, *self.selection.fallback_chain]
+        for chain in self.selection.scenarios.values():
+            named.extend(chain)
+        for name in named:
+            if name not in self.providers:
+                raise ValueError(
+                    f"selection names provider {name!r}, which is not configured; "
+                    f"known providers: {', '.join(self.providers)}"
+                )
+        if self.sessions.default_approval_mode not in self.sessions.allowed_approval_modes:
+            raise ValueError(
+                f"sessions.default_approval_mode {self.sessions.default_approval_mode!r} "
+                "must be one of sessions.allowed_approval_modes"
+            )
+        if not self.workspaces.roots:
+            raise ValueError("workspaces.roots is empty: list at least one directory")
+        return self
+
+    def provider_executable(self, name: str) -> str:
+        """The configured executable, else the pinned CLI from agents/, else the PATH name."""
+        configured = self.providers[name].executable
+        if configured:
+            return configured
+        command = DEFAULT_EXECUTABLES[name]
+        pinned = PINNED_CLI_BIN / command
+        return str(pinned) if pinned.exists() else command
+
+
+def load_settings(
+    config_file: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Read the TOML file (``config_file`` or ``$GATEWAY_CONFIG``) and the environment.
+
+    Raises ``ConfigError`` naming every invalid setting.
+    """
+    env = os.environ if environ is None else environ
+    path = config_file or (Path(env["GATEWAY_CONFIG"]) if env.get("GATEWAY_CONFIG") else None)
+    if path is not None and not path.is_file():
+        raise ConfigError(
+            f"configuration file {path} does not exist (from --config/GATEWAY_CONFIG)"
+        )
+    try:
+        if path is not None:
+            overrides["_toml_file"] = path
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None
+    except ValueError as exc:  # malformed TOML
+        raise ConfigError(f"cannot read configuration file {path}: {exc}") from None
+    _check_roots(settings)
+    return settings
+
+
+def _check_roots(settings: Settings) -> None:
+    for root in settings.workspaces.roots:
+        if not root.is_absolute():
+            raise ConfigError(f"workspaces.roots: {root} must be an absolute path")
+        if not root.is_dir():
+            raise ConfigError(
+                f"workspaces.roots: {root} is not an existing directory; create it or remove it"
+            )
+
+
+def _describe(exc: ValidationError, path: Path | None) -> str:
+    where = f" in {path}" if path else ""
+    lines = [f"invalid configuration{where}:"]
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        env_name = "GATEWAY_" + "__".join(str(p).upper() for p in error["loc"])
+        lines.append(f"  - {location}: {error['msg']} (set it in the file or via {env_name})")
+    return "\n".join(lines)

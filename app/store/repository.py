@@ -1,0 +1,225 @@
+"""Every query the runtime makes, behind one ``Store`` object built from an engine.
+
+Rows come back detached (``expire_on_commit=False``) and are read-only snapshots: change
+them through the ``update_*`` methods, which write and return the fresh row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import JsonValue
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.events import EventType
+from app.store.bindings import touch_binding
+from app.store.db import session_factory
+from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
+
+LIVE_TURN_STATUSES = ("queued", "running", "retrying")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventRecord:
+    """One event as stored: the envelope fields and the JSON-ready payload."""
+
+    seq: int
+    session_id: str
+    turn_id: str | None
+    attempt: int | None
+    provider: str | None
+    at: datetime
+    type: EventType
+    data: dict[str, Any]
+
+
+class Store:
+    """The gateway's tables, one short transaction per call."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._sessions = session_factory(engine)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def add(self, *rows: SessionRow | TurnRow | ApprovalRow) -> None:
+        async with self._sessions() as db, db.begin():
+            db.add_all(rows)
+
+    async def get_session(self, session_id: str) -> SessionRow | None:
+        async with self._sessions() as db:
+            return await db.get(SessionRow, session_id)
+
+    async def list_sessions(
+        self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
+    ) -> Sequence[SessionRow]:
+        query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
+        if owner is not None:
+            query = query.where(SessionRow.owner == owner)
+        if status is not None:
+            query = query.where(SessionRow.status == status)
+        if before is not None:
+            query = query.where(SessionRow.created_at < before)
+        async with self._sessions() as db:
+            return (await db.scalars(query)).all()
+
+    async def update_session(self, session_id: str, **values: Any) -> SessionRow:
+        async with self._sessions() as db, db.begin():
+            await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
+            row = await db.get(SessionRow, session_id, populate_existing=True)
+        assert row is not None, session_id
+        return row
+
+    # --- bindings -------------------------------------------------------------------------
+
+    async def touch_binding(
+        self, *, session_id: str, provider: str, thread_id: str, now: datetime
+    ) -> None:
+        async with self._sessions() as db, db.begin():
+            await touch_binding(
+                db, session_id=session_id, provider=provider, thread_id=thread_id, now=now
+            )
+
+    async def get_binding(self, session_id: str, provider: str) -> BindingRow | None:
+        async with self._sessions() as db:
+            return await db.get(BindingRow, (session_id, provider))
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def next_turn_number(self, session_id: str) -> int:
+        async with self._sessions() as db:
+            current = await db.scalar(
+                select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == session_id)
+            )
+        return (current or 0) + 1
+
+    async def get_turn(self, session_id: str, turn_id: str) -> TurnRow | None:
+        async with self._sessions() as db:
+            row = await db.get(TurnRow, turn_id)
+        return row if row is not None and row.session_id == session_id else None
+
+    async def list_turns(self, session_id: str, *, limit: int) -> Sequence[TurnRow]:
+        query = (
+            select(TurnRow)
+            .where(TurnRow.session_id == session_id)
+            .order_by(TurnRow.seq_no.desc())
+            .limit(limit)
+        )
+        async with self._sessions() as db:
+            return (await db.scalars(query)).all()
+
+    async def update_turn(self, turn_id: str, **values: Any) -> TurnRow:
+        async with self._sessions() as db, db.begin():
+            await db.execute(update(TurnRow).where(TurnRow.id == turn_id).values(values))
+            row = await db.get(TurnRow, turn_id, populate_existing=True)
+        assert row is not None, turn_id
+        return row
+
+    # --- approvals ------------------------------------------------------------------------
+
+    async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRow | None:
+        async with self._sessions() as db:
+            row = await db.get(ApprovalRow, approval_id)
+        return row if row is not None and row.session_id == session_id else None
+
+    async def list_approvals(
+        self, session_id: str, *, status: str | None, limit: int
+    ) -> Sequence[ApprovalRow]:
+        query = (
+            select(ApprovalRow)
+            .where(ApprovalRow.session_id == session_id)
+            .order_by(ApprovalRow.created_at.desc())
+            .limit(limit)
+        )
+        if status is not None:
+            query = query.where(ApprovalRow.status == status)
+        async with self._sessions() as db:
+            return (await db.scalars(query)).all()
+
+    async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRow:
+        async with self._sessions() as db, db.begin():
+            await db.execute(
+                update(ApprovalRow).where(ApprovalRow.id == approval_id).values(values)
+            )
+            row = await db.get(ApprovalRow, approval_id, populate_existing=True)
+        assert row is not None, approval_id
+        return row
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def insert_event(self, record: EventRecord) -> None:
+        """Append one event and advance the session's ``last_seq`` in the same transaction."""
+        async with self._sessions() as db, db.begin():
+            db.add(
+                EventRow(
+                    session_id=record.session_id,
+                    seq=record.seq,
+                    turn_id=record.turn_id,
+                    attempt=record.attempt,
+                    provider=record.provider,
+                    at=record.at,
+                    type=record.type,
+                    data=record.data,
+                )
+            )
+            await db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == record.session_id)
+                .values(last_seq=record.seq)
+            )
+
+    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        query = (
+            select(EventRow)
+            .where(EventRow.session_id == session_id, EventRow.seq > after)
+            .order_by(EventRow.seq)
+            .limit(limit)
+        )
+        async with self._sessions() as db:
+            rows = (await db.scalars(query)).all()
+        return [
+            EventRecord(
+                seq=row.seq,
+                session_id=row.session_id,
+                turn_id=row.turn_id,
+                attempt=row.attempt,
+                provider=row.provider,
+                at=row.at,
+                type=row.type,
+                data=row.data,
+            )
+            for row in rows
+        ]
+
+    async def last_event_seq(self, session_id: str) -> int:
+        async with self._sessions() as db:
+            value = await db.scalar(
+                select(func.max(EventRow.seq)).where(EventRow.session_id == session_id)
+            )
+        return value or 0
+
+    # --- start-up recovery ----------------------------------------------------------------
+
+    async def unfinished_turns(self) -> Sequence[TurnRow]:
+        async with self._sessions() as db:
+            return (
+                await db.scalars(select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES)))
+            ).all()
+
+    async def pending_approvals(self) -> Sequence[ApprovalRow]:
+        async with self._sessions() as db:
+            return (
+                await db.scalars(select(ApprovalRow).where(ApprovalRow.status == "pending"))
+            ).all()
+
+
+def json_dict(value: Any) -> dict[str, JsonValue]:
+    """A pydantic model or mapping as a JSON-ready dict for a JSON column."""
+    if hasattr(value, "model_dump"):
+        dumped: dict[str, JsonValue] = value.model_dump(mode="json")
+        return dumped
+    return dict(value)

@@ -1,0 +1,54 @@
+"""Retention: forget threads unused for the retention period, and what only they explained.
+
+Run by the periodic retention task and by the admin command. Each run is one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.store.tables import ENDED_SESSION_STATUSES, BindingRow, EventRow, SessionRow
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanupReport:
+    bindings_deleted: int
+    events_deleted: int
+    sessions_closed: int
+    """Sessions that were not ended and were closed because their thread was forgotten."""
+
+
+async def cleanup(engine: AsyncEngine, *, retention_days: int, now: datetime) -> CleanupReport:
+    """Delete bindings last used before ``now - retention_days``.
+
+    A session left with no binding at all loses its event log; if it had not ended, it is also
+    closed at ``now``, since it can no longer resume its thread. A session that still has a
+    binding used within the period (say, after a provider switch) keeps its events and status.
+    """
+    if retention_days < 1:
+        raise ValueError(f"retention_days must be at least 1, not {retention_days}")
+    cutoff = now - timedelta(days=retention_days)
+    stale = BindingRow.updated_at < cutoff
+    still_bound = select(BindingRow.session_id).where(BindingRow.updated_at >= cutoff)
+    forgotten = select(BindingRow.session_id).where(
+        stale, BindingRow.session_id.not_in(still_bound)
+    )
+    async with engine.begin() as connection:
+        events = await connection.execute(
+            delete(EventRow).where(EventRow.session_id.in_(forgotten))
+        )
+        closed = await connection.execute(
+            update(SessionRow)
+            .where(SessionRow.id.in_(forgotten), SessionRow.status.not_in(ENDED_SESSION_STATUSES))
+            .values(status="closed", closed_at=now, updated_at=now)
+        )
+        bindings = await connection.execute(delete(BindingRow).where(stale))
+    return CleanupReport(
+        bindings_deleted=bindings.rowcount,
+        events_deleted=events.rowcount,
+        sessions_closed=closed.rowcount,
+    )

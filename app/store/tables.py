@@ -1,0 +1,181 @@
+"""The database schema: one declarative ``Base`` and the five tables the gateway persists.
+
+Contracts every table shares:
+
+- Timestamps are ``UTCDateTime``: aware UTC in Python, naive UTC in the database. They have no
+  database or Python defaults; callers pass their (injectable) clock's ``now``.
+- JSON columns are plain ``sqlalchemy.JSON``: reassign the value to persist a change, in-place
+  mutation of a loaded dict is not tracked.
+- Child rows reference ``sessions.id`` with ``ON DELETE CASCADE``; SQLite enforces it only on
+  connections made by ``app.store.db.create_engine`` (which turns ``foreign_keys`` on).
+
+The schema itself is owned by Alembic (``migrations/``); a change here needs a new revision.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import JsonValue
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.events import ApprovalDecision, EventType
+
+SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
+TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
+ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+
+ENDED_SESSION_STATUSES: tuple[SessionStatus, ...] = ("closed", "failed")
+"""A session in one of these statuses never runs another turn."""
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is aware UTC in Python and naive UTC in the database.
+
+    SQLite keeps no time zone, so the zone is normalised on the way in and restored on the way
+    out. Naive datetimes are refused rather than guessed at.
+    """
+
+    impl = DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: pass an aware datetime (UTC)")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class SessionRow(Base):
+    """A gateway session; ``last_seq`` is the ``seq`` of its newest event (0 before any)."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    provider: Mapped[str] = mapped_column(String(64))
+    workspace: Mapped[str] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(String(200))
+    approval_mode: Mapped[str] = mapped_column(String(32))
+    status: Mapped[SessionStatus] = mapped_column(String(32), index=True)
+    retry: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    metadata_: Mapped[dict[str, JsonValue] | None] = mapped_column("metadata", JSON)
+    selection: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class BindingRow(Base):
+    """Session → CLI thread for one provider; ``updated_at`` is the last use (see retention)."""
+
+    __tablename__ = "session_thread_bindings"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    provider: Mapped[str] = mapped_column(String(64), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class TurnRow(Base):
+    """One turn; ``seq_no`` numbers a session's turns 1, 2, 3, …"""
+
+    __tablename__ = "turns"
+    # The unique index leads with session_id, so it also serves lookups by session.
+    __table_args__ = (UniqueConstraint("session_id", "seq_no"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    seq_no: Mapped[int] = mapped_column(Integer)
+    prompt: Mapped[str] = mapped_column(Text)
+    status: Mapped[TurnStatus] = mapped_column(String(32))
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    retry_policy: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    provider: Mapped[str] = mapped_column(String(64))
+    usage: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    error: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    final_text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ApprovalRow(Base):
+    """A tool call awaiting (or past) a client's decision; pending rows survive a restart."""
+
+    __tablename__ = "approvals"
+    __table_args__ = (Index(None, "status", "expires_at"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    # Indexed so that the cascade from a deleted turn does not scan the table.
+    turn_id: Mapped[str | None] = mapped_column(
+        ForeignKey("turns.id", ondelete="CASCADE"), index=True
+    )
+    provider_request_id: Mapped[str] = mapped_column(String(200))
+    tool: Mapped[str] = mapped_column(String(200))
+    input: Mapped[dict[str, JsonValue]] = mapped_column(JSON)
+    options: Mapped[list[JsonValue]] = mapped_column(JSON)
+    title: Mapped[str | None] = mapped_column(Text)
+    tool_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[ApprovalStatus] = mapped_column(String(32))
+    decision: Mapped[ApprovalDecision | None] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(Text)
+    decided_by: Mapped[str | None] = mapped_column(String(32))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class EventRow(Base):
+    """One event of a session's log; ``turn_id`` is a plain reference, not a foreign key."""
+
+    __tablename__ = "events"
+
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    turn_id: Mapped[str | None] = mapped_column(String(64))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    provider: Mapped[str | None] = mapped_column(String(64))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    type: Mapped[EventType] = mapped_column(String(64))
+    data: Mapped[dict[str, JsonValue]] = mapped_column(JSON)

@@ -1,0 +1,209 @@
+"""Test harness: the real gateway as a child process (``python -m app serve``) on loopback.
+
+``GatewayProcess`` writes a TOML config, runs migrations, starts the server on a free port
+and waits for ``/healthz``; ``stop()`` sends SIGTERM and waits. The same data directory can
+be started again to prove what survives a restart. ``SseReader`` parses a real SSE stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+        )
+    raise TypeError(value)
+
+
+def to_toml(config: Mapping[str, Any], prefix: str = "") -> str:
+    """A small TOML writer for nested dicts of scalars, lists and inline tables."""
+    scalars = {k: v for k, v in config.items() if not isinstance(v, dict) or k == "env"}
+    tables = {k: v for k, v in config.items() if isinstance(v, dict) and k != "env"}
+    lines = [f"[{prefix}]"] if prefix and scalars else []
+    lines += [f"{k} = {_toml_value(v)}" for k, v in scalars.items()]
+    for key, value in tables.items():
+        lines.append(to_toml(value, f"{prefix}.{key}" if prefix else key))
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class GatewayProcess:
+    data_dir: Path
+    config: dict[str, Any]
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+    _log_file: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def _write_config(self) -> Path:
+        config = json.loads(json.dumps(self.config))
+        config.setdefault("server", {}).update(
+            {"host": "127.0.0.1", "port": self.port, "token": TOKEN}
+        )
+        config.setdefault("storage", {}).setdefault("data_dir", str(self.data_dir))
+        path = self.data_dir / "gateway.toml"
+        path.write_text(to_toml(config))
+        return path
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+        env["GATEWAY_CONFIG"] = str(self._write_config())
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def migrate(self) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "app", "migrate"],
+            cwd=ROOT,
+            env=self._env(),
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def start(self, timeout: float = 30.0) -> GatewayProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.migrate()
+        self.log_path = self.data_dir / f"gateway-{int(time.time() * 1000)}.log"
+        self._log_file = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve"],
+            cwd=ROOT,
+            env=self._env(),
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"gateway exited early:\n{self.log()}")
+            try:
+                if httpx.get(self.base_url + "/healthz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)  # polling a port that is not open yet; bounded by the deadline
+        raise RuntimeError(f"gateway did not answer /healthz in {timeout} s:\n{self.log()}")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(timeout=10)
+        self.process = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        return code
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30.0, **kwargs)
+
+
+@dataclass
+class SseEvent:
+    id: str | None
+    event: str | None
+    data: str
+
+    def json(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.data)
+        return value
+
+
+class SseReader:
+    """Reads SSE messages off an open httpx streaming response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.iter_lines()
+        self.comments: list[str] = []
+
+    def __iter__(self) -> Iterator[SseEvent]:
+        return self
+
+    def __next__(self) -> SseEvent:
+        event_id: str | None = None
+        event: str | None = None
+        data: list[str] = []
+        for line in self._lines:
+            if line == "":
+                if data:
+                    return SseEvent(id=event_id, event=event, data="\n".join(data))
+                continue
+            if line.startswith(":"):
+                self.comments.append(line)
+                continue
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "data":
+                data.append(value)
+            elif name == "id":
+                event_id = value
+            elif name == "event":
+                event = value
+        raise StopIteration
+
+    def until(self, predicate: Any, limit: int = 10_000) -> list[dict[str, Any]]:
+        """Collect envelopes up to and including the first one ``predicate`` accepts."""
+        seen: list[dict[str, Any]] = []
+        for message in self:
+            envelope = message.json()
+            assert message.id == str(envelope["seq"])
+            seen.append(envelope)
+            if predicate(envelope) or len(seen) >= limit:
+                return seen
+        raise AssertionError(
+            f"stream ended before the expected event; got {[e['type'] for e in seen]}"
+        )

@@ -1,0 +1,276 @@
+"""The schema as Alembic builds it on a real SQLite file, and the engine's guarantees."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy.exc import StatementError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.store.db import (
+    MIGRATIONS_DIR,
+    SchemaError,
+    check_schema,
+    create_engine,
+    session_factory,
+    upgrade,
+    upgrade_async,
+)
+from app.store.tables import ApprovalRow, Base, BindingRow, EventRow, SessionRow, TurnRow
+
+NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
+
+REBUILD_SESSIONS = """
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+
+
+def upgrade():
+    with op.batch_alter_table("sessions", recreate="always") as batch:
+        batch.alter_column("model", existing_type=sa.String(200), type_=sa.String(300))
+"""
+
+FAIL_HALFWAY = """
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+
+
+def upgrade():
+    op.create_table("scratch", sa.Column("id", sa.Integer, primary_key=True))
+    with op.batch_alter_table("sessions", recreate="always") as batch:
+        batch.add_column(sa.Column("extra", sa.Integer))
+    raise RuntimeError("revision 0002 failed")
+"""
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+
+
+@pytest.fixture
+async def engine(url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def migrated(url: str, engine: AsyncEngine) -> AsyncEngine:
+    await upgrade_async(url)
+    return engine
+
+
+def migrations_with(tmp_path: Path, revision: str) -> Path:
+    """A copy of ``migrations/`` with one more revision, 0002."""
+    directory = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, directory, ignore=shutil.ignore_patterns("__pycache__"))
+    (directory / "versions" / "0002_extra.py").write_text(revision)
+    return directory
+
+
+async def add_session_with_children(engine: AsyncEngine, session_id: str = "s1") -> None:
+    async with session_factory(engine).begin() as db:
+        db.add(
+            SessionRow(
+                id=session_id,
+                provider="claude_code",
+                workspace="/work/project",
+                approval_mode="ask",
+                status="idle",
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        await db.flush()
+        db.add(
+            BindingRow(
+                session_id=session_id,
+                provider="claude_code",
+                thread_id="thread-1",
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        db.add(
+            TurnRow(
+                id=f"{session_id}-t1",
+                session_id=session_id,
+                seq_no=1,
+                prompt="hello",
+                status="running",
+                provider="claude_code",
+                created_at=NOW,
+            )
+        )
+        await db.flush()
+        db.add(
+            ApprovalRow(
+                id=f"{session_id}-a1",
+                session_id=session_id,
+                turn_id=f"{session_id}-t1",
+                provider_request_id="req-1",
+                tool="Bash",
+                input={"command": "ls"},
+                options=[{"decision": "allow", "label": "Allow"}],
+                status="pending",
+                expires_at=NOW + timedelta(minutes=5),
+                created_at=NOW,
+            )
+        )
+        db.add(EventRow(session_id=session_id, seq=1, at=NOW, type="session.created", data={}))
+
+
+async def count(engine: AsyncEngine, table: type[Base]) -> int:
+    async with engine.connect() as connection:
+        return (await connection.execute(select(func.count()).select_from(table))).scalar_one()
+
+
+async def test_migrations_build_exactly_the_models_schema(migrated: AsyncEngine) -> None:
+    def diff(connection: Connection) -> list[object]:
+        context = MigrationContext.configure(
+            connection, opts={"compare_type": True, "compare_server_default": True}
+        )
+        return list(compare_metadata(context, Base.metadata))
+
+    async with migrated.connect() as connection:
+        assert await connection.run_sync(diff) == []
+
+
+async def test_check_schema_accepts_a_migrated_database(migrated: AsyncEngine) -> None:
+    await check_schema(migrated)
+
+
+async def test_check_schema_tells_how_to_migrate_an_empty_database(engine: AsyncEngine) -> None:
+    with pytest.raises(SchemaError, match="has no schema: run `agent-gateway migrate`") as error:
+        await check_schema(engine)
+    assert error.value.current == ()
+    assert error.value.required == "0001"
+
+
+async def test_check_schema_tells_how_to_migrate_an_older_database(
+    migrated: AsyncEngine, tmp_path: Path
+) -> None:
+    newer = migrations_with(tmp_path, REBUILD_SESSIONS)
+    with pytest.raises(SchemaError, match=r"at revision 0001 but this gateway needs 0002: run `ag"):
+        await check_schema(migrated, migrations_dir=newer)
+
+
+async def test_check_schema_rejects_a_revision_from_a_newer_gateway(
+    migrated: AsyncEngine,
+) -> None:
+    async with migrated.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
+    with pytest.raises(SchemaError, match=r"newer gateway \(revision f00d unknown\)") as error:
+        await check_schema(migrated)
+    assert error.value.current == ("f00d",)
+
+
+async def test_upgrading_a_migrated_database_changes_nothing(
+    url: str, migrated: AsyncEngine
+) -> None:
+    await upgrade_async(url)
+    await check_schema(migrated)
+
+
+def test_sync_upgrade_runs_without_an_event_loop(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "gateway.db"
+    upgrade(f"sqlite+aiosqlite:///{path}")
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            ("0001",)
+        ]
+
+
+async def test_engine_turns_on_wal_foreign_keys_and_busy_wait(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+
+        async def pragma(name: str) -> object:
+            return (await connection.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
+
+        assert await pragma("journal_mode") == "wal"
+        assert await pragma("foreign_keys") == 1
+        assert await pragma("busy_timeout") == 30000
+        assert await pragma("synchronous") == 1  # NORMAL
+
+
+async def test_deleting_a_session_deletes_everything_it_owns(migrated: AsyncEngine) -> None:
+    await add_session_with_children(migrated, "s1")
+    await add_session_with_children(migrated, "s2")
+    async with migrated.begin() as connection:
+        await connection.execute(delete(SessionRow).where(SessionRow.id == "s1"))
+    for table in (BindingRow, TurnRow, ApprovalRow, EventRow):
+        assert await count(migrated, table) == 1, table.__tablename__
+
+
+async def test_timestamps_round_trip_as_aware_utc(migrated: AsyncEngine) -> None:
+    await add_session_with_children(migrated)
+    plus_two = timezone(timedelta(hours=2))
+    async with session_factory(migrated).begin() as db:
+        row = await db.get_one(SessionRow, "s1")
+        row.updated_at = datetime(2026, 5, 9, 16, 30, tzinfo=plus_two)
+    async with session_factory(migrated)() as db:
+        row = await db.get_one(SessionRow, "s1")
+        assert row.updated_at == datetime(2026, 5, 9, 14, 30, tzinfo=UTC)
+        assert row.updated_at.tzinfo is UTC
+        assert row.closed_at is None
+
+
+async def test_naive_timestamps_are_refused(migrated: AsyncEngine) -> None:
+    naive = NOW.replace(tzinfo=None)
+    async with session_factory(migrated)() as db:
+        db.add(
+            SessionRow(
+                id="s1",
+                provider="codex",
+                workspace="/w",
+                approval_mode="ask",
+                status="idle",
+                created_at=naive,
+                updated_at=naive,
+            )
+        )
+        with pytest.raises(StatementError, match="naive datetime"):
+            await db.flush()
+
+
+async def test_a_table_rebuilding_migration_keeps_child_rows(
+    url: str, migrated: AsyncEngine, tmp_path: Path
+) -> None:
+    await add_session_with_children(migrated)
+    await upgrade_async(url, migrations_dir=migrations_with(tmp_path, REBUILD_SESSIONS))
+    for table in (SessionRow, BindingRow, TurnRow, ApprovalRow, EventRow):
+        assert await count(migrated, table) == 1, table.__tablename__
+
+
+async def test_a_failing_migration_is_rolled_back_whole(
+    url: str, migrated: AsyncEngine, tmp_path: Path
+) -> None:
+    with pytest.raises(RuntimeError, match="revision 0002 failed"):
+        await upgrade_async(url, migrations_dir=migrations_with(tmp_path, FAIL_HALFWAY))
+    await check_schema(migrated)
+    async with migrated.connect() as connection:
+        tables = await connection.exec_driver_sql("SELECT name FROM sqlite_master")
+        assert "scratch" not in tables.scalars().all()
+        columns = await connection.exec_driver_sql("SELECT name FROM pragma_table_info('sessions')")
+        assert "extra" not in columns.scalars().all()
+
+
+async def test_sync_upgrade_refuses_a_running_event_loop(url: str) -> None:
+    with pytest.raises(RuntimeError, match="await upgrade_async"):
+        upgrade(url)

@@ -1,0 +1,832 @@
+"""A stub Anthropic Messages API server for end-to-end tests of the real Claude Code CLI.
+
+Usage from a test (sync or async, it does not matter: the server runs its own event loop in a
+background thread)::
+
+    with StubLLM() as stub:
+        env["ANTHROPIC_BASE_URL"] = stub.base_url       # http://127.0.0.1:<free port>
+        ...run claude...
+        stub.wait_for_requests(1, timeout=10)
+        body = stub.message_requests()[-1].body
+
+Standalone, for poking at it by hand: ``python -m tests.stub_llm --port 8089``.
+
+Routes
+------
+* ``POST /v1/messages`` (Claude Code posts to ``/v1/messages?beta=true``): streaming SSE when the
+  body has ``"stream": true``, else one JSON ``Message``. The SSE sequence is the real API's:
+  ``message_start``, ``ping``, per block ``content_block_start`` / ``content_block_delta``
+  (``text_delta`` or ``input_json_delta``) / ``content_block_stop``, ``message_delta`` (stop_reason,
+  usage) and ``message_stop``. Usage is fixed: 12 input tokens, 7 output tokens.
+* ``POST /v1/messages/count_tokens``: ``{"input_tokens": 12}``.
+* anything else: 404 with an Anthropic error body (no body for ``HEAD``).
+Every request is recorded (``stub.requests``), including the ones answered 404.
+
+Behaviour, chosen from the text of the LAST ``user`` message (string content or every ``text``
+block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched too):
+
+* the last user message holds a ``tool_result`` block -> text ``Tool said: <result text>``,
+  ``end_turn`` (checked first);
+* ``[[tool:bash <command>]]`` -> text block ``I will run a command.`` then a ``Bash`` ``tool_use``
+  with input ``{"command": "<command>", "description": "run command"}``,
+  ``stop_reason`` ``tool_use``;
+  ids are ``toolu_stub_<n>`` (fresh per request);
+* ``[[slow:<seconds>]]`` -> text deltas ``tick <n> `` every 0.05 s for that long, then ``end_turn``;
+  stops quietly as soon as the client goes away;
+* ``[[error:<status>]]`` -> that HTTP status with ``{"type": "error", "error": {...}}``
+  (``overloaded_error`` for 529, ``rate_limit_error`` + ``retry-after: 0`` for 429,
+  ``authentication_error`` for 401, ``api_error`` otherwise); every retry gets the same answer;
+* ``[[echo]]`` -> text ``Echo: <number of entries in "messages">``;
+* otherwise -> ``Hello from stub.`` in three ``text_delta`` chunks, ``end_turn``.
+
+Side requests
+-------------
+Observed with Claude Code 2.1.330 run the way the end-to-end tests run it (stream-json in and out,
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, private network namespace), in every scenario tried
+(text, two turns, tool allow/deny, interrupt, resume, 529 with retries, every permission mode):
+
+* exactly one streaming ``POST /v1/messages?beta=true`` per model step, all on one keep-alive
+  connection (strace: a single ``connect()``, to 127.0.0.1:PORT; nothing else, no DNS);
+* no ``count_tokens``, no ``HEAD /``, no title / topic / bash-prefix side calls;
+* body: ``model`` ``claude-opus-5-5`` (unless ``--model``), 13 tools (``Agent``, ``Bash``, ``Edit``,
+  ``Read``, ``Write``, ``ToolSearch``, ...; ``"tools": []`` with ``--tools ""``), ``thinking``
+  ``{"type": "adaptive"}``, ``max_tokens`` 128000, ``system`` a list of text blocks, ~54 KB;
+* ``messages`` is ``[user, system, assistant, user, ...]``: the first user message is a
+  ``<system-reminder>`` text block followed by the prompt, and a ``role: "system"`` message
+  (environment, deferred tools) follows it. After an interrupt the next request's last user
+  message is ``[Request interrupted by user]`` and the new prompt merged into one message;
+* headers: ``x-api-key``, ``anthropic-version: 2023-06-01``, ``anthropic-beta``,
+  ``x-claude-code-session-id``, ``user-agent: claude-cli/2.1.330 (external, sdk-cli)``.
+
+The binary does contain tool-free helper calls (session title with a JSON-schema output format,
+tool-use summaries, ...: ``"tools": []``, thinking off, usually the small ``haiku`` model) and
+forked side queries (prompt suggestions, resume cache warm-up) that reuse the main request's
+shape. Helper calls often quote the user's prompt, directives included, so they never get a
+directive's behaviour: ``is_side_request`` spots them and they get the plain text
+``Stub side reply.`` (``end_turn``), streamed or not as asked. Forked queries end in a prompt of
+their own, so they get the default text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+__all__ = [
+    "DEFAULT_TEXT",
+    "INPUT_TOKENS",
+    "OUTPUT_TOKENS",
+    "SIDE_TEXT",
+    "RecordedRequest",
+    "RecordedResponse",
+    "StubLLM",
+    "is_side_request",
+    "last_user_text",
+]
+
+DEFAULT_TEXT = "Hello from stub."
+SIDE_TEXT = "Stub side reply."
+TOOL_PREAMBLE = "I will run a command."
+INPUT_TOKENS = 12
+OUTPUT_TOKENS = 7
+SLOW_TICK_SECONDS = 0.05
+MAX_HEADER_BYTES = 64 * 1024
+STREAM_LIMIT = 16 * 1024 * 1024
+
+_log = logging.getLogger(__name__)
+
+_TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
+_SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
+_ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
+_ECHO_RE = re.compile(r"\[\[echo\]\]")
+
+_REASONS = {529: "Overloaded"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Recorded requests
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One HTTP request as the stub received it."""
+
+    method: str
+    target: str  # path with query string, as sent: "/v1/messages?beta=true"
+    headers: dict[str, str]  # lower-cased names; repeated headers joined with ", "
+    raw_body: bytes
+    body: Any  # parsed JSON, or None when the body was empty or not JSON
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def path(self) -> str:
+        """The path without its query string: ``/v1/messages``."""
+        return urlsplit(self.target).path
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(urlsplit(self.target).query)
+
+    @property
+    def is_message(self) -> bool:
+        return self.method == "POST" and self.path == "/v1/messages"
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The ``messages`` array of a Messages API body (empty for anything else)."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("messages"), list):
+            return [m for m in self.body["messages"] if isinstance(m, dict)]
+        return []
+
+    @property
+    def last_user_text(self) -> str:
+        return last_user_text(self.body)
+
+
+@dataclass(frozen=True)
+class RecordedResponse:
+    """How the stub answered ``request`` (``completed`` is False if the client left mid-way)."""
+
+    request: RecordedRequest
+    status: int
+    completed: bool
+    finished_at: float = field(default_factory=time.monotonic)
+
+
+# --------------------------------------------------------------------------------------------
+# Deciding what to answer
+
+
+def _block_text(content: Any) -> list[str]:
+    """The text of a message ``content`` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                out.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    out.append(text)
+    return out
+
+
+def _last_user_message(body: Any) -> dict[str, Any] | None:
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    for message in reversed(body["messages"]):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return message
+    return None
+
+
+def last_user_text(body: Any) -> str:
+    """All text of the last ``user`` message of a Messages API body, blocks joined by newlines."""
+    message = _last_user_message(body)
+    if message is None:
+        return ""
+    return "\n".join(_block_text(message.get("content")))
+
+
+def _last_tool_result(body: Any) -> dict[str, Any] | None:
+    message = _last_user_message(body)
+    if message is None or not isinstance(message.get("content"), list):
+        return None
+    for block in reversed(message["content"]):
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return block
+    return None
+
+
+def is_side_request(body: Any) -> bool:
+    """True for Claude Code's auxiliary calls (titles, topic checks, bash prefix checks...).
+
+    Claude Code's tool-free helper calls send ``"tools": []`` with thinking off and usually a
+    ``haiku`` model; quota probes ask for one token. The agent loop always sends thinking (and its
+    tools, unless ``--tools ""``). A body without a ``tools`` key at all (a hand-written test
+    request) counts as a main request.
+    """
+    if not isinstance(body, dict):
+        return False
+    if "haiku" in str(body.get("model") or "").lower():
+        return True
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and max_tokens <= 1:
+        return True
+    thinking = body.get("thinking")
+    thinking_on = isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+    return "tools" in body and not body["tools"] and not thinking_on
+
+
+@dataclass(frozen=True)
+class _TextBlock:
+    chunks: tuple[str, ...]
+    delay: float = 0.0  # seconds before each chunk after the first
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+@dataclass(frozen=True)
+class _ToolUseBlock:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Reply:
+    blocks: tuple[_TextBlock | _ToolUseBlock, ...]
+    stop_reason: str
+
+
+@dataclass(frozen=True)
+class _ErrorReply:
+    status: int
+    error_type: str
+    message: str
+
+
+def _chunked(text: str, parts: int = 3) -> tuple[str, ...]:
+    """Split ``text`` at spaces into ``parts`` (or fewer, if it has fewer words) pieces."""
+    words = re.findall(r"\s*\S+", text) or [text]
+    size = max(1, -(-len(words) // parts))
+    return tuple("".join(words[i : i + size]) for i in range(0, len(words), size))
+
+
+def _tool_result_text(block: dict[str, Any]) -> str:
+    return "\n".join(_block_text(block.get("content")))
+
+
+def _error_reply(status: int) -> _ErrorReply:
+    default_type = "api_error" if status >= 500 else "invalid_request_error"
+    return _ErrorReply(status, _ERROR_TYPES.get(status, default_type), _reason(status))
+
+
+def _plan(body: Any, new_tool_id: Callable[[], str]) -> _Reply | _ErrorReply:
+    if is_side_request(body):
+        return _Reply((_TextBlock(_chunked(SIDE_TEXT)),), "end_turn")
+    tool_result = _last_tool_result(body)
+    if tool_result is not None:
+        text = f"Tool said: {_tool_result_text(tool_result)}"
+        return _Reply((_TextBlock(_chunked(text)),), "end_turn")
+    prompt = last_user_text(body)
+    if match := _ERROR_RE.search(prompt):
+        return _error_reply(int(match.group(1)))
+    if match := _TOOL_RE.search(prompt):
+        tool = _ToolUseBlock(
+            new_tool_id(),
+            "Bash",
+            {"command": match.group(1).strip(), "description": "run command"},
+        )
+        return _Reply((_TextBlock((TOOL_PREAMBLE,)), tool), "tool_use")
+    if match := _SLOW_RE.search(prompt):
+        ticks = max(1, round(float(match.group(1)) / SLOW_TICK_SECONDS))
+        chunks = tuple(f"tick {n} " for n in range(1, ticks + 1))
+        return _Reply((_TextBlock(chunks, delay=SLOW_TICK_SECONDS),), "end_turn")
+    if _ECHO_RE.search(prompt):
+        count = len(body.get("messages") or []) if isinstance(body, dict) else 0
+        return _Reply((_TextBlock(_chunked(f"Echo: {count}")),), "end_turn")
+    return _Reply((_TextBlock(_chunked(DEFAULT_TEXT)),), "end_turn")
+
+
+def _usage(output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": INPUT_TOKENS,
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+
+
+def _model(body: Any) -> str:
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) and model else "claude-stub"
+
+
+def _message_json(reply: _Reply, message_id: str, model: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for block in reply.blocks:
+        if isinstance(block, _TextBlock):
+            content.append({"type": "text", "text": block.text})
+        else:
+            content.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reply.stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(OUTPUT_TOKENS),
+    }
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP plumbing
+
+
+class _ClientGone(Exception):
+    """The client closed the connection while we were answering."""
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@dataclass
+class _Conn:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+
+    def gone(self) -> bool:
+        return self.writer.is_closing() or self.reader.at_eof()
+
+    async def send(self, data: bytes) -> None:
+        if self.writer.is_closing():
+            raise _ClientGone
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            raise _ClientGone from exc
+
+
+def _reason(status: int) -> str:
+    if status in _REASONS:
+        return _REASONS[status]
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
+    """Read one HTTP/1.1 request; None on a clean EOF between requests."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial.strip():
+            raise _BadRequest("truncated request head") from exc
+        return None
+    except asyncio.LimitOverrunError as exc:
+        raise _BadRequest("request head too large") from exc
+    if len(head) > MAX_HEADER_BYTES:
+        raise _BadRequest("request head too large")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(f"bad request line {lines[0]!r}")
+    method, target, _version = parts
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise _BadRequest(f"bad header line {line!r}")
+        key = name.strip().lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        raw = await _read_chunked(reader)
+    else:
+        length = int(headers.get("content-length") or 0)
+        raw = await reader.readexactly(length) if length > 0 else b""
+    body: Any = None
+    if raw:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    return RecordedRequest(method.upper(), target, headers, raw, body)
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    data = bytearray()
+    while True:
+        size_line = await reader.readuntil(b"\r\n")
+        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            # trailers, then the empty line
+            while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                pass
+            return bytes(data)
+        data += await reader.readexactly(size)
+        await reader.readexactly(2)
+
+
+class StubLLM:
+    """A stub Anthropic Messages API on ``127.0.0.1`` served from a background thread.
+
+    ``StubLLM()`` binds a free port (``port=0``); ``start()``/``stop()`` or use it as a context
+    manager. Thread-safe: tests may read ``requests`` and wait from any thread or event loop.
+    """
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
+        self._host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self._cond = threading.Condition()
+        self._requests: list[RecordedRequest] = []
+        self._responses: list[RecordedResponse] = []
+        self._ids = itertools.count(1)
+        self._ids_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> StubLLM:
+        if self._thread is not None:
+            raise RuntimeError("StubLLM already started")
+        self._ready.clear()
+        self._startup_error = None
+        self._thread = threading.Thread(target=self._run, name="stub-llm", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._startup_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise RuntimeError("StubLLM failed to start") from self._startup_error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        thread, loop, stop_event = self._thread, self._loop, self._stop_event
+        if thread is None:
+            return
+        if loop is not None and stop_event is not None:
+            with contextlib.suppress(RuntimeError):  # loop already closed
+                loop.call_soon_threadsafe(stop_event.set)
+        thread.join(timeout)
+        if thread.is_alive():
+            raise RuntimeError("StubLLM thread did not stop")
+        self._thread = None
+        self._loop = None
+        self._stop_event = None
+
+    def __enter__(self) -> StubLLM:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("StubLLM is not running")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no ``/v1``), the value for ``ANTHROPIC_BASE_URL``."""
+        return f"http://{self._host}:{self.port}"
+
+    # -- recorded requests ------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._cond:
+            return list(self._requests)
+
+    def message_requests(self) -> list[RecordedRequest]:
+        """Only the ``POST /v1/messages`` requests (side requests included)."""
+        return [r for r in self.requests if r.is_message]
+
+    def main_message_requests(self) -> list[RecordedRequest]:
+        """``POST /v1/messages`` requests of the agent loop (side requests left out)."""
+        return [r for r in self.message_requests() if not is_side_request(r.body)]
+
+    @property
+    def responses(self) -> list[RecordedResponse]:
+        """How each finished request was answered, in the order the answers finished."""
+        with self._cond:
+            return list(self._responses)
+
+    def clear(self) -> None:
+        """Forget the recorded requests and responses (the id counters keep counting)."""
+        with self._cond:
+            self._requests.clear()
+            self._responses.clear()
+
+    def wait_for_requests(
+        self,
+        n: int,
+        timeout: float = 10.0,
+        predicate: Callable[[RecordedRequest], bool] | None = None,
+    ) -> list[RecordedRequest]:
+        """Block until at least ``n`` recorded requests (matching ``predicate``) exist.
+
+        Returns the matching requests; raises ``TimeoutError`` after ``timeout`` seconds. From
+        async code call it via ``asyncio.to_thread``.
+        """
+
+        def matching() -> list[RecordedRequest]:
+            return [r for r in self._requests if predicate is None or predicate(r)]
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(matching()) >= n, timeout):
+                raise TimeoutError(
+                    f"expected {n} requests, got {len(matching())} within {timeout} s"
+                )
+            return matching()
+
+    def wait_for_message_requests(self, n: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """``wait_for_requests`` counting only ``POST /v1/messages``."""
+        return self.wait_for_requests(n, timeout, lambda r: r.is_message)
+
+    def wait_for_responses(self, n: int, timeout: float = 10.0) -> list[RecordedResponse]:
+        """Block until ``n`` answers have finished (sent in full or cut by the client)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self._responses) >= n, timeout):
+                raise TimeoutError(
+                    f"expected {n} responses, got {len(self._responses)} within {timeout} s"
+                )
+            return list(self._responses)
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._cond:
+            self._requests.append(request)
+            self._cond.notify_all()
+
+    def _record_response(self, request: RecordedRequest, status: int, completed: bool) -> None:
+        with self._cond:
+            self._responses.append(RecordedResponse(request, status, completed))
+            self._cond.notify_all()
+
+    def _next_id(self) -> int:
+        with self._ids_lock:
+            return next(self._ids)
+
+    # -- server -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:
+            if not self._ready.is_set():
+                self._startup_error = exc  # start() raises it
+                self._ready.set()
+            else:
+                _log.exception("stub LLM server crashed")
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        server = await asyncio.start_server(
+            self._handle, self._host, self._requested_port, limit=STREAM_LIMIT
+        )
+        self._port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            server.close()
+            for writer in list(self._writers):
+                writer.close()
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        self._writers.add(writer)
+        conn = _Conn(reader, writer)
+        try:
+            while True:
+                try:
+                    request = await _read_request(reader)
+                except _BadRequest as exc:
+                    await self._send_json(conn, 400, _error_body("invalid_request_error", str(exc)))
+                    return
+                if request is None:
+                    return
+                self._record(request)
+                keep_alive = request.headers.get("connection", "").lower() != "close"
+                try:
+                    status = await self._dispatch(conn, request, keep_alive)
+                except (_ClientGone, ConnectionError):
+                    self._record_response(request, 200, completed=False)
+                    return
+                self._record_response(request, status, completed=True)
+                if not keep_alive:
+                    return
+        except (_ClientGone, ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away between requests
+        except asyncio.CancelledError:
+            pass  # stop()
+        except Exception:
+            _log.exception("stub LLM connection handler failed")
+        finally:
+            self._writers.discard(writer)
+            if task is not None:
+                self._tasks.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _dispatch(self, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
+        """Answer one request; returns the HTTP status sent."""
+        if request.method == "POST" and request.path == "/v1/messages/count_tokens":
+            await self._send_json(conn, 200, {"input_tokens": INPUT_TOKENS}, keep_alive)
+            return 200
+        if not request.is_message:
+            body = _error_body("not_found_error", f"{request.method} {request.path} not found")
+            await self._send_json(conn, 404, body, keep_alive, head_only=request.method == "HEAD")
+            return 404
+        if not isinstance(request.body, dict):
+            body = _error_body("invalid_request_error", "body must be a JSON object")
+            await self._send_json(conn, 400, body, keep_alive)
+            return 400
+        plan = _plan(request.body, lambda: f"toolu_stub_{self._next_id()}")
+        if isinstance(plan, _ErrorReply):
+            extra = {"retry-after": "0"} if plan.status == 429 else {}
+            body = _error_body(plan.error_type, plan.message)
+            await self._send_json(conn, plan.status, body, keep_alive, extra_headers=extra)
+            return plan.status
+        message_id = f"msg_stub_{self._next_id()}"
+        model = _model(request.body)
+        if request.body.get("stream"):
+            await self._stream(conn, plan, message_id, model, keep_alive)
+            return 200
+        for block in plan.blocks:
+            if isinstance(block, _TextBlock) and block.delay:
+                for _ in block.chunks[1:]:
+                    await asyncio.sleep(block.delay)
+                    if conn.gone():
+                        raise _ClientGone
+        await self._send_json(conn, 200, _message_json(plan, message_id, model), keep_alive)
+        return 200
+
+    async def _send_json(
+        self,
+        conn: _Conn,
+        status: int,
+        payload: Mapping[str, Any],
+        keep_alive: bool = False,
+        *,
+        head_only: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        data = json.dumps(payload).encode()
+        headers = {
+            "content-type": "application/json",
+            "content-length": str(len(data)),
+            "request-id": f"req_stub_{self._next_id()}",
+            "connection": "keep-alive" if keep_alive else "close",
+            **(extra_headers or {}),
+        }
+        await conn.send(_head(status, headers) + (b"" if head_only else data))
+
+    async def _stream(
+        self, conn: _Conn, reply: _Reply, message_id: str, model: str, keep_alive: bool
+    ) -> None:
+        headers = {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            "transfer-encoding": "chunked",
+            "request-id": f"req_stub_{self._next_id()}",
+            "connection": "keep-alive" if keep_alive else "close",
+        }
+        await conn.send(_head(200, headers))
+
+        async def emit(event: dict[str, Any]) -> None:
+            data = _sse(event)
+            await conn.send(b"%x\r\n%s\r\n" % (len(data), data))
+
+        start = _message_json(reply, message_id, model)
+        start.update(content=[], stop_reason=None, usage=_usage(1))
+        await emit({"type": "message_start", "message": start})
+        await emit({"type": "ping"})
+        for index, block in enumerate(reply.blocks):
+            if isinstance(block, _TextBlock):
+                await emit(
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    }
+                )
+                for n, chunk in enumerate(block.chunks):
+                    if n and block.delay:
+                        await asyncio.sleep(block.delay)
+                        if conn.gone():
+                            raise _ClientGone
+                    delta = {"type": "text_delta", "text": chunk}
+                    await emit({"type": "content_block_delta", "index": index, "delta": delta})
+            else:
+                await emit(
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block.id,
+                            "name": block.name,
+                            "input": {},
+                        },
+                    }
+                )
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block.input)}
+                await emit({"type": "content_block_delta", "index": index, "delta": delta})
+            await emit({"type": "content_block_stop", "index": index})
+        await emit(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": OUTPUT_TOKENS},
+            }
+        )
+        await emit({"type": "message_stop"})
+        await conn.send(b"0\r\n\r\n")
+
+
+def _head(status: int, headers: Mapping[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_reason(status)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+# --------------------------------------------------------------------------------------------
+# Standalone
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Stub Anthropic Messages API on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8089)
+    args = parser.parse_args(argv)
+    with StubLLM(port=args.port) as stub:
+        print(f"stub LLM listening on {stub.base_url} (Ctrl-C to stop)", flush=True)
+        seen = 0
+        try:
+            while True:
+                try:
+                    requests = stub.wait_for_requests(seen + 1, timeout=60)
+                except TimeoutError:
+                    continue
+                for request in requests[seen:]:
+                    print(
+                        f"{request.method} {request.target} "
+                        f"model={_model(request.body)!r} messages={len(request.messages)} "
+                        f"side={is_side_request(request.body)} "
+                        f"last_user={request.last_user_text[-80:]!r}",
+                        flush=True,
+                    )
+                seen = len(requests)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
