@@ -19,8 +19,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# `npm install --no-save` rather than `npm ci`: the CLIs ship per-platform optional packages
+# that npm leaves out of the lockfile for other platforms, which `npm ci` then rejects as
+# out of sync. The versions still come from package.json (exact) and the lockfile.
 agents/node_modules/.installed: agents/package.json agents/package-lock.json
-	cd agents && npm ci --no-audit --no-fund --loglevel=error
+	cd agents && npm install --no-save --no-audit --no-fund --loglevel=error
 	touch $@
 
 ## Ruff (lint and format) and mypy --strict.

@@ -84,9 +84,16 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     shown_host = (
         f"[{settings.server.host}]" if ":" in settings.server.host else settings.server.host
     )
-    origin = "generated now" if generated else "configured" if configured else "from the data dir"
     print(f"Agent Gateway on http://{shown_host}:{settings.server.port}", file=sys.stderr)
-    print(f"Token ({origin}): {token}", file=sys.stderr)
+    if generated:
+        # Shown once, when it is created; afterwards only its location is printed.
+        print(
+            f"Token (new, saved in {settings.storage.data_dir / 'token'}): {token}", file=sys.stderr
+        )
+    elif configured:
+        print("Token: the configured server.token", file=sys.stderr)
+    else:
+        print(f"Token: in {settings.storage.data_dir / 'token'}", file=sys.stderr)
     uvicorn.run(
         app,
         host=settings.server.host,

@@ -66,6 +66,7 @@ class GatewayProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
     _log_file: Any = None
 
     @property
@@ -90,6 +91,7 @@ class GatewayProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
         env["GATEWAY_CONFIG"] = str(self._write_config())
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.extra_env)
         return env
 
     def migrate(self) -> None:
@@ -207,3 +209,17 @@ class SseReader:
         raise AssertionError(
             f"stream ended before the expected event; got {[e['type'] for e in seen]}"
         )
+
+
+def is_turn_end(envelope: dict[str, Any]) -> bool:
+    return envelope["type"] in {"turn.completed", "turn.failed", "turn.interrupted"}
+
+
+def follow(
+    client: httpx.Client, session_id: str, predicate: Any = is_turn_end, *, after: int = 0
+) -> list[dict[str, Any]]:
+    """Events from ``after`` up to the first one ``predicate`` accepts, read off SSE."""
+    headers = {"Accept": "text/event-stream", "Last-Event-ID": str(after)}
+    with client.stream("GET", f"/v1/sessions/{session_id}/events", headers=headers) as response:
+        assert response.status_code == 200, response.read()
+        return SseReader(response).until(predicate)

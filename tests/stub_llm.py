@@ -76,6 +76,7 @@ import itertools
 import json
 import logging
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -501,6 +502,7 @@ class StubLLM:
         self._thread = None
         self._loop = None
         self._stop_event = None
+        self._port = None
 
     def __enter__(self) -> StubLLM:
         return self.start()
@@ -806,6 +808,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Stub Anthropic Messages API on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8089)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it cleanly too
     with StubLLM(port=args.port) as stub:
         print(f"stub LLM listening on {stub.base_url} (Ctrl-C to stop)", flush=True)
         seen = 0

@@ -10,7 +10,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api.security import BodyTooLarge
 from app.errors import GatewayError, problem, problem_for
 
 log = logging.getLogger(__name__)
@@ -59,13 +58,6 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _too_large(request: Request, exc: Exception) -> JSONResponse:
-    return _response(
-        problem(status=413, type_="payload_too_large", title="Payload too large", detail=str(exc)),
-        413,
-    )
-
-
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return _response(
@@ -83,5 +75,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(GatewayError, _gateway_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(BodyTooLarge, _too_large)
     app.add_exception_handler(Exception, _unexpected)

@@ -119,16 +119,14 @@ class GateMiddleware:
         if scope["type"] == "http":
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-                await self._refuse(
-                    scope,
-                    receive,
-                    send,
-                    413,
-                    "payload_too_large",
-                    f"request bodies are limited to {self.max_body_bytes} bytes",
-                )
+                await self._too_large(scope, receive, send)
                 return
-            receive = self._limited(receive)
+            if length is None and scope["method"] in ("POST", "PUT", "PATCH"):
+                buffered = await self._read_limited(receive)
+                if buffered is None:
+                    await self._too_large(scope, receive, send)
+                    return
+                receive = buffered
         await self.app(scope, receive, send)
 
     def _origin_ok(self, origin: str, host_header: str) -> bool:
@@ -138,20 +136,40 @@ class GateMiddleware:
         # Same origin: the page was served by this gateway under an allowed Host.
         return parts.scheme in ("http", "https") and parts.netloc == host_header and not parts.path
 
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-        limit = self.max_body_bytes
-
-        async def limited() -> Message:
-            nonlocal seen
+    async def _read_limited(self, receive: Receive) -> Receive | None:
+        """Read a body of unknown length up to the limit; None when it goes past it."""
+        parts: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(limit)
-            return message
+            if message["type"] != "http.request":
+                break
+            parts.append(message.get("body", b""))
+            size += len(parts[-1])
+            if size > self.max_body_bytes:
+                return None
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        return limited
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(parts), "more_body": False}
+
+        return replay
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._refuse(
+            scope,
+            receive,
+            send,
+            413,
+            "payload_too_large",
+            f"request bodies are limited to {self.max_body_bytes} bytes",
+        )
 
     async def _refuse(
         self, scope: Scope, receive: Receive, send: Send, status: int, type_: str, detail: str
@@ -175,14 +193,6 @@ class GateMiddleware:
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-
-class BodyTooLarge(Exception):
-    """A chunked body went past the limit while it was being read."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"request bodies are limited to {limit} bytes")
-        self.limit = limit
 
 
 def _presented_token(authorization: str | None, query: str | None, cookie: str | None) -> str:

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""A fake ``claude`` speaking just enough stream-json for orchestration tests.
+
+Each spawn appends a JSON line ``{"pid", "argv", "env"}`` to ``$FAKE_CLAUDE_LOG``. The reply
+to a user message is chosen by its text: ``crash`` exits 3 after printing to stderr,
+``hang`` prints nothing more, ``slow`` streams until interrupted; anything else answers
+``fake reply``. An ``interrupt`` control request ends
+the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+
+SESSION = next(
+    (a.split("=", 1)[1] for a in sys.argv if a.startswith("--resume=")), str(uuid.uuid4())
+)
+lock = threading.Lock()
+interrupted = threading.Event()
+
+
+def emit(obj: dict[str, object]) -> None:
+    with lock:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
+def result(text: str, *, is_error: bool = False, reason: str = "completed") -> None:
+    emit(
+        {
+            "type": "result",
+            "subtype": "success" if not is_error else "error_during_execution",
+            "is_error": is_error,
+            "result": text,
+            "session_id": SESSION,
+            "terminal_reason": reason,
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 2},
+            "total_cost_usd": 0.0,
+        }
+    )
+
+
+def text(message: str) -> None:
+    emit(
+        {
+            "type": "assistant",
+            "session_id": SESSION,
+            "message": {"id": "msg_fake", "content": [{"type": "text", "text": message}]},
+        }
+    )
+
+
+def turn(prompt: str) -> None:
+    emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
+    if prompt == "crash":
+        sys.stderr.write("fake claude: simulated crash\n")
+        sys.stderr.flush()
+        os._exit(3)
+    if prompt == "hang":
+        return
+    if prompt == "slow":
+        interrupted.clear()
+        while not interrupted.wait(0.05):
+            emit(
+                {
+                    "type": "stream_event",
+                    "session_id": SESSION,
+                    "api_message_id": "msg_slow",
+                    "event": {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": "tick "},
+                    },
+                }
+            )
+        result("", is_error=True, reason="aborted_streaming")
+        return
+    text("fake reply")
+    result("fake reply")
+
+
+def main() -> None:
+    log = os.environ.get("FAKE_CLAUDE_LOG")
+    if log:
+        with open(log, "a") as handle:
+            handle.write(
+                json.dumps({"pid": os.getpid(), "argv": sys.argv, "env": dict(os.environ)}) + "\n"
+            )
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message["type"] == "control_request":
+            subtype = message["request"]["subtype"]
+            if subtype == "interrupt":
+                interrupted.set()
+            emit(
+                {
+                    "type": "control_response",
+                    "response": {
+                        "subtype": "success",
+                        "request_id": message["request_id"],
+                        "response": {},
+                    },
+                }
+            )
+        elif message["type"] == "user":
+            prompt = message["message"]["content"]
+            threading.Thread(target=turn, args=(prompt,), daemon=True).start()
+    time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    main()
