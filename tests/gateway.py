@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -104,7 +104,7 @@ class GatewayProcess:
             timeout=60,
         )
 
-    def start(self, timeout: float = 30.0) -> GatewayProcess:
+    def start(self, timeout: float = 30.0) -> Self:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.migrate()
         self.log_path = self.data_dir / f"gateway-{int(time.time() * 1000)}.log"

@@ -319,8 +319,7 @@ class SessionManager:
     async def turn_finished(self, live: LiveSession) -> None:
         """The turn's row is final: the session takes new turns from now on."""
         live.last_active = time.monotonic()
-        if self._live.get(live.session_id) is live:
-            await self.set_status(live, "idle")
+        await self.set_status(live, "idle")
         live.busy = False
 
     async def interrupt(self, session_id: str, *, owner: str | None = None) -> str:
@@ -382,9 +381,7 @@ class SessionManager:
                 turn_id=turn.id,
                 provider=turn.provider,
             )
-            row = await self.store.get_session(turn.session_id)
-            if row is not None and row.status not in ENDED_SESSION_STATUSES:
-                await self.store.update_session(row.id, status="idle", updated_at=now)
+        await self.store.reset_busy_sessions(now)
 
     async def suspend_idle(self, now: float | None = None) -> int:
         """Close live processes idle past their provider's ``idle_timeout_s``."""

@@ -210,6 +210,15 @@ class Store:
                 await db.scalars(select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES)))
             ).all()
 
+    async def reset_busy_sessions(self, now: datetime) -> None:
+        """Sessions left running by a previous process are idle now: nothing runs them."""
+        async with self._sessions() as db, db.begin():
+            await db.execute(
+                update(SessionRow)
+                .where(SessionRow.status.in_(("running", "awaiting_approval", "retrying")))
+                .values(status="idle", updated_at=now)
+            )
+
     async def pending_approvals(self) -> Sequence[ApprovalRow]:
         async with self._sessions() as db:
             return (

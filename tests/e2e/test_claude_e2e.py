@@ -269,15 +269,14 @@ def test_websocket_runs_a_turn_with_an_approval_round_trip(
         assert ack["request"] == "turn.start"
         assert ack["turn"]["status"] == "queued"
         asked = frames[-1]["data"]
-        ws.send(
-            json.dumps(
-                {
-                    "type": "approval.respond",
-                    "approval_id": asked["approval_id"],
-                    "decision": "allow",
-                }
-            )
-        )
+        edited = {**asked["input"], "command": "touch ws-edited.txt"}
+        respond = {
+            "type": "approval.respond",
+            "approval_id": asked["approval_id"],
+            "decision": "allow",
+            "updated_input": edited,
+        }
+        ws.send(json.dumps(respond))
         frames = _ws_until(ws, is_turn_end)
         assert any(f["type"] == "ack" and f["request"] == "approval.respond" for f in frames)
         tool_done = next(f for f in frames if f["type"] == "tool.completed")
@@ -286,7 +285,8 @@ def test_websocket_runs_a_turn_with_an_approval_round_trip(
         ws.send(json.dumps({"type": "turn.interrupt"}))
         error = _ws_until(ws, lambda f: f["type"] == "error")[-1]
         assert error["problem"]["status"] == 409
-    assert (workspace / "ws.txt").exists()
+    assert (workspace / "ws-edited.txt").exists()  # the client's edited input ran
+    assert not (workspace / "ws.txt").exists()
 
 
 def _ws_until(ws: Any, predicate: Any) -> list[dict[str, Any]]:
