@@ -94,15 +94,20 @@ class GatewayProcess:
         env.update(self.extra_env)
         return env
 
-    def migrate(self) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "app", "migrate"],
+    def command(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``agent-gateway <args>`` with this gateway's configuration; it must end."""
+        return subprocess.run(
+            [sys.executable, "-m", "app", *args],
             cwd=ROOT,
             env=self._env(),
-            check=True,
+            check=check,
             capture_output=True,
+            text=True,
             timeout=60,
         )
+
+    def migrate(self) -> None:
+        self.command("migrate")
 
     def start(self, timeout: float = 30.0) -> Self:
         self.data_dir.mkdir(parents=True, exist_ok=True)

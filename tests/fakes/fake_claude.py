@@ -85,8 +85,34 @@ def turn(prompt: str) -> None:
     result("fake reply")
 
 
+def known_threads(log: str | None) -> set[str]:
+    if not log or not os.path.exists(log + ".threads"):
+        return set()
+    with open(log + ".threads") as handle:
+        return set(handle.read().split())
+
+
 def main() -> None:
     log = os.environ.get("FAKE_CLAUDE_LOG")
+    resuming = any(a.startswith("--resume=") for a in sys.argv)
+    if resuming and SESSION not in known_threads(log):
+        # What Claude Code 2.1.330 does for an unknown thread: an error result, exit 1.
+        message = f"No conversation found with session ID: {SESSION}"
+        emit(
+            {
+                "type": "result",
+                "subtype": "error_during_execution",
+                "is_error": True,
+                "num_turns": 0,
+                "session_id": SESSION,
+                "errors": [message],
+            }
+        )
+        sys.stderr.write(message + "\n")
+        sys.exit(1)
+    if log:
+        with open(log + ".threads", "a") as handle:
+            handle.write(SESSION + "\n")
     if log:
         with open(log, "a") as handle:
             handle.write(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -13,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway import ROOT, SseReader, follow, is_turn_end
+from tests.gateway import SseReader, follow, is_turn_end
 from tests.integration.conftest import FakeGateway, FakeGatewayFactory
 
 
@@ -157,30 +155,18 @@ def test_a_turn_cut_by_shutdown_is_reported_interrupted_after_restart(
         assert turn(client, sid, "hi")[-1]["type"] == "turn.completed"
 
 
-def _serve(gateway: FakeGateway) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "serve"],
-        cwd=ROOT,
-        env=gateway._env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_serve_refuses_an_unmigrated_database_and_invalid_configuration(
     make_fake_gateway: FakeGatewayFactory,
 ) -> None:
     gateway = make_fake_gateway()
     gateway.data_dir.mkdir(parents=True)
-    refused = _serve(gateway)
+    refused = gateway.command("serve", check=False)
     assert refused.returncode == 2
     assert "agent-gateway migrate" in refused.stderr
     assert not (gateway.data_dir / "spawns.jsonl").exists()
 
     gateway.config["server"] = {"max_body_bytes": "lots"}
-    refused = _serve(gateway)
+    refused = gateway.command("serve", check=False)
     assert refused.returncode == 2
     assert "server.max_body_bytes" in refused.stderr
     assert "GATEWAY_SERVER__MAX_BODY_BYTES" in refused.stderr
@@ -211,15 +197,7 @@ def test_cleanup_deletes_unused_bindings_and_use_refreshes_them(
                 "UPDATE session_thread_bindings SET updated_at = ? WHERE session_id = ?",
                 ((now - timedelta(days=age)).isoformat(sep=" "), sid),
             )
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "cleanup"],
-        cwd=ROOT,
-        env=fake_gateway._env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    result = fake_gateway.command("cleanup")
     assert "deleted 1 bindings" in result.stdout
     with sqlite3.connect(database) as db:
         statuses = dict(db.execute("SELECT id, status FROM sessions").fetchall())
@@ -237,3 +215,27 @@ def test_cleanup_deletes_unused_bindings_and_use_refreshes_them(
     ages = binding_ages()
     assert ages[revived] < 0.01
     assert 28.9 < ages[recent] < 29.1
+
+
+def test_a_thread_the_cli_lost_fails_as_context_lost_then_a_new_thread_starts(
+    fake_gateway: FakeGateway,
+) -> None:
+    with fake_gateway.client() as client:
+        sid = new_session(client, fake_gateway)
+        assert turn(client, sid, "hi")[-1]["type"] == "turn.completed"
+        old_thread = client.get(f"/v1/sessions/{sid}").json()["thread_id"]
+    fake_gateway.stop()
+    (fake_gateway.spawn_log.parent / (fake_gateway.spawn_log.name + ".threads")).unlink()
+    fake_gateway.start()
+    with fake_gateway.client() as client:
+        failed = turn(client, sid, "hi")[-1]
+        assert failed["type"] == "turn.failed"
+        error = failed["data"]["error"]
+        assert error["kind"] == "context_lost"
+        assert error["retryable"] is False
+        assert "No conversation found" in error["message"]
+        events = turn(client, sid, "hi again")
+        assert events[-1]["type"] == "turn.completed"
+        rebound = next(e for e in events if e["type"] == "session.thread_bound")
+        assert rebound["data"]["thread_id"] != old_thread
+        assert client.get(f"/v1/sessions/{sid}").json()["thread_id"] == rebound["data"]["thread_id"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -158,13 +159,7 @@ class ClaudeSession(ProviderSession):
         if live is not None:
             await self._release(live)
         settings = self._provider.settings
-        spec = SessionSpec(
-            session_id=self._spec.session_id,
-            workspace=self._spec.workspace,
-            model=self._spec.model,
-            approval_mode=self._spec.approval_mode,
-            thread_id=self._thread_id,
-        )
+        spec = dataclasses.replace(self._spec, thread_id=self._thread_id)
         argv = build_argv(
             executable=self._provider.executable, spec=spec, extra_args=settings.extra_args
         )
@@ -196,9 +191,15 @@ class ClaudeSession(ProviderSession):
             message = reply.error.message if reply.error else "no answer"
         await self._release(live)
         if spec.thread_id is not None:
-            # A refused --resume fails initialize (reference §1.6): the thread is gone.
+            # Claude Code 2.1.330 answers --resume of an unknown thread with an error `result`
+            # ("No conversation found with session ID: …") and exit 1, before it answers
+            # initialize. The conversation is gone for good: say so, and let the next turn
+            # start a new thread rather than fail the same way forever.
+            self._thread_id = None
             return _failed(
-                "context_lost", f"Claude Code could not resume thread {spec.thread_id}: {message}"
+                "context_lost",
+                f"Claude Code could not resume thread {spec.thread_id}; the next turn starts "
+                f"a new conversation. {message}",
             )
         return _failed("cli_crashed", f"Claude Code did not start: {message}")
 
@@ -261,6 +262,8 @@ class ClaudeSession(ProviderSession):
     # --- turns ----------------------------------------------------------------------------
 
     async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        if self._closed:
+            return _failed("invalid_request", "the session is closed")
         live = await self._ensure_process()
         if isinstance(live, TurnOutcome):
             return live
