@@ -45,7 +45,6 @@ router = APIRouter(prefix="/v1/sessions", tags=["events"])
 
 MAX_CURSOR = 2**53
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
-_event_schema_ref = {"$ref": "#/components/schemas/EventPage"}
 
 
 def parse_cursor(raw: str | None, *, name: str) -> int | None:
@@ -79,7 +78,13 @@ async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int)
             "description": "A JSON page of events, or with `Accept: text/event-stream` an SSE "
             "stream whose messages carry one `Event` each",
             "content": {
-                "text/event-stream": {"schema": {"$ref": "#/components/schemas/EventPage"}},
+                "text/event-stream": {
+                    "schema": {
+                        "type": "string",
+                        "description": "SSE messages: `id` is the event's seq, `data` one Event "
+                        "envelope (the items of EventPage.events)",
+                    }
+                },
             },
         },
         204: {"description": "The session is closed and the cursor is at its last event"},

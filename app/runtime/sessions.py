@@ -294,24 +294,25 @@ class SessionManager:
             approval_mode=row.approval_mode,  # type: ignore[arg-type]
             thread_id=binding.thread_id if binding else None,
         )
-        live = LiveSession(
-            session_id=row.id,
-            provider=row.provider,
-            handle=provider.open_session(spec),
-            approvals=None,  # type: ignore[arg-type]  # set just below, it needs `live`
-            thread_id=spec.thread_id,
-        )
+        session_id = row.id
 
         async def on_change(pending: int) -> None:
-            if live.busy:
+            live = self._live.get(session_id)
+            if live is not None and live.busy:
                 await self.set_status(live, "awaiting_approval" if pending else "running")
 
-        live.approvals = ApprovalBroker(
-            session_id=row.id,
-            store=self.store,
-            timeout_s=self.settings.sessions.approval_timeout_s,
-            clock=self.clock,
-            on_change=on_change,
+        live = LiveSession(
+            session_id=session_id,
+            provider=row.provider,
+            handle=provider.open_session(spec),
+            approvals=ApprovalBroker(
+                session_id=session_id,
+                store=self.store,
+                timeout_s=self.settings.sessions.approval_timeout_s,
+                clock=self.clock,
+                on_change=on_change,
+            ),
+            thread_id=spec.thread_id,
         )
         self._live[row.id] = live
         return live

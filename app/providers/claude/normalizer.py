@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +51,7 @@ from app.providers.claude.items import (
     TurnEnded,
     UnsupportedControlRequest,
 )
+from app.providers.claude.raw import as_dict, as_int, as_list, as_number, as_opt_int, as_str
 from app.providers.claude.tools import MAX_TOOL_OUTPUT_BYTES, tool_kind, tool_output
 
 # The items are re-exported: the normalizer's output is their home in callers' imports.
@@ -178,7 +178,7 @@ class ClaudeNormalizer:
         if kind == "control_response":
             return self._control_response(raw)
         if kind == "control_cancel_request":
-            request_id = _str(raw.get("request_id"))
+            request_id = as_str(raw.get("request_id"))
             return [ApprovalWithdrawn(request_id=request_id)] if request_id else []
         if kind == "rate_limit_event":
             return self._rate_limit(raw)
@@ -200,11 +200,11 @@ class ClaudeNormalizer:
             # the main agent's message would garble the answer. The subagent's result comes
             # back as the Task tool's output; its tool calls are still reported.
             return []
-        event = _dict(raw.get("event"))
+        event = as_dict(raw.get("event"))
         event_type = event.get("type")
         if event_type == "message_start":
-            self._stream_message_id = _str(_dict(event.get("message")).get("id"))
-        message_id = _str(raw.get("api_message_id")) or self._stream_message_id
+            self._stream_message_id = as_str(as_dict(event.get("message")).get("id"))
+        message_id = as_str(raw.get("api_message_id")) or self._stream_message_id
         index = event.get("index")
         if event_type in _IGNORED_STREAM_EVENTS or event_type == "content_block_stop":
             return []
@@ -212,19 +212,19 @@ class ClaudeNormalizer:
             logger.debug("claude: stream_event without message id or index: %r", event_type)
             return []
         if event_type == "content_block_start":
-            kind = _block_kind(_dict(event.get("content_block")).get("type"))
+            kind = _block_kind(as_dict(event.get("content_block")).get("type"))
             if kind is not None:
                 self._blocks.started(message_id, index, kind)
             # tool_use input streams as input_json_delta; ToolStarted waits for the whole
             # input on the assistant line.
             return []
         if event_type == "content_block_delta":
-            delta = _dict(event.get("delta"))
+            delta = as_dict(event.get("delta"))
             if delta.get("type") == "text_delta":
-                text = _str(delta.get("text")) or ""
+                text = as_str(delta.get("text")) or ""
                 return list(self._blocks.delta(message_id, index, "text", text))
             if delta.get("type") == "thinking_delta":
-                text = _str(delta.get("thinking")) or ""
+                text = as_str(delta.get("thinking")) or ""
                 return list(self._blocks.delta(message_id, index, "thinking", text))
             return []  # input_json_delta, signature_delta, citations_delta
         logger.debug("claude: skipping unknown stream event %r", event_type)
@@ -233,7 +233,7 @@ class ClaudeNormalizer:
     # --- assistant ------------------------------------------------------------------------
 
     def _assistant(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        message = _dict(raw.get("message"))
+        message = as_dict(raw.get("message"))
         if raw.get("error") is not None and (
             raw.get("is_api_error_message") is True or message.get("model") == "<synthetic>"
         ):
@@ -241,18 +241,18 @@ class ClaudeNormalizer:
             # (2.1.330, obs); the result that follows carries the same text as the turn's
             # error. Showing it as agent prose too would duplicate it as if the model said it.
             return []
-        message_id = _str(message.get("id")) or ""
+        message_id = as_str(message.get("id")) or ""
         # Subagent prose is skipped like its stream events (see _stream_event).
         nested = raw.get("parent_tool_use_id") is not None
         items: list[ClaudeItem] = []
-        for block in _list(message.get("content")):
+        for block in as_list(message.get("content")):
             if not isinstance(block, dict):
                 continue
             block_type = block.get("type")
             kind = _block_kind(block_type)
             if not nested:
                 # The API names the field after the type: {"type": "thinking", "thinking": …}.
-                text = _str(block.get(kind)) if kind is not None else None
+                text = as_str(block.get(kind)) if kind is not None else None
                 items += self._blocks.assistant_block(message_id, kind, text or "")
             if block_type in ("tool_use", "server_tool_use"):
                 items += _tool_started(block)
@@ -263,13 +263,13 @@ class ClaudeNormalizer:
     # --- user -----------------------------------------------------------------------------
 
     def _user(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        content = _dict(raw.get("message")).get("content")
+        content = as_dict(raw.get("message")).get("content")
         if not isinstance(content, list):
             return []  # a replayed prompt
         denied = set(self._auto_denied)
-        for entry in _list(raw.get("tool_result_meta")):
-            meta = _dict(entry)
-            decision = _dict(meta.get("permission_decision")).get("decision")
+        for entry in as_list(raw.get("tool_result_meta")):
+            meta = as_dict(entry)
+            decision = as_dict(meta.get("permission_decision")).get("decision")
             if decision == "reject" and isinstance(meta.get("id"), str):
                 denied.add(meta["id"])
         items: list[ClaudeItem] = []
@@ -277,13 +277,13 @@ class ClaudeNormalizer:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text":
-                text = _str(block.get("text")) or ""
+                text = as_str(block.get("text")) or ""
                 if text.startswith(_INTERRUPT_MARKER):
                     self._interrupt_seen = True
                 continue  # replays and interruption markers are not agent output
             if block.get("type") != "tool_result":
                 continue
-            tool_id = _str(block.get("tool_use_id"))
+            tool_id = as_str(block.get("tool_use_id"))
             if tool_id is None:
                 continue
             if tool_id in denied:
@@ -311,7 +311,7 @@ class ClaudeNormalizer:
         if subtype == "permission_denied":
             # Auto-denied without asking (a deny rule, `dontAsk` in read_only mode); the
             # tool_result that follows is reported as denied.
-            tool_id = _str(raw.get("tool_use_id"))
+            tool_id = as_str(raw.get("tool_use_id"))
             if tool_id:
                 self._auto_denied.add(tool_id)
             return []
@@ -320,12 +320,12 @@ class ClaudeNormalizer:
         return []
 
     def _rate_limit(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        info = _dict(raw.get("rate_limit_info"))
+        info = as_dict(raw.get("rate_limit_info"))
         if info.get("status") != "rejected":
             return []
-        limit = _str(info.get("rateLimitType"))
+        limit = as_str(info.get("rateLimitType"))
         message = f"Claude usage limit reached ({limit})" if limit else "Claude usage limit reached"
-        resets_at = _number(info.get("resetsAt"))
+        resets_at = as_number(info.get("resetsAt"))
         if resets_at is not None:
             try:
                 when = datetime.fromtimestamp(resets_at, tz=UTC).isoformat()
@@ -345,14 +345,14 @@ class ClaudeNormalizer:
         usage = self._usage(raw)
         if usage is not None:
             items.append(UsageReported(usage=usage))
-        stop_reason = _str(raw.get("stop_reason"))
-        terminal_reason = _str(raw.get("terminal_reason"))
+        stop_reason = as_str(raw.get("stop_reason"))
+        terminal_reason = as_str(raw.get("terminal_reason"))
         if raw.get("is_error") is not True:
             # Branch on is_error, never on subtype: an API failure after retries arrives as
             # subtype "success" with is_error true (2.1.330, obs).
             outcome = TurnOutcome(
                 status="completed",
-                final_text=_str(raw.get("result")) or "",
+                final_text=as_str(raw.get("result")) or "",
                 usage=usage,
                 stop_reason=stop_reason,
             )
@@ -371,7 +371,7 @@ class ClaudeNormalizer:
             )
         self._interrupt_seen = False
         self._auto_denied.clear()
-        items.append(TurnEnded(outcome=outcome, session_id=_str(raw.get("session_id"))))
+        items.append(TurnEnded(outcome=outcome, session_id=as_str(raw.get("session_id"))))
         return items
 
     def _usage(self, raw: dict[str, Any]) -> Usage | None:
@@ -379,10 +379,10 @@ class ClaudeNormalizer:
         if not isinstance(usage, dict):
             return None
         return Usage(
-            input_tokens=_int(usage.get("input_tokens")),
-            output_tokens=_int(usage.get("output_tokens")),
-            cached_input_tokens=_int(usage.get("cache_read_input_tokens")),
-            cache_creation_input_tokens=_int(usage.get("cache_creation_input_tokens")),
+            input_tokens=as_int(usage.get("input_tokens")),
+            output_tokens=as_int(usage.get("output_tokens")),
+            cached_input_tokens=as_int(usage.get("cache_read_input_tokens")),
+            cache_creation_input_tokens=as_int(usage.get("cache_creation_input_tokens")),
             cost_usd=self._turn_cost(raw),
         )
 
@@ -391,11 +391,11 @@ class ClaudeNormalizer:
         # "cumulative across turns in streaming-input sessions"), while `usage` is per turn.
         # The per-turn cost is the sum of `model_usage_since_last_result`, else the growth
         # of the running total since this process's previous result.
-        total = _number(raw.get("total_cost_usd"))
+        total = as_number(raw.get("total_cost_usd"))
         previous, self._cost_total = self._cost_total, total
         since_last = raw.get("model_usage_since_last_result")
         if isinstance(since_last, dict):
-            costs = [_number(_dict(model).get("costUSD")) for model in since_last.values()]
+            costs = [as_number(as_dict(model).get("costUSD")) for model in since_last.values()]
             if None not in costs:
                 return float(sum(cost for cost in costs if cost is not None))
         if total is None:
@@ -405,12 +405,12 @@ class ClaudeNormalizer:
     # --- control protocol -----------------------------------------------------------------
 
     def _control_request(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        request_id = _str(raw.get("request_id"))
+        request_id = as_str(raw.get("request_id"))
         if not request_id:
             logger.debug("claude: control_request without request_id")
             return []
-        request = _dict(raw.get("request"))
-        subtype = _str(request.get("subtype")) or ""
+        request = as_dict(raw.get("request"))
+        subtype = as_str(request.get("subtype")) or ""
         if subtype != "can_use_tool":
             return [UnsupportedControlRequest(request_id=request_id, subtype=subtype)]
         options = _ALL_OPTIONS
@@ -418,31 +418,31 @@ class ClaudeNormalizer:
             options = ("allow", "deny")
         approval = ApprovalRequest(
             request_id=request_id,
-            tool=_str(request.get("tool_name")) or "",
-            input=_dict(request.get("input")),
+            tool=as_str(request.get("tool_name")) or "",
+            input=as_dict(request.get("input")),
             options=options,
             # `title` is the full prompt sentence when present (reference §1.5).
-            title=_str(request.get("title")) or _str(request.get("description")),
-            tool_id=_str(request.get("tool_use_id")),
+            title=as_str(request.get("title")) or as_str(request.get("description")),
+            tool_id=as_str(request.get("tool_use_id")),
         )
         return [
             ApprovalAsked(
-                request=approval, suggestions=_list(request.get("permission_suggestions"))
+                request=approval, suggestions=as_list(request.get("permission_suggestions"))
             )
         ]
 
     def _control_response(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        response = _dict(raw.get("response"))
-        request_id = _str(response.get("request_id"))
+        response = as_dict(raw.get("response"))
+        request_id = as_str(response.get("request_id"))
         if not request_id:
             return []
         if response.get("subtype") == "success":
             return [
                 ControlReply(
-                    request_id=request_id, ok=True, payload=_dict(response.get("response"))
+                    request_id=request_id, ok=True, payload=as_dict(response.get("response"))
                 )
             ]
-        error = _str(response.get("error")) or "control request failed"
+        error = as_str(response.get("error")) or "control request failed"
         return [ControlReply(request_id=request_id, ok=False, error=error)]
 
 
@@ -458,13 +458,13 @@ def _block_kind(block_type: object) -> BlockKind | None:
 
 
 def _tool_started(block: dict[str, Any]) -> list[ClaudeItem]:
-    tool_id = _str(block.get("id"))
-    name = _str(block.get("name"))
+    tool_id = as_str(block.get("id"))
+    name = as_str(block.get("name"))
     if not tool_id or not name:
         return []
     return [
         ToolStarted(
-            tool_id=tool_id, name=name, kind=tool_kind(name), input=_dict(block.get("input"))
+            tool_id=tool_id, name=name, kind=tool_kind(name), input=as_dict(block.get("input"))
         )
     ]
 
@@ -472,7 +472,7 @@ def _tool_started(block: dict[str, Any]) -> list[ClaudeItem]:
 def _server_tool_completed(block: dict[str, Any]) -> list[ClaudeItem]:
     # Server tools (web_search, web_fetch) run inside the API call: their results come back
     # in the assistant message (`web_search_tool_result`…), not as a user tool_result.
-    tool_id = _str(block.get("tool_use_id"))
+    tool_id = as_str(block.get("tool_use_id"))
     if not tool_id:
         return []
     content = block.get("content")
@@ -481,50 +481,18 @@ def _server_tool_completed(block: dict[str, Any]) -> list[ClaudeItem]:
 
 
 def _retry(raw: dict[str, Any]) -> RetryScheduled:
-    status = _opt_int(raw.get("error_status"))
-    category = _str(raw.get("error"))
-    delay_ms = _number(raw.get("retry_delay_ms"))
+    status = as_opt_int(raw.get("error_status"))
+    category = as_str(raw.get("error"))
+    delay_ms = as_number(raw.get("retry_delay_ms"))
     if status is not None:
         message = f"Claude API error {status} ({category or 'unknown'}); the CLI retries."
     else:
         message = f"Claude API connection error ({category or 'unknown'}); the CLI retries."
     return RetryScheduled(
         source="cli",
-        attempt=_int(raw.get("attempt"), default=1),
-        max_attempts=_opt_int(raw.get("max_retries")),
+        attempt=as_int(raw.get("attempt"), default=1),
+        max_attempts=as_opt_int(raw.get("max_retries")),
         delay_s=delay_ms / 1000 if delay_ms is not None else None,
         kind=kind_for_api_retry(status, category),
         message=message,
     )
-
-
-# --- typed access to raw JSON ---------------------------------------------------------------
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _opt_int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _int(value: object, default: int = 0) -> int:
-    number = _opt_int(value)
-    return default if number is None else number
-
-
-def _number(value: object) -> float | None:
-    """A finite JSON number as float (json.loads turns 1e999 into inf)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    return None
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []

@@ -1,0 +1,35 @@
+"""Typed reads of values from the CLI's raw JSON: wrong types become ``None`` or a default."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_int(value: object, default: int = 0) -> int:
+    number = as_opt_int(value)
+    return default if number is None else number
+
+
+def as_number(value: object) -> float | None:
+    """A finite JSON number as float (json.loads turns 1e999 into inf)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
