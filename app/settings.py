@@ -23,8 +23,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -154,6 +156,34 @@ class SessionSettings(_Section):
     default_approval_mode: ApprovalMode = "ask"
 
 
+class _EnvSource(EnvSettingsSource):
+    """``GATEWAY_*`` variables, keeping the case of names under ``providers.<name>.env``.
+
+    pydantic-settings matches variable names case-insensitively by lower-casing them, which
+    would turn ``GATEWAY_PROVIDERS__CLAUDE_CODE__ENV__ANTHROPIC_API_KEY`` into a child
+    variable named ``anthropic_api_key``; the names the CLI sees are taken from the environment
+    as written.
+    """
+
+    def explode_env_vars(
+        self, field_name: str, field: FieldInfo, env_vars: Mapping[str, str | None]
+    ) -> dict[str, Any]:
+        exploded = super().explode_env_vars(field_name, field, env_vars)
+        if field_name != "providers":
+            return exploded
+        written = {name.lower(): name for name in os.environ}
+        for provider, values in exploded.items():
+            overlay = values.get("env") if isinstance(values, dict) else None
+            if isinstance(overlay, dict):
+                nest = self.env_nested_delimiter
+                prefix = f"{self.env_prefix}providers{nest}{provider}{nest}env{nest}".lower()
+                values["env"] = {
+                    written.get(prefix + key, prefix + key)[len(prefix) :]: value
+                    for key, value in overlay.items()
+                }
+        return exploded
+
+
 class Settings(BaseSettings):
     """Everything the gateway reads at start-up."""
 
@@ -185,7 +215,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = init_settings.init_kwargs.pop("_toml_file", None)  # type: ignore[attr-defined]
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, _EnvSource(settings_cls)]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
@@ -242,7 +272,9 @@ def load_settings(
 ) -> Settings:
     """Read the TOML file (``config_file`` or ``$GATEWAY_CONFIG``) and the environment.
 
-    Raises ``ConfigError`` naming every invalid setting.
+    ``environ`` is where ``GATEWAY_CONFIG`` is looked up (default ``os.environ``); the
+    ``GATEWAY_*`` overrides themselves always come from ``os.environ``. Raises
+    ``ConfigError`` naming every invalid setting.
     """
     env = os.environ if environ is None else environ
     path = config_file or (Path(env["GATEWAY_CONFIG"]) if env.get("GATEWAY_CONFIG") else None)

@@ -25,6 +25,9 @@ from app.runtime.process import (
     child_environment,
 )
 
+# The gateway runs on uvloop under uvicorn; its pipe transports differ from asyncio's.
+pytestmark = pytest.mark.uvloop
+
 SH = "/bin/sh"
 
 ECHO = """

@@ -1,0 +1,33 @@
+"""Event loops for async tests: asyncio's own, and uvloop too where a test asks for it.
+
+The gateway runs under uvicorn, which picks uvloop when it is installed, and code at the loop
+boundary (subprocess transports, pipes) must work on both. A test, class or module marked
+``pytest.mark.uvloop`` runs each of its async tests once per loop (ids ``[asyncio]`` and
+``[uvloop]``); every other async test runs on asyncio's loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import pytest
+import uvloop
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+ASYNCIO_ONLY: Mapping[str, LoopFactory] = {"asyncio": asyncio.new_event_loop}
+BOTH_LOOPS: Mapping[str, LoopFactory] = {**ASYNCIO_ONLY, "uvloop": uvloop.new_event_loop}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here rather than in pyproject.toml so the marker lives next to its hook.
+    config.addinivalue_line("markers", "uvloop: also run the async tests on uvloop")
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, LoopFactory]:
+    # The pytest-asyncio >= 1.4 hook; overriding the ``event_loop_policy`` fixture is
+    # deprecated there. Once implemented it must answer for every async test.
+    return BOTH_LOOPS if item.get_closest_marker("uvloop") else ASYNCIO_ONLY

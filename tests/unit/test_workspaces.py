@@ -1,0 +1,136 @@
+"""``resolve_workspace`` against a real directory tree with symlinks, built in tmp_path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.errors import WorkspaceRejected
+from app.runtime.workspaces import resolve_workspace
+
+OUTSIDE = "outside every configured root"
+MISSING = "not an existing directory"
+DOTDOT = "'..' segments"
+RELATIVE = "absolute path"
+NUL = "NUL byte"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> dict[str, Path]:
+    """Two roots, a sibling whose name extends the first, and links in and out of it.
+
+    ::
+
+        root/                 project/nested/deep/  file.txt  %2e%2e-named/
+             link-in  -> root/project        link-out -> outside/
+             dangling -> nowhere/            loop     -> loop
+        root-evil/project/
+        other-root/work/
+        outside/
+    """
+    base = Path(os.path.realpath(tmp_path))
+    root, other = base / "root", base / "other-root"
+    for directory in (
+        root / "project" / "nested" / "deep",
+        root / "%2e%2e-named",
+        base / "root-evil" / "project",
+        other / "work",
+        base / "outside",
+    ):
+        directory.mkdir(parents=True)
+    (root / "file.txt").write_text("")
+    (root / "link-in").symlink_to(root / "project")
+    (root / "link-out").symlink_to(base / "outside")
+    (root / "dangling").symlink_to(base / "nowhere")
+    (root / "loop").symlink_to(root / "loop")
+    return {"base": base, "root": root, "other": other}
+
+
+ACCEPTED = [
+    pytest.param("{root}", "{root}", id="the-root-itself"),
+    pytest.param("{root}/project", "{root}/project", id="inside"),
+    pytest.param("{root}/project/nested/deep", "{root}/project/nested/deep", id="nested"),
+    pytest.param("{root}//project/./nested/", "{root}/project/nested", id="redundant-separators"),
+    pytest.param("{root}/link-in", "{root}/project", id="symlink-pointing-inside"),
+    pytest.param("{root}/link-in/nested", "{root}/project/nested", id="through-a-symlink"),
+    pytest.param("{root}/%2e%2e-named", "{root}/%2e%2e-named", id="percent-encoding-is-literal"),
+    pytest.param("{other}/work", "{other}/work", id="second-root"),
+]
+
+REFUSED = [
+    pytest.param("{root}/project/../project", DOTDOT, id="dotdot-back-inside"),
+    pytest.param("{root}/../outside", DOTDOT, id="dotdot-out"),
+    pytest.param("{root}/..", DOTDOT, id="dotdot-trailing"),
+    pytest.param("project", RELATIVE, id="relative"),
+    pytest.param("./project", RELATIVE, id="dot-relative"),
+    pytest.param("~/project", RELATIVE, id="tilde-is-not-expanded"),
+    pytest.param("", RELATIVE, id="empty"),
+    pytest.param("{root}/project\x00/../../etc", NUL, id="nul-byte"),
+    pytest.param("{base}/root-evil", OUTSIDE, id="sibling-sharing-the-prefix"),
+    pytest.param("{base}/root-evil/project", OUTSIDE, id="inside-the-sibling"),
+    pytest.param("{base}/outside", OUTSIDE, id="outside"),
+    pytest.param("/", OUTSIDE, id="filesystem-root"),
+    pytest.param("{root}/link-out", OUTSIDE, id="symlink-pointing-out"),
+    pytest.param("{root}/dangling", OUTSIDE, id="dangling-symlink-pointing-out"),
+    pytest.param("{root}/missing", MISSING, id="missing"),
+    pytest.param("{root}/file.txt", MISSING, id="a-file"),
+    pytest.param("{root}/loop", MISSING, id="symlink-loop"),
+    pytest.param("{root}/%2e%2e", MISSING, id="percent-encoded-dotdot-stays-literal"),
+    pytest.param("{root}/%2e%2e/%2e%2e/outside", MISSING, id="percent-encoded-escape"),
+    pytest.param("{root}/..%2f..%2foutside", MISSING, id="percent-encoded-slash"),
+]
+
+
+def roots_of(tree: dict[str, Path]) -> list[Path]:
+    return [tree["root"], tree["other"]]
+
+
+@pytest.mark.parametrize(("requested", "expected"), ACCEPTED)
+def test_accepts_a_directory_inside_a_root_and_returns_its_real_path(
+    tree: dict[str, Path], requested: str, expected: str
+) -> None:
+    resolved = resolve_workspace(requested.format(**tree), roots_of(tree))
+    assert resolved == Path(expected.format(**tree))
+    assert resolved == resolved.resolve(strict=True)
+
+
+@pytest.mark.parametrize(("requested", "reason"), REFUSED)
+def test_refuses_what_is_not_an_existing_directory_inside_a_root(
+    tree: dict[str, Path], requested: str, reason: str
+) -> None:
+    with pytest.raises(WorkspaceRejected) as raised:
+        resolve_workspace(requested.format(**tree), roots_of(tree))
+    assert reason in raised.value.detail
+    assert raised.value.status == 422
+
+
+def test_a_root_configured_through_a_symlink_is_compared_by_its_real_path(
+    tree: dict[str, Path],
+) -> None:
+    alias = tree["base"] / "alias"
+    alias.symlink_to(tree["root"])
+    assert resolve_workspace(f"{alias}/project", [alias]) == tree["root"] / "project"
+    assert resolve_workspace(f"{tree['root']}/project", [alias]) == tree["root"] / "project"
+
+
+def test_a_workspace_in_neither_root_names_the_roots(tree: dict[str, Path]) -> None:
+    with pytest.raises(WorkspaceRejected) as raised:
+        resolve_workspace(str(tree["base"] / "outside"), roots_of(tree))
+    assert raised.value.fields == {
+        "workspace": str(tree["base"] / "outside"),
+        "roots": [str(tree["root"]), str(tree["other"])],
+    }
+
+
+def test_with_no_roots_nothing_is_accepted(tree: dict[str, Path]) -> None:
+    with pytest.raises(WorkspaceRejected, match=OUTSIDE):
+        resolve_workspace(str(tree["root"]), [])
+
+
+def test_a_long_nul_bearing_path_is_truncated_in_the_error() -> None:
+    requested = "/" + "a" * 1000 + "\x00"
+    with pytest.raises(WorkspaceRejected) as raised:
+        resolve_workspace(requested, [Path("/")])
+    assert raised.value.fields == {"workspace": requested[:200]}
