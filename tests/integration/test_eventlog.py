@@ -15,7 +15,8 @@ from app.events import Event, MessageDelta, MessageDeltaEvent, TurnStarted
 from app.runtime.eventlog import EventLog, LoggedEvent
 from app.store.db import create_engine, session_factory, upgrade_async
 from app.store.repository import Store
-from app.store.tables import EventRow, SessionRow
+from app.store.tables import EventRow
+from tests.integration.rows import session_row
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 SESSION, OTHER = "sess-a", "sess-b"
@@ -24,25 +25,13 @@ EVENT = TypeAdapter(Event)
 Subscription = AsyncGenerator[LoggedEvent | None, None]
 
 
-def session_row(session_id: str) -> SessionRow:
-    return SessionRow(
-        id=session_id,
-        provider="claude_code",
-        workspace="/work/project",
-        approval_mode="ask",
-        status="idle",
-        created_at=NOW,
-        updated_at=NOW,
-    )
-
-
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
     await upgrade_async(url)
     engine = create_engine(url)
     store = Store(engine)
-    await store.add(session_row(SESSION), session_row(OTHER))
+    await store.add(session_row(SESSION, at=NOW), session_row(OTHER, at=NOW))
     yield store
     await engine.dispose()
 

@@ -26,6 +26,7 @@ from app.store.db import (
     upgrade_async,
 )
 from app.store.tables import ApprovalRow, Base, BindingRow, EventRow, SessionRow, TurnRow
+from tests.integration.rows import session_row
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 
@@ -86,17 +87,7 @@ def migrations_with(tmp_path: Path, revision: str) -> Path:
 
 async def add_session_with_children(engine: AsyncEngine, session_id: str = "s1") -> None:
     async with session_factory(engine).begin() as db:
-        db.add(
-            SessionRow(
-                id=session_id,
-                provider="claude_code",
-                workspace="/work/project",
-                approval_mode="ask",
-                status="idle",
-                created_at=NOW,
-                updated_at=NOW,
-            )
-        )
+        db.add(session_row(session_id, at=NOW))
         await db.flush()
         db.add(
             BindingRow(
