@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     SecretStr,
     ValidationError,
     field_validator,
@@ -34,14 +35,24 @@ from pydantic_settings import (
 
 from app.providers.base import ApprovalMode
 
-KNOWN_PROVIDERS: tuple[str, ...] = ("claude_code",)
+KNOWN_PROVIDERS: tuple[str, ...] = ("claude_code", "codex", "opencode")
 """Provider names this build can drive."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
 """Where ``make setup`` installs the pinned agent CLIs (agents/package.json)."""
 
-DEFAULT_EXECUTABLES: dict[str, str] = {"claude_code": "claude"}
+DEFAULT_EXECUTABLES: dict[str, str] = {
+    "claude_code": "claude",
+    "codex": "codex",
+    "opencode": "opencode",
+}
+NPM_PACKAGES: dict[str, str] = {
+    "claude_code": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "opencode": "opencode-ai",
+}
+"""The npm package of each provider's CLI, as pinned in agents/package.json."""
 
 
 class ConfigError(Exception):
@@ -112,6 +123,9 @@ class ProviderSettings(_Section):
     env: dict[str, str] = {}
     """Variables added to the CLI's allow-listed environment (API keys, base URLs, proxies)."""
     extra_args: list[str] = []
+    config: dict[str, JsonValue] = {}
+    """CLI configuration layered over the user's own, never written into it: Codex ``-c``
+    overrides (dotted keys), OpenCode config (merged into ``OPENCODE_CONFIG_CONTENT``)."""
     idle_timeout_s: float = Field(default=600.0, gt=0)
     """A live CLI process with no turn for this long is closed; the next turn resumes it."""
     turn_idle_timeout_s: float = Field(default=900.0, gt=0)

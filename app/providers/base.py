@@ -69,6 +69,26 @@ class TurnOutcome:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a provider can do; the selector and clients read these."""
+
+    text_deltas: bool
+    """Streams ``message.delta`` while the agent writes (not only whole messages)."""
+    approvals: bool
+    """Asks the client before running tools that need permission."""
+    interrupt: bool
+    """Stops a running turn on request and stays usable."""
+    resume: bool
+    """Continues a thread after its process is gone (idle close, crash, gateway restart)."""
+    usage: bool
+    """Reports token usage per turn."""
+    cost: bool
+    """Reports the cost of a turn."""
+    shared_process: bool
+    """One CLI process serves every session of the provider."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProcessInfo:
     """The live CLI process behind a session, for operators and tests."""
 
@@ -127,6 +147,14 @@ class Provider(ABC):
     """One agent CLI integration, built once from the settings."""
 
     name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    async def ping(self) -> str | None:
+        """For a provider with a shared server: ``None`` when it answers, else why not.
+
+        Providers without a long-running server have nothing to ping.
+        """
+        return None
 
     @abstractmethod
     def open_session(self, spec: SessionSpec) -> ProviderSession:

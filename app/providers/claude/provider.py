@@ -25,6 +25,7 @@ from pydantic import JsonValue
 from app.events import FailureKind, TurnError
 from app.providers.base import (
     ApprovalRequest,
+    Capabilities,
     ProcessInfo,
     Provider,
     ProviderSession,
@@ -98,6 +99,15 @@ class _Live:
 
 class ClaudeCodeProvider(Provider):
     name = NAME
+    capabilities = Capabilities(
+        text_deltas=True,
+        approvals=True,
+        interrupt=True,
+        resume=True,
+        usage=True,
+        cost=True,
+        shared_process=False,
+    )
 
     def __init__(
         self,
