@@ -1,4 +1,4 @@
-"""``agent-gateway``: serve, migrate and cleanup."""
+"""``agent-gateway``: serve, migrate, cleanup and doctor."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from app.api.security import RedactTokenFilter, load_or_create_token
+from app.doctor import render, run_doctor
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import SchemaError, check_schema, create_engine, upgrade
 from app.store.retention import cleanup
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, help="override server.port")
     commands.add_parser("migrate", help="upgrade the database schema to this version")
     commands.add_parser("cleanup", help="delete bindings past storage.retention_days now")
+    commands.add_parser("doctor", help="check every provider and say how to fix what fails")
     args = parser.parse_args(argv)
     try:
         settings = load_settings(args.config)
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
             upgrade(settings.storage.database_url)
             print(f"database at {settings.storage.database_url} is up to date")
             return 0
+        if args.command == "doctor":
+            return asyncio.run(_doctor(settings))
         return asyncio.run(_cleanup(settings))
     except (ConfigError, SchemaError) as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
@@ -53,6 +57,12 @@ async def _cleanup(settings: Settings) -> int:
         f"closed {report.sessions_closed} sessions"
     )
     return 0
+
+
+async def _doctor(settings: Settings) -> int:
+    checks, code = await run_doctor(settings)
+    print(render(checks, settings))
+    return code
 
 
 async def _check(settings: Settings) -> None:

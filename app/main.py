@@ -13,8 +13,10 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__
 from app.api import events, health, problems, sessions
+from app.api import providers as providers_api
 from app.api.security import GateMiddleware, load_or_create_token
 from app.providers.factory import build_providers
+from app.providers.registry import ProviderRegistry
 from app.runtime.eventlog import EventLog
 from app.runtime.process import ProcessRunner
 from app.runtime.sessions import SessionManager
@@ -33,7 +35,7 @@ def create_app(
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FastAPI:
-    """The gateway as an ASGI app; start-up fails on an unknown schema or a missing CLI."""
+    """The gateway as an ASGI app; start-up fails on an unknown schema."""
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, _ = load_or_create_token(configured, settings.storage.data_dir)
 
@@ -45,15 +47,28 @@ def create_app(
             await check_schema(engine)
             store = Store(engine)
             providers = build_providers(settings, runner)
+            registry = ProviderRegistry(
+                settings=settings,
+                providers=providers,
+                runner=runner,
+                ttl_s=settings.selection.probe_ttl_s,
+                clock=clock,
+            )
             event_log = EventLog(
                 store, queue_size=settings.server.subscriber_queue_size, clock=clock
             )
             manager = SessionManager(
-                settings=settings, store=store, events=event_log, providers=providers, clock=clock
+                settings=settings,
+                store=store,
+                events=event_log,
+                providers=providers,
+                registry=registry,
+                clock=clock,
             )
             await manager.recover()
             app.state.store = store
             app.state.providers = providers
+            app.state.registry = registry
             app.state.manager = manager
             tasks = [
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
@@ -82,6 +97,7 @@ def create_app(
     app.state.token = token
     problems.install(app)
     app.include_router(health.router)
+    app.include_router(providers_api.router)
     app.include_router(sessions.router)
     app.include_router(events.router)
     if settings.server.allowed_origins:

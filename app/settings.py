@@ -140,6 +140,8 @@ class SelectionSettings(_Section):
     default: str = "claude_code"
     fallback_chain: list[str] = []
     scenarios: dict[str, list[str]] = {}
+    probe_ttl_s: float = Field(default=300.0, gt=0)
+    """How long a provider's health probe result is reused."""
 
 
 class RetryStrategy(_Section):

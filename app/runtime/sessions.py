@@ -49,6 +49,7 @@ from app.providers.base import (
     ProviderSession,
     SessionSpec,
 )
+from app.providers.registry import ProviderRegistry
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.eventlog import EventLog
 from app.runtime.turns import run_turn
@@ -87,8 +88,10 @@ class SessionManager:
         store: Store,
         events: EventLog,
         providers: Mapping[str, Provider],
+        registry: ProviderRegistry,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self.registry = registry
         self.settings = settings
         self.store = store
         self.events = events
@@ -121,7 +124,7 @@ class SessionManager:
                 "(operators enable more in sessions.allowed_approval_modes)",
                 allowed=list(allowed),
             )
-        chosen, reason, skipped = self._select(provider, scenario)
+        chosen, reason, skipped = await self._select(provider, scenario)
         resolved = resolve_workspace(workspace, self.settings.workspaces.roots)
         now = self.clock()
         row = SessionRow(
@@ -155,20 +158,26 @@ class SessionManager:
         log.info("session %s created on %s (%s)", row.id, chosen, reason)
         return await self.get(row.id)
 
-    def _select(
+    async def _select(
         self, provider: str | None, scenario: str | None
     ) -> tuple[str, SelectionReason, list[dict[str, str]]]:
-        """Explicit provider, else the scenario's providers, else default, else fallbacks."""
-        providers = self.settings.providers
+        """Explicit provider, else the scenario's providers, else default, else fallbacks.
+
+        Candidates that are disabled or fail their (cached) health probe are skipped, each
+        with its reason; an explicit provider that cannot serve is a 503, not a substitute.
+        """
+        configured = self.settings.providers
         if provider is not None:
-            if provider not in providers:
+            if provider not in configured:
                 raise InvalidRequest(
-                    f"unknown provider {provider!r}; configured: {', '.join(providers)}"
+                    f"unknown provider {provider!r}; configured: {', '.join(configured)}"
                 )
-            if provider not in self.providers:
+            health = await self.registry.health(provider)
+            if not health.available:
+                reason = health.reason or "unavailable"
                 raise ProviderUnavailable(
-                    f"provider {provider!r} is disabled on this gateway",
-                    candidates=[{"provider": provider, "reason": "disabled"}],
+                    f"provider {provider!r} cannot serve: {reason}",
+                    candidates=[{"provider": provider, "reason": reason}],
                 )
             return provider, "explicit", []
         selection = self.settings.selection
@@ -178,12 +187,17 @@ class SessionManager:
             candidates += [(name, "scenario") for name in selection.scenarios.get(scenario, [])]
         candidates.append((selection.default, "default"))
         candidates += [(name, "fallback") for name in selection.fallback_chain]
+        seen: set[str] = set()
         for name, reason in candidates:
-            if name in self.providers:
+            if name in seen:
+                continue
+            seen.add(name)
+            health = await self.registry.health(name)
+            if health.available:
                 return name, reason, skipped
-            skipped.append({"provider": name, "reason": "disabled"})
+            skipped.append({"provider": name, "reason": health.reason or "unavailable"})
         raise ProviderUnavailable(
-            "no configured provider is available",
+            "no configured provider is available; see each candidate's reason",
             candidates=skipped,  # type: ignore[arg-type]
         )
 

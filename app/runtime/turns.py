@@ -113,6 +113,8 @@ async def _finish(
     outcome: TurnOutcome,
     clock: Callable[[], datetime],
 ) -> None:
+    if outcome.error is not None and outcome.error.kind == "cli_missing":
+        manager.registry.forget(live.provider)  # the next selection probes it again
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
     error = json_dict(outcome.error) if outcome.error is not None else None
     terminal: EventData

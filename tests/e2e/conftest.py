@@ -1,4 +1,4 @@
-"""End-to-end fixtures: the pinned real ``claude`` behind a real gateway, against the stub LLM."""
+"""End-to-end fixtures: the pinned real CLIs behind a real gateway, against the stub LLM."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from typing import Any
 import pytest
 
 from app.settings import PINNED_CLI_BIN
+from tests.e2e.providers import CONFIGS
 from tests.gateway import GatewayProcess
 from tests.stub_llm import StubLLM
 
-CLAUDE = PINNED_CLI_BIN / "claude"
+PINNED = ("claude", "codex", "opencode")
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _pinned_claude_installed() -> None:
-    if not CLAUDE.exists():
-        pytest.fail(f"{CLAUDE} is missing: run `make setup` (the test command installs it)")
+def _pinned_clis_installed() -> None:
+    missing = [name for name in PINNED if not (PINNED_CLI_BIN / name).exists()]
+    if missing:
+        pytest.fail(f"{missing} missing from {PINNED_CLI_BIN}: run `make setup`")
 
 
 @pytest.fixture
@@ -39,28 +41,25 @@ GatewayFactory = Callable[..., GatewayProcess]
 
 @pytest.fixture
 def make_gateway(tmp_path: Path, stub: StubLLM, workspace: Path) -> Iterator[GatewayFactory]:
+    """Gateways with exactly one provider enabled (``provider``), pointed at the stub."""
     started: list[GatewayProcess] = []
     home = tmp_path / "home"
     home.mkdir()
 
-    def make(**overrides: Any) -> GatewayProcess:
+    def make(provider: str = "claude_code", **overrides: Any) -> GatewayProcess:
+        providers: dict[str, Any] = {name: {"enabled": False} for name in CONFIGS}
+        providers[provider] = CONFIGS[provider](stub, home)
         config: dict[str, Any] = {
             "workspaces": {"roots": [str(workspace.parent)]},
             "sessions": {"approval_timeout_s": 120},
-            "providers": {
-                "claude_code": {
-                    "turn_idle_timeout_s": 60,
-                    "env": {
-                        "ANTHROPIC_BASE_URL": stub.base_url,
-                        "ANTHROPIC_API_KEY": "stub-key",
-                        "HOME": str(home),
-                        "CLAUDE_CODE_MAX_RETRIES": "0",
-                    },
-                }
-            },
+            "selection": {"default": provider},
+            "providers": providers,
         }
         for section, values in overrides.items():
-            config.setdefault(section, {}).update(values)
+            if section in CONFIGS:
+                providers[section].update(values)
+            else:
+                config.setdefault(section, {}).update(values)
         gateway = GatewayProcess(data_dir=tmp_path / "data", config=config)
         started.append(gateway)
         return gateway

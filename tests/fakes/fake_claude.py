@@ -93,6 +93,9 @@ def known_threads(log: str | None) -> set[str]:
 
 
 def main() -> None:
+    if "--version" in sys.argv:
+        print("2.1.330 (Claude Code)")
+        return
     log = os.environ.get("FAKE_CLAUDE_LOG")
     resuming = any(a.startswith("--resume=") for a in sys.argv)
     if resuming and SESSION not in known_threads(log):

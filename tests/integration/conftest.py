@@ -44,12 +44,14 @@ def make_fake_gateway(tmp_path: Path) -> Iterator[FakeGatewayFactory]:
                 "claude_code": {
                     "executable": str(FAKE_CLAUDE),
                     "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-                }
+                },
+                "codex": {"enabled": False},
+                "opencode": {"enabled": False},
             },
         }
         for section, values in overrides.items():
-            if section == "claude_code":
-                config["providers"]["claude_code"].update(values)
+            if section in config["providers"]:
+                config["providers"][section].update(values)
             else:
                 config.setdefault(section, {}).update(values)
         gateway = FakeGateway(data_dir=tmp_path / "data", config=config)

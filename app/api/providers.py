@@ -1,0 +1,95 @@
+"""What providers this gateway has, and whether each can serve right now."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel
+
+from app.api.schemas import Problem
+from app.api.security import Authenticated
+from app.errors import NotFound
+from app.providers.registry import ProviderInfo, ProviderRegistry
+
+router = APIRouter(prefix="/v1/providers", tags=["providers"])
+
+
+class CapabilitiesPublic(BaseModel):
+    text_deltas: bool
+    approvals: bool
+    interrupt: bool
+    resume: bool
+    usage: bool
+    cost: bool
+    shared_process: bool
+
+
+class HealthPublic(BaseModel):
+    available: bool
+    reason: str | None
+    checked_at: datetime
+
+
+class ProviderPublic(BaseModel):
+    name: str
+    enabled: bool
+    capabilities: CapabilitiesPublic | None
+    executable: str
+    installed_version: str | None
+    pinned_version: str | None
+    health: HealthPublic
+
+
+class ProviderList(BaseModel):
+    providers: list[ProviderPublic]
+
+
+def get_registry(request: Request) -> ProviderRegistry:
+    registry: ProviderRegistry = request.app.state.registry
+    return registry
+
+
+Registry = Annotated[ProviderRegistry, Depends(get_registry)]
+Fresh = Annotated[bool, Query(description="Probe now instead of using the cached result")]
+
+
+def _public(info: ProviderInfo) -> ProviderPublic:
+    caps = info.capabilities
+    return ProviderPublic(
+        name=info.name,
+        enabled=info.enabled,
+        capabilities=CapabilitiesPublic(**vars(caps)) if caps else None,
+        executable=info.executable,
+        installed_version=info.health.version,
+        pinned_version=info.pinned_version,
+        health=HealthPublic(
+            available=info.health.available,
+            reason=info.health.reason,
+            checked_at=info.health.checked_at,
+        ),
+    )
+
+
+@router.get("", operation_id="listProviders", responses={401: {"model": Problem}})
+async def list_providers(
+    registry: Registry, _: Authenticated, fresh: Fresh = False
+) -> ProviderList:
+    """Every configured provider with its capabilities, versions and health."""
+    return ProviderList(
+        providers=[_public(await registry.info(name, fresh=fresh)) for name in registry.names]
+    )
+
+
+@router.get(
+    "/{name}",
+    operation_id="getProvider",
+    responses={401: {"model": Problem}, 404: {"model": Problem}},
+)
+async def get_provider(
+    name: str, registry: Registry, _: Authenticated, fresh: Fresh = False
+) -> ProviderPublic:
+    if name not in registry.names:
+        raise NotFound(f"no provider named {name!r}; configured: {', '.join(registry.names)}")
+    return _public(await registry.info(name, fresh=fresh))

@@ -1,0 +1,232 @@
+"""``agent-gateway doctor``: is every configured provider usable, and if not, what to do.
+
+Each enabled provider is checked for: its executable, its version against the pinned one, a
+clean start (``--version``), credentials or an endpoint, and, when a model endpoint is
+configured, a TCP connection to it. The exit code is non-zero when the default provider or a
+fallback provider is unusable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import JsonValue
+
+from app.providers.registry import cli_version, pinned_versions
+from app.runtime.process import ProcessError, ProcessRunner, child_environment
+from app.settings import ProviderSettings, Settings
+
+Status = Literal["ok", "warn", "FAIL"]
+CONNECT_TIMEOUT_S = 3.0
+
+CREDENTIAL_VARIABLES: dict[str, tuple[str, ...]] = {
+    "claude_code": (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+    ),
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
+    "opencode": ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
+}
+LOGIN_FILES: dict[str, tuple[str, ...]] = {
+    "claude_code": (".claude/.credentials.json",),
+    "codex": (".codex/auth.json",),
+    "opencode": (".local/share/opencode/auth.json",),
+}
+LOGIN_HINTS = {
+    "claude_code": "run `claude login` as the gateway's user, or set "
+    "providers.claude_code.env.ANTHROPIC_API_KEY",
+    "codex": "run `codex login`, or set providers.codex.env.OPENAI_API_KEY",
+    "opencode": "run `opencode auth login`, or configure a provider in providers.opencode.config",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    provider: str
+    name: str
+    status: Status
+    detail: str
+
+
+def endpoints(name: str, settings: ProviderSettings, environ: Mapping[str, str]) -> list[str]:
+    """Model endpoint URLs the provider's settings point the CLI at."""
+    env = {**environ, **settings.env}
+    found: list[str] = []
+    if name == "claude_code" and env.get("ANTHROPIC_BASE_URL"):
+        found.append(env["ANTHROPIC_BASE_URL"])
+    if name == "codex" and env.get("OPENAI_BASE_URL"):
+        found.append(env["OPENAI_BASE_URL"])
+    found.extend(_urls(settings.config))
+    return found
+
+
+def _urls(value: JsonValue) -> Iterable[str]:
+    """Values of ``base_url`` / ``baseURL`` keys anywhere in a CLI config overlay."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.lower() in ("base_url", "baseurl") and isinstance(item, str):
+                yield item
+            else:
+                yield from _urls(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _urls(item)
+
+
+async def reachable(url: str) -> str | None:
+    """None when a TCP connection to the URL's host and port opens, else why not."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return f"{url!r} is not a URL"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            _, writer = await asyncio.open_connection(parts.hostname, port)
+    except (OSError, TimeoutError) as exc:
+        return f"cannot connect to {parts.hostname}:{port} ({type(exc).__name__}: {exc})"
+    writer.close()
+    await writer.wait_closed()
+    return None
+
+
+async def check_provider(
+    name: str, settings: Settings, runner: ProcessRunner, environ: Mapping[str, str]
+) -> list[Check]:
+    provider = settings.providers[name]
+    if not provider.enabled:
+        return [
+            Check(
+                provider=name,
+                name="enabled",
+                status="warn",
+                detail=f"disabled (providers.{name}.enabled = false)",
+            )
+        ]
+    checks: list[Check] = []
+    executable = settings.provider_executable(name)
+    resolved = shutil.which(executable)
+    if resolved is None:
+        return [
+            Check(
+                provider=name,
+                name="executable",
+                status="FAIL",
+                detail=f"{executable!r} not found: run `make setup` to install the pinned "
+                f"CLIs, or set providers.{name}.executable",
+            )
+        ]
+    checks.append(Check(provider=name, name="executable", status="ok", detail=resolved))
+    env = child_environment(environ, passthrough=(), overlay=provider.env)
+    try:
+        version = await cli_version(runner, resolved, env, Path.cwd())
+    except ProcessError as exc:
+        checks.append(
+            Check(
+                provider=name,
+                name="starts",
+                status="FAIL",
+                detail=f"{exc}; reinstall with `make setup`",
+            )
+        )
+        return checks
+    pinned = pinned_versions().get(name)
+    if pinned is None or pinned == version:
+        checks.append(
+            Check(
+                provider=name,
+                name="version",
+                status="ok",
+                detail=f"{version} (pinned {pinned or 'nowhere'})",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                provider=name,
+                name="version",
+                status="warn",
+                detail=f"{version}, pinned {pinned}: run `make setup` for the tested version",
+            )
+        )
+    checks.append(_credentials(name, provider, environ))
+    for url in endpoints(name, provider, environ):
+        problem = await reachable(url)
+        checks.append(
+            Check(
+                provider=name,
+                name="endpoint",
+                status="ok" if problem is None else "FAIL",
+                detail=url
+                if problem is None
+                else f"{problem}: start the model server or fix the base URL in providers.{name}",
+            )
+        )
+    return checks
+
+
+def _credentials(name: str, provider: ProviderSettings, environ: Mapping[str, str]) -> Check:
+    env = {**environ, **provider.env}
+    present = [v for v in CREDENTIAL_VARIABLES.get(name, ()) if env.get(v)]
+    if present:
+        return Check(provider=name, name="credentials", status="ok", detail=", ".join(present))
+    home = Path(env.get("HOME") or Path.home())
+    logins = [f for f in LOGIN_FILES.get(name, ()) if (home / f).is_file()]
+    if logins:
+        return Check(
+            provider=name, name="credentials", status="ok", detail=f"login in {home / logins[0]}"
+        )
+    if endpoints(name, provider, environ) or provider.config:
+        return Check(
+            provider=name, name="credentials", status="ok", detail="custom endpoint configured"
+        )
+    return Check(
+        provider=name,
+        name="credentials",
+        status="warn",
+        detail=f"none found: {LOGIN_HINTS.get(name, 'configure credentials')}",
+    )
+
+
+async def run_doctor(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> tuple[list[Check], int]:
+    """Every check, and the exit code: 1 when the default or a fallback is unusable."""
+    env = dict(os.environ if environ is None else environ)
+    runner = ProcessRunner()
+    try:
+        results = await asyncio.gather(
+            *(check_provider(name, settings, runner, env) for name in settings.providers)
+        )
+    finally:
+        await runner.aclose()
+    checks = [check for group in results for check in group]
+    essential = {settings.selection.default, *settings.selection.fallback_chain}
+    unusable = {c.provider for c in checks if c.status == "FAIL"} | {
+        n for n in essential if not settings.providers[n].enabled
+    }
+    return checks, 1 if unusable & essential else 0
+
+
+def render(checks: list[Check], settings: Settings) -> str:
+    """A plain-text table, one line a check."""
+    essential = {settings.selection.default, *settings.selection.fallback_chain}
+    rows = [("provider", "check", "status", "detail")]
+    for check in checks:
+        label = check.provider + (" *" if check.provider in essential else "")
+        rows.append((label, check.name, check.status, check.detail))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        for row in rows
+    ]
+    lines.append("* the default provider or a fallback: the gateway needs it")
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""What each configured provider is and whether it can serve: version, pin, health.
+
+Health is probed, never assumed: the executable must resolve, answer ``--version`` within a
+few seconds, and, for a provider with a shared server that is running, answer a ping. Probe
+results are cached for ``selection.probe_ttl_s``. A provider that fails its probe is
+unavailable with a reason that says what to fix; it never stops the gateway or the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from app.providers.base import Capabilities, Provider
+from app.runtime.process import ProcessError, ProcessRunner, ProcessSpec, child_environment
+from app.settings import NPM_PACKAGES, PROJECT_ROOT, Settings
+
+log = logging.getLogger(__name__)
+
+VERSION_TIMEOUT_S = 15.0
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Health:
+    available: bool
+    reason: str | None
+    """Why the provider cannot serve, phrased as what to fix; None when available."""
+    version: str | None
+    checked_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderInfo:
+    name: str
+    enabled: bool
+    capabilities: Capabilities | None
+    executable: str
+    pinned_version: str | None
+    health: Health
+
+
+PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
+
+
+@cache
+def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
+    """The CLI versions pinned in agents/package.json, by provider name."""
+    try:
+        dependencies = json.loads(package_json.read_text())["dependencies"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {name: dependencies[pkg] for name, pkg in NPM_PACKAGES.items() if pkg in dependencies}
+
+
+async def cli_version(
+    runner: ProcessRunner, executable: str, env: Mapping[str, str], cwd: Path
+) -> str:
+    """The version ``executable --version`` prints; raises ``ProcessError`` when it cannot."""
+    process = await runner.spawn(
+        ProcessSpec(argv=(executable, "--version"), cwd=cwd, env=env, max_line_bytes=64 * 1024)
+    )
+    try:
+        await process.close_stdin()
+        lines: list[bytes] = []
+        async with asyncio.timeout(VERSION_TIMEOUT_S):
+            while (line := await process.read_line()) is not None:
+                lines.append(line)
+            code = await process.wait()
+    except TimeoutError:
+        raise ProcessError(
+            f"`{executable} --version` did not answer in {VERSION_TIMEOUT_S:.0f} s"
+        ) from None
+    finally:
+        await process.stop(grace_s=1.0)
+    text = b"\n".join(lines).decode(errors="replace")
+    match = _VERSION.search(text)
+    if code != 0 or match is None:
+        detail = (text.strip() or process.stderr_tail.strip())[:300]
+        raise ProcessError(f"`{executable} --version` failed (exit {code}): {detail}")
+    return match.group(0)
+
+
+class ProviderRegistry:
+    """The configured providers with their cached health."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        providers: Mapping[str, Provider],
+        runner: ProcessRunner,
+        ttl_s: float = 300.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        parent_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.providers = providers
+        self.runner = runner
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self.parent_env = dict(os.environ if parent_env is None else parent_env)
+        self._cache: dict[str, tuple[float, Health]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.settings.providers)
+
+    async def health(self, name: str, *, fresh: bool = False) -> Health:
+        """Cached probe result; ``fresh`` forces a new probe."""
+        cached = self._cache.get(name)
+        if not fresh and cached is not None and time.monotonic() - cached[0] < self.ttl_s:
+            return cached[1]
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            cached = self._cache.get(name)
+            if not fresh and cached is not None and time.monotonic() - cached[0] < self.ttl_s:
+                return cached[1]
+            health = await self._probe(name)
+            self._cache[name] = (time.monotonic(), health)
+            if not health.available:
+                log.warning("provider %s unavailable: %s", name, health.reason)
+            return health
+
+    def forget(self, name: str) -> None:
+        """Drop the cached probe (a turn just showed the CLI is missing or broken)."""
+        self._cache.pop(name, None)
+
+    async def info(self, name: str, *, fresh: bool = False) -> ProviderInfo:
+        provider = self.providers.get(name)
+        return ProviderInfo(
+            name=name,
+            enabled=self.settings.providers[name].enabled,
+            capabilities=provider.capabilities if provider else None,
+            executable=self.settings.provider_executable(name),
+            pinned_version=pinned_versions().get(name),
+            health=await self.health(name, fresh=fresh),
+        )
+
+    async def _probe(self, name: str) -> Health:
+        now = self.clock()
+        settings = self.settings.providers[name]
+        if not settings.enabled:
+            return Health(
+                available=False,
+                reason=f"disabled: set providers.{name}.enabled = true to use it",
+                version=None,
+                checked_at=now,
+            )
+        if name not in self.providers:
+            return Health(
+                available=False,
+                reason="this build of the gateway cannot drive it yet",
+                version=None,
+                checked_at=now,
+            )
+        executable = self.settings.provider_executable(name)
+        if shutil.which(executable) is None:
+            return Health(
+                available=False,
+                reason=f"{executable!r} was not found: run `make setup` to install the pinned "
+                f"CLIs, or set providers.{name}.executable",
+                version=None,
+                checked_at=now,
+            )
+        env = child_environment(self.parent_env, passthrough=(), overlay=settings.env)
+        try:
+            version = await cli_version(self.runner, executable, env, Path.cwd())
+        except ProcessError as exc:
+            return Health(available=False, reason=str(exc), version=None, checked_at=now)
+        provider = self.providers.get(name)
+        problem = await provider.ping() if provider else None
+        return Health(available=problem is None, reason=problem, version=version, checked_at=now)
