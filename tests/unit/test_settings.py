@@ -193,7 +193,7 @@ def test_defaults_without_a_file(clean_environment: Path) -> None:
         f"sqlite+aiosqlite:///{clean_environment}/.local/share/agent-gateway/gateway.db"
     )
     assert settings.workspaces.roots == [clean_environment]
-    assert list(settings.providers) == ["claude_code"]
+    assert list(settings.providers) == ["claude_code", "codex", "opencode"]
     assert settings.selection.default == "claude_code"
     assert list(settings.retry.strategies) == ["default"]
     assert settings.retry.strategies["default"].delays_s == [10.0, 20.0, 60.0]
@@ -269,9 +269,9 @@ def test_an_unknown_key_in_a_section_is_refused(write_config: WriteConfig) -> No
 
 
 def test_an_unknown_provider_is_refused_naming_the_known_ones(write_config: WriteConfig) -> None:
-    message = config_error(write_config('[providers.codex]\nmodel = "gpt-5"\n'))
-    assert "'codex'" in message
-    assert "claude_code" in message
+    message = config_error(write_config('[providers.gemini]\nmodel = "gemini-3"\n'))
+    assert "'gemini'" in message
+    assert "claude_code, codex, opencode" in message
 
 
 @pytest.mark.parametrize(
@@ -287,8 +287,8 @@ def test_a_wildcard_or_malformed_origin_is_refused(origin: str) -> None:
 @pytest.mark.parametrize(
     "selection",
     [
-        {"default": "codex"},
-        {"fallback_chain": ["claude_code", "opencode"]},
+        {"default": "gemini"},
+        {"fallback_chain": ["claude_code", "aider"]},
         {"scenarios": {"code_analysis": ["gemini"]}},
     ],
 )
@@ -297,7 +297,7 @@ def test_selection_naming_an_unconfigured_provider_is_refused(
 ) -> None:
     message = config_error(selection=selection)
     assert "not configured" in message
-    assert "known providers: claude_code" in message
+    assert "known providers: claude_code, codex, opencode" in message
 
 
 def test_a_retry_section_without_a_default_strategy_is_refused(write_config: WriteConfig) -> None:
