@@ -1,4 +1,7 @@
-"""A stub Anthropic Messages API server for end-to-end tests of the real Claude Code CLI.
+"""A stub LLM server for end-to-end tests of the real agent CLIs.
+
+It speaks the Anthropic Messages API (Claude Code) and, through ``tests.stub_openai``, the OpenAI
+Responses API (Codex) and Chat Completions API (OpenCode), all on one port.
 
 Usage from a test (sync or async, it does not matter: the server runs its own event loop in a
 background thread)::
@@ -19,8 +22,14 @@ Routes
   (``text_delta`` or ``input_json_delta``) / ``content_block_stop``, ``message_delta`` (stop_reason,
   usage) and ``message_stop``. Usage is fixed: 12 input tokens, 7 output tokens.
 * ``POST /v1/messages/count_tokens``: ``{"input_tokens": 12}``.
+* ``POST /v1/responses`` (OpenAI Responses API, Codex) and ``POST /v1/chat/completions`` (OpenAI
+  Chat Completions, OpenCode): the same directives in those wire formats, see ``tests.stub_openai``;
+  point the CLIs at ``stub.openai_base_url`` (``http://127.0.0.1:PORT/v1``).
 * anything else: 404 with an Anthropic error body (no body for ``HEAD``).
 Every request is recorded (``stub.requests``), including the ones answered 404.
+
+The directives are decided once, API-neutrally, by ``plan_reply`` (text chunks, a shell command
+call, an error status; ``Plan`` / ``ErrorPlan``); each wire format only renders the plan.
 
 Behaviour, chosen from the text of the LAST ``user`` message (string content or every ``text``
 block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched too):
@@ -89,13 +98,19 @@ from urllib.parse import parse_qs, urlsplit
 __all__ = [
     "DEFAULT_TEXT",
     "INPUT_TOKENS",
+    "OPENAI_PATHS",
     "OUTPUT_TOKENS",
     "SIDE_TEXT",
+    "CommandCall",
+    "ErrorPlan",
+    "Plan",
     "RecordedRequest",
     "RecordedResponse",
     "StubLLM",
+    "TextPart",
     "is_side_request",
     "last_user_text",
+    "plan_reply",
 ]
 
 DEFAULT_TEXT = "Hello from stub."
@@ -113,6 +128,9 @@ _TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
 _SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 _ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
 _ECHO_RE = re.compile(r"\[\[echo\]\]")
+
+# Served by tests/stub_openai.py: Responses API (Codex) and Chat Completions (OpenCode).
+OPENAI_PATHS = frozenset({"/v1/responses", "/v1/chat/completions"})
 
 _REASONS = {529: "Overloaded"}
 _ERROR_TYPES = {
@@ -155,6 +173,20 @@ class RecordedRequest:
         return self.method == "POST" and self.path == "/v1/messages"
 
     @property
+    def is_openai(self) -> bool:
+        """``POST /v1/responses`` or ``POST /v1/chat/completions``."""
+        return self.method == "POST" and self.path in OPENAI_PATHS
+
+    @property
+    def is_side(self) -> bool:
+        """An auxiliary model call (title, summary...) of any of the three formats."""
+        if self.is_openai:
+            from tests.stub_openai import is_openai_side_request  # noqa: PLC0415 (import cycle)
+
+            return is_openai_side_request(self.body)
+        return self.is_message and is_side_request(self.body)
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         """The ``messages`` array of a Messages API body (empty for anything else)."""
         if isinstance(self.body, dict) and isinstance(self.body.get("messages"), list):
@@ -163,6 +195,11 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
+        """The prompt text the answer was chosen from (any of the three formats)."""
+        if self.is_openai:
+            from tests.stub_openai import openai_last_user_text  # noqa: PLC0415 (import cycle)
+
+            return openai_last_user_text(self)
         return last_user_text(self.body)
 
 
@@ -244,13 +281,87 @@ def is_side_request(body: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class _TextBlock:
+class TextPart:
+    """API-neutral plan step: assistant text streamed as ``chunks``."""
+
     chunks: tuple[str, ...]
     delay: float = 0.0  # seconds before each chunk after the first
 
     @property
     def text(self) -> str:
         return "".join(self.chunks)
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """API-neutral plan step: the model calls the client's own shell tool with ``command``."""
+
+    command: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the stub answers, independent of the wire format (Anthropic, Responses, Chat)."""
+
+    parts: tuple[TextPart | CommandCall, ...]
+
+    @property
+    def calls_tool(self) -> bool:
+        return any(isinstance(part, CommandCall) for part in self.parts)
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+@dataclass(frozen=True)
+class ErrorPlan:
+    """API-neutral plan: answer HTTP ``status`` with the format's error body."""
+
+    status: int
+    message: str
+
+
+def chunked(text: str, parts: int = 3) -> tuple[str, ...]:
+    """Split ``text`` at spaces into ``parts`` (or fewer, if it has fewer words) pieces."""
+    words = re.findall(r"\s*\S+", text) or [text]
+    size = max(1, -(-len(words) // parts))
+    return tuple("".join(words[i : i + size]) for i in range(0, len(words), size))
+
+
+def _text_plan(text: str) -> Plan:
+    return Plan((TextPart(chunked(text)),))
+
+
+def plan_reply(
+    prompt: str, *, tool_output: str | None = None, side: bool = False, message_count: int = 0
+) -> Plan | ErrorPlan:
+    """The directive logic shared by every wire format.
+
+    ``prompt`` is the text of the last user message, ``tool_output`` the result of the tool call
+    the client is reporting back (None when the last input is not a tool result), ``side`` marks
+    auxiliary requests (titles, summaries: plain text whatever the prompt says) and
+    ``message_count`` feeds ``[[echo]]``.
+    """
+    if side:
+        return _text_plan(SIDE_TEXT)
+    if tool_output is not None:
+        return _text_plan(f"Tool said: {tool_output}")
+    if match := _ERROR_RE.search(prompt):
+        status = int(match.group(1))
+        return ErrorPlan(status, _reason(status))
+    if match := _TOOL_RE.search(prompt):
+        return Plan((TextPart((TOOL_PREAMBLE,)), CommandCall(match.group(1).strip())))
+    if match := _SLOW_RE.search(prompt):
+        ticks = max(1, round(float(match.group(1)) / SLOW_TICK_SECONDS))
+        chunks = tuple(f"tick {n} " for n in range(1, ticks + 1))
+        return Plan((TextPart(chunks, delay=SLOW_TICK_SECONDS),))
+    if _ECHO_RE.search(prompt):
+        return _text_plan(f"Echo: {message_count}")
+    return _text_plan(DEFAULT_TEXT)
+
+
+# Anthropic rendering of a plan
 
 
 @dataclass(frozen=True)
@@ -262,7 +373,7 @@ class _ToolUseBlock:
 
 @dataclass(frozen=True)
 class _Reply:
-    blocks: tuple[_TextBlock | _ToolUseBlock, ...]
+    blocks: tuple[TextPart | _ToolUseBlock, ...]
     stop_reason: str
 
 
@@ -273,47 +384,30 @@ class _ErrorReply:
     message: str
 
 
-def _chunked(text: str, parts: int = 3) -> tuple[str, ...]:
-    """Split ``text`` at spaces into ``parts`` (or fewer, if it has fewer words) pieces."""
-    words = re.findall(r"\s*\S+", text) or [text]
-    size = max(1, -(-len(words) // parts))
-    return tuple("".join(words[i : i + size]) for i in range(0, len(words), size))
-
-
 def _tool_result_text(block: dict[str, Any]) -> str:
     return "\n".join(_block_text(block.get("content")))
 
 
-def _error_reply(status: int) -> _ErrorReply:
-    default_type = "api_error" if status >= 500 else "invalid_request_error"
-    return _ErrorReply(status, _ERROR_TYPES.get(status, default_type), _reason(status))
-
-
 def _plan(body: Any, new_tool_id: Callable[[], str]) -> _Reply | _ErrorReply:
-    if is_side_request(body):
-        return _Reply((_TextBlock(_chunked(SIDE_TEXT)),), "end_turn")
     tool_result = _last_tool_result(body)
-    if tool_result is not None:
-        text = f"Tool said: {_tool_result_text(tool_result)}"
-        return _Reply((_TextBlock(_chunked(text)),), "end_turn")
-    prompt = last_user_text(body)
-    if match := _ERROR_RE.search(prompt):
-        return _error_reply(int(match.group(1)))
-    if match := _TOOL_RE.search(prompt):
-        tool = _ToolUseBlock(
-            new_tool_id(),
-            "Bash",
-            {"command": match.group(1).strip(), "description": "run command"},
-        )
-        return _Reply((_TextBlock((TOOL_PREAMBLE,)), tool), "tool_use")
-    if match := _SLOW_RE.search(prompt):
-        ticks = max(1, round(float(match.group(1)) / SLOW_TICK_SECONDS))
-        chunks = tuple(f"tick {n} " for n in range(1, ticks + 1))
-        return _Reply((_TextBlock(chunks, delay=SLOW_TICK_SECONDS),), "end_turn")
-    if _ECHO_RE.search(prompt):
-        count = len(body.get("messages") or []) if isinstance(body, dict) else 0
-        return _Reply((_TextBlock(_chunked(f"Echo: {count}")),), "end_turn")
-    return _Reply((_TextBlock(_chunked(DEFAULT_TEXT)),), "end_turn")
+    messages = body.get("messages") if isinstance(body, dict) else None
+    plan = plan_reply(
+        last_user_text(body),
+        tool_output=None if tool_result is None else _tool_result_text(tool_result),
+        side=is_side_request(body),
+        message_count=len(messages) if isinstance(messages, list) else 0,
+    )
+    if isinstance(plan, ErrorPlan):
+        default_type = "api_error" if plan.status >= 500 else "invalid_request_error"
+        return _ErrorReply(plan.status, _ERROR_TYPES.get(plan.status, default_type), plan.message)
+    blocks: list[TextPart | _ToolUseBlock] = []
+    for part in plan.parts:
+        if isinstance(part, TextPart):
+            blocks.append(part)
+        else:
+            tool_input = {"command": part.command, "description": "run command"}
+            blocks.append(_ToolUseBlock(new_tool_id(), "Bash", tool_input))
+    return _Reply(tuple(blocks), "tool_use" if plan.calls_tool else "end_turn")
 
 
 def _usage(output_tokens: int) -> dict[str, int]:
@@ -333,7 +427,7 @@ def _model(body: Any) -> str:
 def _message_json(reply: _Reply, message_id: str, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for block in reply.blocks:
-        if isinstance(block, _TextBlock):
+        if isinstance(block, TextPart):
             content.append({"type": "text", "text": block.text})
         else:
             content.append(
@@ -450,7 +544,7 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
 
 
 class StubLLM:
-    """A stub Anthropic Messages API on ``127.0.0.1`` served from a background thread.
+    """A stub Anthropic (and OpenAI) model API on ``127.0.0.1`` served from a background thread.
 
     ``StubLLM()`` binds a free port (``port=0``); ``start()``/``stop()`` or use it as a context
     manager. Thread-safe: tests may read ``requests`` and wait from any thread or event loop.
@@ -526,6 +620,11 @@ class StubLLM:
         """``http://127.0.0.1:PORT`` (no ``/v1``), the value for ``ANTHROPIC_BASE_URL``."""
         return f"http://{self._host}:{self.port}"
 
+    @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: Codex ``base_url``, OpenCode ``options.baseURL``."""
+        return f"{self.base_url}/v1"
+
     # -- recorded requests ------------------------------------------------------------------
 
     @property
@@ -541,6 +640,14 @@ class StubLLM:
     def main_message_requests(self) -> list[RecordedRequest]:
         """``POST /v1/messages`` requests of the agent loop (side requests left out)."""
         return [r for r in self.message_requests() if not is_side_request(r.body)]
+
+    def openai_requests(self) -> list[RecordedRequest]:
+        """``POST /v1/responses`` and ``POST /v1/chat/completions`` (side requests included)."""
+        return [r for r in self.requests if r.is_openai]
+
+    def model_requests(self) -> list[RecordedRequest]:
+        """Model calls of the agent loops, any format, side requests left out."""
+        return [r for r in self.requests if (r.is_message or r.is_openai) and not r.is_side]
 
     @property
     def responses(self) -> list[RecordedResponse]:
@@ -679,6 +786,10 @@ class StubLLM:
         if request.method == "POST" and request.path == "/v1/messages/count_tokens":
             await self._send_json(conn, 200, {"input_tokens": INPUT_TOKENS}, keep_alive)
             return 200
+        if request.method == "POST" and request.path in OPENAI_PATHS:
+            from tests.stub_openai import answer  # noqa: PLC0415 (stub_openai imports this module)
+
+            return await answer(self, conn, request, keep_alive)
         if not request.is_message:
             body = _error_body("not_found_error", f"{request.method} {request.path} not found")
             await self._send_json(conn, 404, body, keep_alive, head_only=request.method == "HEAD")
@@ -699,7 +810,7 @@ class StubLLM:
             await self._stream(conn, plan, message_id, model, keep_alive)
             return 200
         for block in plan.blocks:
-            if isinstance(block, _TextBlock) and block.delay:
+            if isinstance(block, TextPart) and block.delay:
                 for _ in block.chunks[1:]:
                     await asyncio.sleep(block.delay)
                     if conn.gone():
@@ -730,25 +841,17 @@ class StubLLM:
     async def _stream(
         self, conn: _Conn, reply: _Reply, message_id: str, model: str, keep_alive: bool
     ) -> None:
-        headers = {
-            "content-type": "text/event-stream; charset=utf-8",
-            "cache-control": "no-cache",
-            "transfer-encoding": "chunked",
-            "request-id": f"req_stub_{self._next_id()}",
-            "connection": "keep-alive" if keep_alive else "close",
-        }
-        await conn.send(_head(200, headers))
+        await self._open_sse(conn, keep_alive)
 
         async def emit(event: dict[str, Any]) -> None:
-            data = _sse(event)
-            await conn.send(b"%x\r\n%s\r\n" % (len(data), data))
+            await _send_chunk(conn, _sse(event))
 
         start = _message_json(reply, message_id, model)
         start.update(content=[], stop_reason=None, usage=_usage(1))
         await emit({"type": "message_start", "message": start})
         await emit({"type": "ping"})
         for index, block in enumerate(reply.blocks):
-            if isinstance(block, _TextBlock):
+            if isinstance(block, TextPart):
                 await emit(
                     {
                         "type": "content_block_start",
@@ -787,7 +890,26 @@ class StubLLM:
             }
         )
         await emit({"type": "message_stop"})
-        await conn.send(b"0\r\n\r\n")
+        await _end_chunks(conn)
+
+    async def _open_sse(self, conn: _Conn, keep_alive: bool) -> None:
+        """Send the head of a chunked ``text/event-stream`` answer."""
+        headers = {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            "transfer-encoding": "chunked",
+            "request-id": f"req_stub_{self._next_id()}",
+            "connection": "keep-alive" if keep_alive else "close",
+        }
+        await conn.send(_head(200, headers))
+
+
+async def _send_chunk(conn: _Conn, data: bytes) -> None:
+    await conn.send(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+async def _end_chunks(conn: _Conn) -> None:
+    await conn.send(b"0\r\n\r\n")
 
 
 def _head(status: int, headers: Mapping[str, str]) -> bytes:
@@ -805,7 +927,7 @@ def _error_body(error_type: str, message: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Stub Anthropic Messages API on 127.0.0.1")
+    parser = argparse.ArgumentParser(description="Stub Anthropic / OpenAI model API on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8089)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops it cleanly too

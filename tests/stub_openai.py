@@ -1,0 +1,593 @@
+"""The OpenAI wire formats of the stub LLM: Responses API (Codex) and Chat Completions (OpenCode).
+
+``StubLLM`` (``tests/stub_llm.py``) routes ``POST /v1/responses`` and
+``POST /v1/chat/completions`` here; the directives are the same as for the Anthropic route (see
+``tests.stub_llm``) and come from the same API-neutral ``plan_reply``. Point the CLIs at
+``stub.openai_base_url`` (``http://127.0.0.1:PORT/v1``).
+
+Reading a request
+-----------------
+* Responses (``input`` items, as Codex 0.169 sends them): the LAST item that is either a user
+  ``message`` or a ``function_call_output`` / ``custom_tool_call_output`` decides. A tool output
+  -> ``Tool said: <output>``; a user message -> its ``input_text`` parts are searched for
+  directives. Codex puts its ``<environment_context>`` / ``AGENTS.md`` user messages before the
+  prompt, so the last user message is the prompt.
+* Chat Completions (``messages``, as OpenCode's ``@ai-sdk/openai-compatible`` sends them): the last
+  ``user`` or ``tool`` message decides; ``tool`` -> ``Tool said: <content>``.
+* ``[[echo]]`` counts ``input`` items / ``messages`` entries.
+
+Answering
+---------
+* ``[[tool:bash <cmd>]]`` calls the client's OWN shell tool, chosen by name from the request's
+  ``tools`` (first of ``bash``, ``exec_command``, ``shell_command``, ``shell``, ``local_shell``),
+  with arguments shaped after that tool's JSON schema: ``cmd`` (Codex ``exec_command``) or
+  ``command`` (a string, or ``["bash", "-lc", cmd]`` when the schema says array), plus
+  ``description: "run command"`` when the schema has one (OpenCode ``bash``). Without ``tools``
+  the call is ``exec_command {"cmd"}`` (Responses) or ``bash {"command", "description"}`` (Chat).
+  The text ``I will run a command.`` comes first. Call ids are ``call_stub_<n>``.
+* Responses streaming (``"stream": true``): ``event: <type>`` + ``data: <json>`` SSE with
+  ``sequence_number``: ``response.created``, ``response.in_progress``, per output item
+  ``response.output_item.added``, (message) ``response.content_part.added``,
+  ``response.output_text.delta``..., ``response.output_text.done``,
+  ``response.content_part.done``, (function call) ``response.function_call_arguments.delta`` /
+  ``.done``, ``response.output_item.done``; then ``response.completed`` with ``usage``
+  (12 input, 7 output, 0 cached, 0 reasoning, 19 total). Non-streaming: the ``response`` object.
+* Chat streaming: ``data: <chunk>`` lines (no ``event:`` names): a role chunk, ``content``
+  deltas, ``tool_calls`` deltas (id/name first, then the arguments), a chunk with
+  ``finish_reason`` (``stop`` / ``tool_calls``), a ``choices: []`` chunk with ``usage``
+  (always sent, whatever ``stream_options`` says), then ``data: [DONE]``. Non-streaming: one
+  ``chat.completion``.
+* ``[[error:<status>]]`` -> that status with ``{"error": {"message", "type", "param", "code"}}``
+  (``server_error`` for 5xx, ``requests`` / ``rate_limit_exceeded`` for 429, ``invalid_api_key``
+  for 401); ``retry-after: 0`` on 429 AND on 5xx, unlike the Anthropic route: OpenCode cannot be
+  told to retry less (5 retries, 2-32 s backoff, ~70 s for a persistent 500) but honours
+  ``retry-after``, which makes its retries take ~0.1 s. Every retry gets the same answer.
+* ``[[slow:<s>]]`` -> ``tick <n> `` deltas every 0.05 s; stops as soon as the client goes away.
+
+Side requests
+-------------
+``is_openai_side_request``: a request that explicitly sends no tools (``"tools": []``) or has no
+tools and whose system/developer text asks for a title or a summary (OpenCode's concurrent title
+request with ``small_model``: system prompt ``You are a title generator...``, no ``tools``). They
+get ``Stub side reply.``; the prompt's directives are ignored. A hand-written request without
+``tools`` and without such a system prompt is a main request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tests.stub_llm import (
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    CommandCall,
+    ErrorPlan,
+    Plan,
+    RecordedRequest,
+    TextPart,
+    _ClientGone,
+    _Conn,
+    _end_chunks,
+    _send_chunk,
+    plan_reply,
+)
+
+if TYPE_CHECKING:
+    from tests.stub_llm import StubLLM
+
+__all__ = [
+    "CHAT_PATH",
+    "RESPONSES_PATH",
+    "chat_input",
+    "choose_shell_tool",
+    "is_openai_side_request",
+    "openai_last_user_text",
+    "responses_input",
+]
+
+RESPONSES_PATH = "/v1/responses"
+CHAT_PATH = "/v1/chat/completions"
+
+SHELL_TOOL_NAMES = ("bash", "exec_command", "shell_command", "shell", "local_shell")
+_SIDE_SYSTEM_RE = re.compile(
+    r"title generator|generate (?:a |an )?(?:short |concise |brief )?(?:title|summary)"
+    r"|\btitle for\b|summari[sz]e (?:the|this) (?:conversation|thread)",
+    re.IGNORECASE,
+)
+
+_ERROR_TYPES: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "model_not_found"),
+    413: ("invalid_request_error", "request_too_large"),
+    429: ("requests", "rate_limit_exceeded"),
+    503: ("server_error", "server_is_overloaded"),
+    529: ("server_error", "server_is_overloaded"),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Reading requests
+
+
+def _parts_text(content: Any, kinds: tuple[str, ...]) -> list[str]:
+    """Text of a string or a list of content parts whose ``type`` is in ``kinds``."""
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and part.get("type") in kinds:
+                text = part.get("text")
+                if isinstance(text, str):
+                    out.append(text)
+    return out
+
+
+_INPUT_KINDS = ("input_text", "output_text", "text")
+_TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def _tool_output_text(output: Any) -> str:
+    if isinstance(output, dict):  # {"content": ..., "success": ...} in some versions
+        output = output.get("content", output.get("output", ""))
+    return "\n".join(_parts_text(output, _INPUT_KINDS))
+
+
+def responses_input(body: Any) -> tuple[str, str | None, int]:
+    """``(prompt, tool_output, item_count)`` of a Responses API body."""
+    if not isinstance(body, dict):
+        return "", None, 0
+    items = body.get("input")
+    if isinstance(items, str):
+        return items, None, 1
+    if not isinstance(items, list):
+        return "", None, 0
+    for item in reversed(items):
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") in _TOOL_OUTPUT_TYPES:
+            return "", _tool_output_text(item.get("output")), len(items)
+        if item.get("role") == "user" and item.get("type", "message") == "message":
+            return "\n".join(_parts_text(item.get("content"), _INPUT_KINDS)), None, len(items)
+    return "", None, len(items)
+
+
+def chat_input(body: Any) -> tuple[str, str | None, int]:
+    """``(prompt, tool_output, message_count)`` of a Chat Completions body."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return "", None, 0
+    messages = body["messages"]
+    for message in reversed(messages):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool":
+            return "", "\n".join(_parts_text(message.get("content"), _INPUT_KINDS)), len(messages)
+        if message.get("role") == "user":
+            return "\n".join(_parts_text(message.get("content"), _INPUT_KINDS)), None, len(messages)
+    return "", None, len(messages)
+
+
+def _system_text(body: Mapping[str, Any]) -> str:
+    texts: list[str] = []
+    if isinstance(body.get("instructions"), str):
+        texts.append(body["instructions"])
+    for key in ("messages", "input"):
+        entries = body.get(key)
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, dict) and entry.get("role") in ("system", "developer"):
+                    texts.extend(_parts_text(entry.get("content"), _INPUT_KINDS))
+    return "\n".join(texts)
+
+
+def is_openai_side_request(body: Any) -> bool:
+    """True for auxiliary calls (title generation...) that must never play a directive."""
+    if not isinstance(body, dict):
+        return False
+    if "tools" in body and not body["tools"]:
+        return True
+    return not body.get("tools") and bool(_SIDE_SYSTEM_RE.search(_system_text(body)))
+
+
+def openai_last_user_text(request: RecordedRequest) -> str:
+    """The prompt text a Responses / Chat Completions request is answered from."""
+    reader = responses_input if request.path == RESPONSES_PATH else chat_input
+    return reader(request.body)[0]
+
+
+def _tool_specs(body: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, parameters schema)`` of each tool in a Responses or Chat Completions body."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        spec: dict[str, Any] = function if isinstance(function, dict) else tool
+        name = spec.get("name") or tool.get("type")
+        params = spec.get("parameters")
+        if isinstance(name, str):
+            specs.append((name, params if isinstance(params, dict) else {}))
+    return specs
+
+
+def choose_shell_tool(body: Any, command: str, default: str) -> tuple[str, dict[str, Any]]:
+    """The client's shell tool and the arguments that run ``command`` with it."""
+    specs = dict(_tool_specs(body))
+    name = next((n for n in SHELL_TOOL_NAMES if n in specs), None)
+    if name is None:
+        name = default
+        props: dict[str, Any] = (
+            {"cmd": {"type": "string"}}
+            if default == "exec_command"
+            else {"command": {"type": "string"}, "description": {"type": "string"}}
+        )
+    else:
+        raw = specs[name].get("properties")
+        props = raw if isinstance(raw, dict) else {}
+    args: dict[str, Any] = {}
+    if "cmd" in props:
+        args["cmd"] = command
+    else:
+        schema = props.get("command")
+        is_array = isinstance(schema, dict) and schema.get("type") == "array"
+        args["command"] = ["bash", "-lc", command] if is_array else command
+    if "description" in props:
+        args["description"] = "run command"
+    return name, args
+
+
+# --------------------------------------------------------------------------------------------
+# Answering
+
+
+async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
+    """Answer ``POST /v1/responses`` or ``POST /v1/chat/completions``; returns the status."""
+    body = request.body
+    if not isinstance(body, dict):
+        error = _error_body(400, "body must be a JSON object")
+        await stub._send_json(conn, 400, error, keep_alive)
+        return 400
+    responses = request.path == RESPONSES_PATH
+    prompt, tool_output, count = (responses_input if responses else chat_input)(body)
+    plan = plan_reply(
+        prompt,
+        tool_output=tool_output,
+        side=is_openai_side_request(body),
+        message_count=count,
+    )
+    if isinstance(plan, ErrorPlan):
+        # OpenCode has no retry setting (5 retries, 2-32 s backoff: ~70 s for a 5xx) but honours
+        # retry-after, so 5xx answers carry it too: its retries then take ~0.1 s.
+        retry = plan.status == 429 or plan.status >= 500
+        extra = {"retry-after": "0"} if retry else {}
+        await stub._send_json(
+            conn,
+            plan.status,
+            _error_body(plan.status, plan.message),
+            keep_alive,
+            extra_headers=extra,
+        )
+        return plan.status
+    model = body.get("model") if isinstance(body.get("model"), str) else "stub-model"
+    steps = _steps(plan, body, stub._next_id, "exec_command" if responses else "bash")
+    render = _Responses if responses else _Chat
+    renderer = render(str(model), stub._next_id)
+    if not body.get("stream"):
+        for step in steps:
+            if isinstance(step, _Text) and step.part.delay:
+                for _ in step.part.chunks[1:]:
+                    await asyncio.sleep(step.part.delay)
+                    if conn.gone():
+                        raise _ClientGone
+        await stub._send_json(conn, 200, renderer.whole(steps), keep_alive)
+        return 200
+    await stub._open_sse(conn, keep_alive)
+    for data in renderer.start():
+        await _send_chunk(conn, data)
+    for step in steps:
+        if isinstance(step, _Text):
+            for data in renderer.text_start():
+                await _send_chunk(conn, data)
+            for n, chunk in enumerate(step.part.chunks):
+                if n and step.part.delay:
+                    await asyncio.sleep(step.part.delay)
+                    if conn.gone():
+                        raise _ClientGone
+                await _send_chunk(conn, renderer.text_delta(chunk))
+            for data in renderer.text_end(step.part.text):
+                await _send_chunk(conn, data)
+        else:
+            for data in renderer.call(step):
+                await _send_chunk(conn, data)
+    for data in renderer.finish(plan.calls_tool):
+        await _send_chunk(conn, data)
+    await _end_chunks(conn)
+    return 200
+
+
+class _Text:
+    def __init__(self, part: TextPart) -> None:
+        self.part = part
+
+
+class _Call:
+    def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.arguments = json.dumps(arguments)
+
+
+def _steps(
+    plan: Plan, body: Any, next_id: Callable[[], int], default_tool: str
+) -> list[_Text | _Call]:
+    steps: list[_Text | _Call] = []
+    for part in plan.parts:
+        if isinstance(part, CommandCall):
+            name, args = choose_shell_tool(body, part.command, default_tool)
+            steps.append(_Call(f"call_stub_{next_id()}", name, args))
+        else:
+            steps.append(_Text(part))
+    return steps
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    default = ("server_error", None) if status >= 500 else ("invalid_request_error", None)
+    error_type, code = _ERROR_TYPES.get(status, default)
+    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+class _Responses:
+    """Renders a plan as the OpenAI Responses API (SSE events or one ``response`` object)."""
+
+    def __init__(self, model: str, next_id: Callable[[], int]) -> None:
+        self.model = model
+        self.next_id = next_id
+        self.response_id = f"resp_stub_{next_id()}"
+        self.created_at = int(time.time())
+        self.sequence = 0
+        self.output: list[dict[str, Any]] = []
+        self.item_id = ""
+
+    def _response(self, status: str, usage: bool) -> dict[str, Any]:
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "model": self.model,
+            "output": list(self.output) if status == "completed" else [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": _responses_usage() if usage else None,
+        }
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return f"event: {kind}\ndata: {json.dumps(event)}\n\n".encode()
+
+    def start(self) -> list[bytes]:
+        return [
+            self._event("response.created", response=self._response("in_progress", False)),
+            self._event("response.in_progress", response=self._response("in_progress", False)),
+        ]
+
+    def text_start(self) -> list[bytes]:
+        self.item_id = f"msg_stub_{self.next_id()}"
+        item = {
+            "id": self.item_id,
+            "type": "message",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
+        index = len(self.output)
+        part = {"type": "output_text", "text": "", "annotations": []}
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event(
+                "response.content_part.added",
+                item_id=self.item_id,
+                output_index=index,
+                content_index=0,
+                part=part,
+            ),
+        ]
+
+    def text_delta(self, chunk: str) -> bytes:
+        return self._event(
+            "response.output_text.delta",
+            item_id=self.item_id,
+            output_index=len(self.output),
+            content_index=0,
+            delta=chunk,
+            logprobs=[],
+        )
+
+    def _message_item(self, text: str, item_id: str) -> dict[str, Any]:
+        return {
+            "id": item_id,
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+
+    def text_end(self, text: str) -> list[bytes]:
+        index = len(self.output)
+        item = self._message_item(text, self.item_id)
+        part = item["content"][0]
+        where = {"item_id": self.item_id, "output_index": index, "content_index": 0}
+        events = [
+            self._event("response.output_text.done", **where, text=text, logprobs=[]),
+            self._event("response.content_part.done", **where, part=part),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+        self.output.append(item)
+        return events
+
+    def _call_item(self, call: _Call, item_id: str, status: str, arguments: str) -> dict[str, Any]:
+        return {
+            "id": item_id,
+            "type": "function_call",
+            "status": status,
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": arguments,
+        }
+
+    def call(self, call: _Call) -> list[bytes]:
+        item_id = f"fc_stub_{self.next_id()}"
+        index = len(self.output)
+        done = self._call_item(call, item_id, "completed", call.arguments)
+        where = {"item_id": item_id, "output_index": index}
+        events = [
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item=self._call_item(call, item_id, "in_progress", ""),
+            ),
+            self._event("response.function_call_arguments.delta", **where, delta=call.arguments),
+            self._event("response.function_call_arguments.done", **where, arguments=call.arguments),
+            self._event("response.output_item.done", output_index=index, item=done),
+        ]
+        self.output.append(done)
+        return events
+
+    def finish(self, calls_tool: bool) -> list[bytes]:
+        return [self._event("response.completed", response=self._response("completed", True))]
+
+    def whole(self, steps: list[_Text | _Call]) -> dict[str, Any]:
+        for step in steps:
+            if isinstance(step, _Text):
+                self.output.append(self._message_item(step.part.text, f"msg_stub_{self.next_id()}"))
+            else:
+                item = self._call_item(
+                    step, f"fc_stub_{self.next_id()}", "completed", step.arguments
+                )
+                self.output.append(item)
+        return self._response("completed", True)
+
+
+def _responses_usage() -> dict[str, Any]:
+    return {
+        "input_tokens": INPUT_TOKENS,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": OUTPUT_TOKENS,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+    }
+
+
+def _chat_usage() -> dict[str, Any]:
+    return {
+        "prompt_tokens": INPUT_TOKENS,
+        "completion_tokens": OUTPUT_TOKENS,
+        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+class _Chat:
+    """Renders a plan as OpenAI Chat Completions (``chat.completion.chunk`` SSE or one object)."""
+
+    def __init__(self, model: str, next_id: Callable[[], int]) -> None:
+        self.model = model
+        self.completion_id = f"chatcmpl-stub-{next_id()}"
+        self.created = int(time.time())
+        self.tool_index = 0
+
+    def _chunk(
+        self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any
+    ) -> bytes:
+        chunk = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            **extra,
+        }
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    def start(self) -> list[bytes]:
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def text_start(self) -> list[bytes]:
+        return []
+
+    def text_delta(self, chunk: str) -> bytes:
+        return self._chunk({"content": chunk})
+
+    def text_end(self, text: str) -> list[bytes]:
+        return []
+
+    def call(self, call: _Call) -> list[bytes]:
+        index = self.tool_index
+        self.tool_index += 1
+        head = {
+            "index": index,
+            "id": call.call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        args = {"index": index, "function": {"arguments": call.arguments}}
+        return [self._chunk({"tool_calls": [head]}), self._chunk({"tool_calls": [args]})]
+
+    def finish(self, calls_tool: bool) -> list[bytes]:
+        usage = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": _chat_usage(),
+        }
+        return [
+            self._chunk({}, "tool_calls" if calls_tool else "stop"),
+            f"data: {json.dumps(usage)}\n\n".encode(),
+            b"data: [DONE]\n\n",
+        ]
+
+    def whole(self, steps: list[_Text | _Call]) -> dict[str, Any]:
+        text = "".join(s.part.text for s in steps if isinstance(s, _Text))
+        calls = [
+            {
+                "id": s.call_id,
+                "type": "function",
+                "function": {"name": s.name, "arguments": s.arguments},
+            }
+            for s in steps
+            if isinstance(s, _Call)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": _chat_usage(),
+        }
