@@ -109,7 +109,25 @@ class EventLog:
         attempt: int | None = None,
         provider: str | None = None,
     ) -> LoggedEvent:
-        """Number, persist and publish one event; returns it once it is in the store."""
+        """Number, persist and publish one event; returns it once it is in the store.
+
+        Shielded from the caller's cancellation: a turn cancelled while its event is being
+        written must not leave the event stored but unnumbered in memory (the next append
+        would reuse its seq).
+        """
+        return await asyncio.shield(
+            self._append(session_id, data, turn_id=turn_id, attempt=attempt, provider=provider)
+        )
+
+    async def _append(
+        self,
+        session_id: str,
+        data: EventData,
+        *,
+        turn_id: str | None,
+        attempt: int | None,
+        provider: str | None,
+    ) -> LoggedEvent:
         channel = await self._channel(session_id)
         async with channel.lock:
             record = EventRecord(

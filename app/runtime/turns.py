@@ -137,9 +137,9 @@ async def _finish(
         finished_at=clock(),
     )
     # The session is idle before clients learn that the turn ended, so a client reacting to
-    # the terminal event can start the next turn at once. Nothing suspends between
-    # `turn_finished` clearing `busy` and the append taking the log's lock, so this event
-    # is numbered before the next turn's `turn.started`.
+    # the terminal event can start the next turn at once. The append's task is scheduled as
+    # soon as `busy` clears, ahead of any turn a client could start, so this event is
+    # numbered before the next turn's `turn.started`.
     await manager.turn_finished(live)
     await hooks.emit(terminal)
     log.info(

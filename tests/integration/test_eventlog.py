@@ -389,3 +389,17 @@ async def test_subscriber_count_returns_to_zero_when_subscriptions_end(log: Even
     assert await drain(other) == []
     assert log.subscriber_count() == 0
     assert log.subscriber_count("no-such-session") == 0
+
+
+async def test_an_append_cancelled_mid_write_still_numbers_its_event(log: EventLog) -> None:
+    """A turn cancelled while emitting (session delete) must not leave a seq to reuse."""
+    for _ in range(20):  # cancel at different points of the write
+        writing = asyncio.create_task(log.append(SESSION, delta(0)))
+        await asyncio.sleep(0)  # let the append start its write
+        writing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await writing
+        after = await log.append(SESSION, delta(1))
+        page = await log.page(SESSION, after=0, limit=1000)
+        assert [e.seq for e in page] == list(range(1, after.seq + 1))
+    assert after.seq == 40  # every cancelled event was still stored and numbered
