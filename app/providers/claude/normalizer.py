@@ -51,8 +51,9 @@ from app.providers.claude.items import (
     TurnEnded,
     UnsupportedControlRequest,
 )
-from app.providers.claude.raw import as_dict, as_int, as_list, as_number, as_opt_int, as_str
-from app.providers.claude.tools import MAX_TOOL_OUTPUT_BYTES, tool_kind, tool_output
+from app.providers.claude.tools import tool_kind
+from app.providers.output import MAX_TOOL_OUTPUT_BYTES, tool_output
+from app.providers.raw import as_dict, as_int, as_list, as_number, as_opt_int, as_str
 
 # The items are re-exported: the normalizer's output is their home in callers' imports.
 __all__ = [
