@@ -1,0 +1,128 @@
+"""The app-server command line and thread policies are pure functions of the settings."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from app.providers.base import ApprovalMode
+from app.providers.codex.argv import (
+    FORCED_CONFIG,
+    build_argv,
+    config_overrides,
+    thread_policy,
+    toml_value,
+)
+
+
+def overrides(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"]
+
+
+def parse(override: str) -> tuple[str, Any]:
+    """Read an override the way Codex does: the key is a dotted path, the value TOML."""
+    key, _, value = override.partition("=")
+    return key, tomllib.loads(f"v = {value}")["v"]
+
+
+def test_argv_runs_app_server_on_stdio_with_the_forced_overrides_last() -> None:
+    argv = build_argv(executable="/bin/codex", config={})
+    assert argv[:4] == ["/bin/codex", "app-server", "--listen", "stdio://"]
+    assert [parse(o) for o in overrides(argv)] == [
+        ("check_for_update_on_startup", False),
+        ("features.plugins", False),
+        ("analytics.enabled", False),
+    ]
+
+
+def test_nested_config_becomes_one_override_per_value() -> None:
+    config: dict[str, JsonValue] = {
+        "model_provider": "stub",
+        "model_providers": {
+            "stub": {"base_url": "http://127.0.0.1:1/v1", "request_max_retries": 0}
+        },
+        "features.web_search": True,
+        "sandbox_workspace_write": {"writable_roots": ["/a", "/b"]},
+        "shell_environment_policy": {"set": {}},
+        "tools": {"limits": [{"name": "x", "max": 1.5}]},
+    }
+    parsed = dict(parse(o) for o in overrides(build_argv(executable="codex", config=config)))
+    expected: dict[str, Any] = {
+        "model_provider": "stub",
+        "model_providers.stub.base_url": "http://127.0.0.1:1/v1",
+        "model_providers.stub.request_max_retries": 0,
+        "features.web_search": True,
+        "sandbox_workspace_write.writable_roots": ["/a", "/b"],
+        "shell_environment_policy.set": {},
+        "tools.limits": [{"name": "x", "max": 1.5}],
+        **FORCED_CONFIG,
+    }
+    assert parsed == expected
+
+
+def test_operator_config_cannot_undo_the_forced_overrides() -> None:
+    config: dict[str, JsonValue] = {
+        "analytics": {"enabled": True},
+        "features": {"plugins": True, "web_search": False},
+        "check_for_update_on_startup": True,
+    }
+    pairs = config_overrides(config)
+    assert [key for key, _ in pairs].count("features.plugins") == 1
+    assert dict(pairs) == {
+        "features.web_search": "false",
+        "check_for_update_on_startup": "false",
+        "features.plugins": "false",
+        "analytics.enabled": "false",
+    }
+
+
+def test_extra_args_come_last() -> None:
+    argv = build_argv(executable="codex", config={}, extra_args=["--enable", "x"])
+    assert argv[-2:] == ["--enable", "x"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", 'quote " and \\ backslash', "line\nbreak\ttab", "bell \x07 del \x7f", "ünïcødé 🙂"],
+)
+def test_strings_survive_toml_encoding(text: str) -> None:
+    assert tomllib.loads(f"v = {toml_value(text)}")["v"] == text
+
+
+def test_table_keys_that_are_not_bare_are_quoted() -> None:
+    encoded = toml_value({"a.b": 1, "plain_key-1": 2, "": 3})
+    assert tomllib.loads(f"v = {encoded}")["v"] == {"a.b": 1, "plain_key-1": 2, "": 3}
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"a": None}, "a"),
+        ({"a": {"b": float("inf")}}, "a.b"),
+        ({"a": [1, None]}, "a[1]"),
+    ],
+)
+def test_values_toml_cannot_hold_are_refused_with_their_key(
+    config: dict[str, JsonValue], where: str
+) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(where)):
+        config_overrides(config)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("ask", ("untrusted", "read-only")),
+        ("auto_edits", ("untrusted", "workspace-write")),
+        ("allow_all", ("never", "danger-full-access")),
+        ("read_only", ("never", "read-only")),
+    ],
+)
+def test_approval_modes_map_to_a_policy_and_sandbox(
+    mode: ApprovalMode, expected: tuple[str, str]
+) -> None:
+    assert thread_policy(mode) == expected
