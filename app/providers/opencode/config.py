@@ -1,0 +1,116 @@
+"""How the shared ``opencode serve`` is started: argv, environment and config (pure).
+
+The gateway never writes into the user's OpenCode config. Its own requirements travel in
+``OPENCODE_CONFIG_CONTENT``, which OpenCode 1.18.33 layers over the user's config files; the
+operator's ``providers.opencode.config`` is merged under them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from pydantic import JsonValue
+
+__all__ = [
+    "FIXED_ENV",
+    "PASSTHROUGH_ENV",
+    "REQUIRED_CONFIG",
+    "SERVER_USERNAME",
+    "build_argv",
+    "model_ref",
+    "server_config",
+    "server_env",
+]
+
+SERVER_USERNAME = "opencode"
+"""Basic-auth user name; OpenCode's default for ``OPENCODE_SERVER_USERNAME``."""
+
+PASSTHROUGH_ENV = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "OPENCODE_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_PROFILE",
+)
+"""Model-provider credentials the CLI may need from the gateway's own environment."""
+
+FIXED_ENV: Mapping[str, str] = {
+    # All five exist in 1.18.33 (binary strings); each stops a network call or a download the
+    # gateway did not ask for (reference/offline-testing.md).
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    # A workspace is untrusted input (threat model T7): its opencode.json / .opencode/ could
+    # load plugins or MCP servers and widen permissions, so only the user's own config counts.
+    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+}
+"""Always set, over ``providers.opencode.env``."""
+
+REQUIRED_CONFIG: Mapping[str, JsonValue] = {"autoupdate": False, "share": "disabled"}
+"""Config keys the gateway insists on, whatever the operator's ``config`` says."""
+
+
+def build_argv(*, executable: str, port: int, extra_args: Sequence[str] = ()) -> list[str]:
+    """The command line of the shared server, listening on loopback ``port`` only."""
+    return [executable, "serve", "--hostname", "127.0.0.1", "--port", str(port), *extra_args]
+
+
+def server_config(operator: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """``operator`` config deep-merged under ``REQUIRED_CONFIG`` (the gateway's keys win)."""
+    return _merge(dict(operator), REQUIRED_CONFIG)
+
+
+def server_env(
+    *, overlay: Mapping[str, str], config: Mapping[str, JsonValue], password: str
+) -> dict[str, str]:
+    """The variables layered over the allow-listed environment, in order of precedence.
+
+    ``overlay`` (the operator's ``providers.opencode.env``) comes first, so the fixed knobs,
+    the config and the password always win.
+    """
+    return {
+        **overlay,
+        **FIXED_ENV,
+        "OPENCODE_CONFIG_CONTENT": json.dumps(server_config(config), separators=(",", ":")),
+        "OPENCODE_SERVER_USERNAME": SERVER_USERNAME,
+        "OPENCODE_SERVER_PASSWORD": password,
+    }
+
+
+def model_ref(model: str | None) -> dict[str, str] | None:
+    """``provider/model`` as the prompt body's ``{providerID, modelID}``; else ``None``.
+
+    Only the first ``/`` separates: OpenRouter-style ids keep theirs
+    (``openrouter/anthropic/claude-sonnet-4-5``). A bare name has no provider, and OpenCode
+    cannot resolve it, so the server's configured default model is used instead.
+    """
+    if not model:
+        return None
+    provider, _, name = model.partition("/")
+    if not provider or not name:
+        return None
+    return {"providerID": provider, "modelID": name}
+
+
+def _merge(base: dict[str, JsonValue], top: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    merged = dict(base)
+    for key, value in top.items():
+        below = merged.get(key)
+        if isinstance(below, dict) and isinstance(value, dict):
+            merged[key] = _merge(below, value)
+        else:
+            merged[key] = value
+    return merged

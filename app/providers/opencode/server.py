@@ -1,0 +1,351 @@
+"""The one ``opencode serve`` process every OpenCode session of the gateway talks to.
+
+    (none) ──first need──► spawn ─► "listening on" ─► /global/event connected ─► healthy ─► up
+       ▲                                                                                  │
+       └────────── next need ◄──── watcher: stdout ended → reap → ServerGone to all ◄──────┘
+
+The server listens on a loopback port the gateway picks, behind HTTP basic auth with a
+password generated for each start. One long-lived reader of ``GET /global/event`` (every
+workspace's events, in 1.18.33 the per-directory ``/event`` only carries its own) routes each
+event to the inbox of the turn that follows its ``ses_…`` thread; events of threads nobody
+follows are dropped. A cut stream is reconnected, and every inbox is told that events may
+have been lost (``StreamResumed``). When the process ends, every inbox gets ``ServerGone``;
+the next need starts a new process, and threads continue there (they live in OpenCode's data
+directory, not in the process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+import signal
+import socket
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeAlias
+
+import httpx
+
+from app.events import TurnError
+from app.providers.base import ProcessInfo
+from app.providers.opencode.api import ApiError, OpenCodeApi
+from app.providers.opencode.classifier import error_for_exit
+from app.providers.opencode.config import PASSTHROUGH_ENV, SERVER_USERNAME, build_argv, server_env
+from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
+from app.runtime.process import (
+    ManagedProcess,
+    ProcessError,
+    ProcessRunner,
+    ProcessSpec,
+    SpawnError,
+    child_environment,
+)
+from app.settings import ProviderSettings
+
+__all__ = ["Delivery", "OpenCodeServer", "ServerGone", "ServerUnavailable", "StreamResumed"]
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_TIMEOUT_S = 35.0
+"""A stream silent this long is dead: the server sends ``server.heartbeat`` every 10 s."""
+
+HEALTH_TIMEOUT_S = 5.0
+"""A health check gets this long; the route does no work, a slower answer is a sick server."""
+
+REQUEST_TIMEOUT_S = 30.0
+"""Bound on one HTTP request; the first request for a new workspace boots its instance."""
+
+_RECONNECT_DELAYS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+_LISTENING = re.compile(rb"listening on (http://\S+)")
+
+
+class ServerUnavailable(Exception):
+    """The server could not be started (``missing``: the executable does not exist)."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServerGone:
+    """The server process ended; ``error`` says how, for a turn that was running."""
+
+    error: TurnError
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResumed:
+    """The event stream was cut and is back: events sent in between are lost."""
+
+
+Delivery: TypeAlias = ServerEvent | ServerGone | StreamResumed
+
+
+@dataclass(eq=False, kw_only=True)
+class _Up:
+    process: ManagedProcess
+    api: OpenCodeApi
+    generation: int
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
+    pump: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
+
+
+class OpenCodeServer:
+    """Starts, watches and stops the shared server; routes its events to turn inboxes."""
+
+    def __init__(
+        self,
+        *,
+        executable: str,
+        settings: ProviderSettings,
+        runner: ProcessRunner,
+        parent_env: Mapping[str, str],
+    ) -> None:
+        self._executable = executable
+        self._settings = settings
+        self._runner = runner
+        self._parent_env = dict(parent_env)
+        self._inboxes: dict[str, asyncio.Queue[Delivery]] = {}
+        self._up: _Up | None = None
+        self._lock = asyncio.Lock()
+        self._generation = 0
+        self._closed = False
+
+    @property
+    def info(self) -> ProcessInfo | None:
+        """The running server process, if any; ``spawns`` counts its starts."""
+        up = self._up
+        if up is None or up.gone.is_set():
+            return None
+        return ProcessInfo(
+            pid=up.process.pid, started_at=up.process.started_at, spawns=up.generation
+        )
+
+    async def ensure(self) -> OpenCodeApi:
+        """Return the live server's API, starting the server first if needed.
+
+        Raises ``ServerUnavailable`` when it cannot be started within ``startup_timeout_s``.
+        """
+        async with self._lock:
+            up = self._up
+            if up is not None and not up.gone.is_set():
+                return up.api
+            if self._closed:
+                raise ServerUnavailable("the OpenCode provider is shut down")
+            if up is not None and up.watcher is not None:
+                # Let the old process's ServerGone reach its followers before anyone
+                # subscribes against the new one.
+                await asyncio.gather(up.watcher, return_exceptions=True)
+            return (await self._start()).api
+
+    async def unreachable(self, api: OpenCodeApi) -> bool:
+        """``api`` got no answer: wait (bounded) for its process to end; return if it did.
+
+        A server killed between turns is noticed here rather than by a failed turn: once its
+        process is reaped, the caller's next ``ensure`` starts a new one.
+        """
+        up = self._up
+        if up is None or up.api is not api:
+            return True  # already replaced
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._settings.stop_grace_s):
+                await up.gone.wait()
+                if up.watcher is not None:
+                    await asyncio.gather(up.watcher, return_exceptions=True)
+        return up.gone.is_set()
+
+    @contextlib.contextmanager
+    def subscribe(self, thread_id: str) -> Iterator[asyncio.Queue[Delivery]]:
+        """An inbox for ``thread_id``'s events (and server news) while the block runs."""
+        inbox: asyncio.Queue[Delivery] = asyncio.Queue()
+        self._inboxes[thread_id] = inbox
+        try:
+            yield inbox
+        finally:
+            if self._inboxes.get(thread_id) is inbox:
+                del self._inboxes[thread_id]
+
+    async def ping(self) -> str | None:
+        """``None`` when the server answers its health route, else why not (starts it)."""
+        try:
+            api = await self.ensure()
+            await api.health(timeout_s=HEALTH_TIMEOUT_S)
+        except (ServerUnavailable, ApiError) as exc:
+            return f"opencode serve is not healthy: {exc}"
+        return None
+
+    async def aclose(self) -> None:
+        """Stop the server and its tasks; later needs fail with ``ServerUnavailable``."""
+        self._closed = True
+        async with self._lock:
+            up = self._up
+            if up is None:
+                return
+            # `opencode serve` ignores stdin EOF (1.18.33): SIGTERM at once, then the usual
+            # bounded stop.
+            await up.process.signal_group(signal.SIGTERM)
+            await up.process.stop(grace_s=self._settings.stop_grace_s)
+            if up.watcher is not None:
+                await asyncio.gather(up.watcher, return_exceptions=True)
+            await self._release(up)
+
+    # --- start ----------------------------------------------------------------------------
+
+    async def _start(self) -> _Up:
+        settings = self._settings
+        password = secrets.token_urlsafe(32)
+        env = child_environment(
+            self._parent_env,
+            passthrough=PASSTHROUGH_ENV,
+            overlay=server_env(overlay=settings.env, config=settings.config, password=password),
+        )
+        argv = build_argv(
+            executable=self._executable, port=_free_port(), extra_args=settings.extra_args
+        )
+        # Shared by every workspace, the server's own cwd means nothing: each request names
+        # its directory.
+        spec = ProcessSpec(argv=tuple(argv), cwd=Path("/"), env=env)
+        try:
+            process = await self._runner.spawn(spec)
+        except SpawnError as exc:
+            raise ServerUnavailable(
+                f"cannot start {argv[0]}: {exc.detail}", missing=exc.kind == "cli_missing"
+            ) from exc
+        except ProcessError as exc:  # the runner is closed: the gateway is shutting down
+            raise ServerUnavailable(f"cannot start {argv[0]}: {exc}") from exc
+        self._generation += 1
+        up: _Up | None = None
+        try:
+            async with asyncio.timeout(settings.startup_timeout_s):
+                base_url = await _listening(process)
+                client = httpx.AsyncClient(
+                    base_url=base_url,
+                    auth=httpx.BasicAuth(SERVER_USERNAME, password),
+                    timeout=REQUEST_TIMEOUT_S,
+                    trust_env=False,  # loopback only: no proxy from the gateway's env
+                )
+                up = _Up(process=process, api=OpenCodeApi(client), generation=self._generation)
+                up.pump = asyncio.create_task(self._pump(up), name="opencode-events")
+                # Connected before any prompt, so that no turn's first events are missed.
+                await up.connected.wait()
+                await up.api.health()
+        except (TimeoutError, ApiError, ProcessError) as exc:
+            await process.stop(grace_s=0, term_s=self._settings.stop_grace_s)
+            if up is not None:
+                await self._release(up)
+            reason = str(exc) or "no answer within startup_timeout_s"
+            tail = process.stderr_tail.strip()[-2000:] or "(empty)"
+            raise ServerUnavailable(
+                f"opencode serve did not start: {reason}; stderr: {tail}"
+            ) from exc
+        up.watcher = asyncio.create_task(self._watch(up), name="opencode-watch")
+        self._up = up
+        log.info("opencode serve pid=%d up at %s (start %d)", process.pid, base_url, up.generation)
+        return up
+
+    # --- running --------------------------------------------------------------------------
+
+    async def _pump(self, up: _Up) -> None:
+        """Read ``/global/event`` for as long as the process lives, reconnecting when cut."""
+        failures = 0
+        timeout = httpx.Timeout(REQUEST_TIMEOUT_S, read=HEARTBEAT_TIMEOUT_S)
+        while not up.gone.is_set():
+            try:
+                async with up.api.client.stream(
+                    "GET", "/global/event", timeout=timeout
+                ) as response:
+                    if response.status_code != 200:
+                        raise ApiError(f"HTTP {response.status_code}", status=response.status_code)
+                    decoder = SseDecoder()
+                    async for line in response.aiter_lines():
+                        data = decoder.feed(line)
+                        event = parse_event(data) if data is not None else None
+                        if event is None:
+                            continue
+                        if event.type == "server.connected":
+                            if up.connected.is_set():
+                                self._broadcast(StreamResumed())
+                            up.connected.set()
+                            failures = 0
+                        elif event.session_id is not None:
+                            inbox = self._inboxes.get(event.session_id)
+                            if inbox is not None:
+                                inbox.put_nowait(event)
+            except (httpx.HTTPError, ApiError) as exc:
+                log.info("opencode event stream of pid=%d cut: %r", up.process.pid, exc)
+            except Exception:
+                # A bug here must not end the routing of every session's events.
+                log.exception("opencode event stream of pid=%d failed", up.process.pid)
+            if up.gone.is_set():
+                return
+            # Back off while the server refuses the stream, so a sick server is not hammered.
+            await asyncio.sleep(_RECONNECT_DELAYS_S[min(failures, len(_RECONNECT_DELAYS_S) - 1)])
+            failures += 1
+
+    async def _watch(self, up: _Up) -> None:
+        """Drain the server's stdout; when it ends, reap the process and tell every inbox."""
+        process = up.process
+        with contextlib.suppress(ProcessError):
+            while (line := await process.read_line()) is not None:
+                log.debug("opencode serve: %.500r", line)
+        up.gone.set()
+        # Ended output usually means the process is exiting: give it the grace to do so, so
+        # that its own exit status (not our SIGTERM) is what gets reported.
+        grace = self._settings.stop_grace_s
+        try:
+            returncode: int | None = await process.stop(grace_s=grace, term_s=grace)
+        except ProcessError:
+            returncode = None
+        await self._release(up)
+        if self._up is up:
+            self._up = None
+        if not self._closed:
+            log.warning(
+                "opencode serve pid=%d ended (status %s); the next need restarts it",
+                process.pid,
+                returncode,
+            )
+        self._broadcast(ServerGone(error=error_for_exit(returncode, process.stderr_tail)))
+
+    def _broadcast(self, news: ServerGone | StreamResumed) -> None:
+        for inbox in self._inboxes.values():
+            inbox.put_nowait(news)
+
+    async def _release(self, up: _Up) -> None:
+        up.gone.set()
+        if up.pump is not None:
+            up.pump.cancel()
+            await asyncio.gather(up.pump, return_exceptions=True)
+        await up.api.client.aclose()
+
+
+async def _listening(process: ManagedProcess) -> str:
+    """Wait for the ``opencode server listening on http://…`` line; return that URL.
+
+    Requests sent before it can hang unanswered (1.18.33, obs), so nothing is sent earlier.
+    """
+    while True:
+        line = await process.read_line()
+        if line is None:
+            returncode = await process.wait()
+            raise ProcessError(f"the process exited with status {returncode} before listening")
+        match = _LISTENING.search(line)
+        if match:
+            return match.group(1).decode()
+        log.debug("opencode serve: %.500r", line)
+
+
+def _free_port() -> int:
+    # The port is free now; OpenCode binds it a moment later. A clash fails the start with
+    # an "address in use" on stderr, reported as such, and the next need picks another port.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
