@@ -7,8 +7,16 @@ from collections.abc import Mapping
 
 from app.providers.base import Provider
 from app.providers.claude.provider import ClaudeCodeProvider
+from app.providers.codex.provider import CodexProvider
+from app.providers.opencode.provider import OpenCodeProvider
 from app.runtime.process import ProcessRunner
 from app.settings import Settings
+
+PROVIDER_CLASSES: dict[str, type[ClaudeCodeProvider | CodexProvider | OpenCodeProvider]] = {
+    "claude_code": ClaudeCodeProvider,
+    "codex": CodexProvider,
+    "opencode": OpenCodeProvider,
+}
 
 
 def build_providers(
@@ -24,15 +32,10 @@ def build_providers(
         if not provider_settings.enabled:
             continue
         executable = settings.provider_executable(name)
-        resolved = shutil.which(executable) or executable
-        match name:
-            case "claude_code":
-                providers[name] = ClaudeCodeProvider(
-                    settings=provider_settings,
-                    executable=resolved,
-                    runner=runner,
-                    parent_env=parent_env,
-                )
-            case _:  # a known name this build cannot drive yet: reported, not built
-                continue
+        providers[name] = PROVIDER_CLASSES[name](
+            settings=provider_settings,
+            executable=shutil.which(executable) or executable,
+            runner=runner,
+            parent_env=parent_env,
+        )
     return providers

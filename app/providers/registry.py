@@ -157,13 +157,6 @@ class ProviderRegistry:
                 version=None,
                 checked_at=now,
             )
-        if name not in self.providers:
-            return Health(
-                available=False,
-                reason="this build of the gateway cannot drive it yet",
-                version=None,
-                checked_at=now,
-            )
         executable = self.settings.provider_executable(name)
         if shutil.which(executable) is None:
             return Health(

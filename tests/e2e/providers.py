@@ -6,6 +6,7 @@ to ``stub`` on loopback, with its state (HOME, config dirs) under ``home``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,63 @@ def claude_code(stub: StubLLM, home: Path) -> dict[str, Any]:
 
 
 def codex(stub: StubLLM, home: Path) -> dict[str, Any]:
-    raise NotImplementedError("filled in with the Codex provider")
+    codex_home = home / "codex"
+    codex_home.mkdir(exist_ok=True)  # Codex 0.169 refuses to start on a missing CODEX_HOME
+    return {
+        "model": "gpt-5.5",  # a model Codex knows: no "model metadata not found" warning
+        "turn_idle_timeout_s": 60,
+        "env": {"CODEX_HOME": str(codex_home), "HOME": str(home), "STUB_API_KEY": "stub-key"},
+        # Layered over (never written into) $CODEX_HOME/config.toml as `-c` overrides.
+        "config": {
+            "model_provider": "stub",
+            "model_providers": {
+                "stub": {
+                    "name": "Stub",
+                    "base_url": stub.openai_base_url,
+                    "env_key": "STUB_API_KEY",
+                    "wire_api": "responses",
+                    # Codex retries silently otherwise: a failing case would take ~25 s.
+                    "request_max_retries": 0,
+                    "stream_max_retries": 0,
+                }
+            },
+        },
+    }
+
+
+XDG_KINDS = ("config", "data", "cache", "state")
 
 
 def opencode(stub: StubLLM, home: Path) -> dict[str, Any]:
-    raise NotImplementedError("filled in with the OpenCode provider")
+    xdg = home / "opencode"
+    config_dir = xdg / "config" / "opencode"
+    # When its first workspace boots, OpenCode 1.18.33 installs @opencode-ai/plugin into its
+    # config dir in the background (a lookup of registry.npmjs.org, even with every knob
+    # set); this is what its "already installed" check looks for (/tmp/stub-findings.md).
+    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+    lock = {"packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}
+    (config_dir / "package-lock.json").write_text(json.dumps(lock))
+    return {
+        "model": "stub/stub-model",
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "HOME": str(home),
+            **{f"XDG_{kind.upper()}_HOME": str(xdg / kind) for kind in XDG_KINDS},
+        },
+        # Passed in OPENCODE_CONFIG_CONTENT, over (never into) the user's own config.
+        "config": {
+            "provider": {
+                "stub": {
+                    "npm": "@ai-sdk/openai-compatible",  # bundled: nothing is installed
+                    "name": "Stub",
+                    "options": {"baseURL": stub.openai_base_url, "apiKey": "stub-key"},
+                    "models": {"stub-model": {"name": "Stub model", "tool_call": True}},
+                }
+            },
+            "model": "stub/stub-model",
+            "small_model": "stub/stub-model",
+        },
+    }
 
 
 CONFIGS = {"claude_code": claude_code, "codex": codex, "opencode": opencode}

@@ -21,7 +21,7 @@ from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-PROVIDERS = ["claude_code"]  # codex and opencode join as their providers land
+PROVIDERS = ["claude_code", "codex", "opencode"]
 SSE = {"Accept": "text/event-stream"}
 
 
