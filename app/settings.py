@@ -156,6 +156,11 @@ class RetrySettings(_Section):
     continuation_prompt: str = (
         "The previous attempt was interrupted by an error. Continue the task from where it stopped."
     )
+    cli_request_retries: int = Field(default=2, ge=0, le=10)
+    """Retries each CLI makes itself for one failed model request before it gives up
+    (Claude Code ``CLAUDE_CODE_MAX_RETRIES``, Codex ``request_max_retries``)."""
+    cli_stream_retries: int = Field(default=2, ge=0, le=10)
+    """Reconnects Codex makes for a dropped or idle model stream (``stream_max_retries``)."""
 
     @model_validator(mode="after")
     def _has_default(self) -> RetrySettings:
@@ -170,6 +175,8 @@ class SessionSettings(_Section):
     allowed_approval_modes: list[ApprovalMode] = ["ask", "auto_edits", "read_only"]
     """Modes a request may ask for; ``allow_all`` (no prompts at all) only if listed here."""
     default_approval_mode: ApprovalMode = "ask"
+    turn_timeout_s: float = Field(default=3600.0, gt=0)
+    """Wall-clock limit of one turn, all attempts and retry waits included."""
 
 
 class _EnvSource(EnvSettingsSource):
