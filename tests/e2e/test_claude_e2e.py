@@ -7,51 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from websockets.sync.client import connect
 
 from tests.e2e.conftest import GatewayFactory
-from tests.gateway import TOKEN, GatewayProcess, SseReader
+from tests.e2e.test_contract import SSE, create_session, run_turn, start_turn
+from tests.gateway import TOKEN, GatewayProcess, SseReader, is_turn_end
 
 pytestmark = pytest.mark.e2e
-
-SSE = {"Accept": "text/event-stream"}
-
-
-def create_session(client: httpx.Client, workspace: Path, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/sessions", json={"workspace": str(workspace), **body})
-    assert response.status_code == 201, response.text
-    session: dict[str, Any] = response.json()
-    return session
-
-
-def start_turn(client: httpx.Client, session_id: str, prompt: str) -> dict[str, Any]:
-    response = client.post(f"/v1/sessions/{session_id}/turns", json={"prompt": prompt})
-    assert response.status_code == 202, response.text
-    turn: dict[str, Any] = response.json()
-    return turn
-
-
-def is_turn_end(envelope: dict[str, Any]) -> bool:
-    return envelope["type"] in {"turn.completed", "turn.failed", "turn.interrupted"}
-
-
-def types(envelopes: list[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in envelopes]
-
-
-def run_turn(
-    client: httpx.Client, session_id: str, prompt: str, *, after: int
-) -> list[dict[str, Any]]:
-    """Start a turn and read its events off SSE (opened first, so nothing is missed)."""
-    headers = {**SSE, "Last-Event-ID": str(after)}
-    with client.stream("GET", f"/v1/sessions/{session_id}/events", headers=headers) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        reader = SseReader(response)
-        start_turn(client, session_id, prompt)
-        return reader.until(is_turn_end)
 
 
 def test_unanswered_approval_expires_as_a_deny(
@@ -61,7 +24,7 @@ def test_unanswered_approval_expires_as_a_deny(
     with gateway.client() as client:
         session = create_session(client, workspace)
         sid = session["id"]
-        events = run_turn(client, sid, "[[tool:bash touch late.txt]]", after=session["last_seq"])
+        events = run_turn(client, sid, "[[tool:bash touch late.txt]]")
         resolved = next(e for e in events if e["type"] == "approval.resolved")["data"]
         assert resolved["reason"] == "expired"
         assert resolved["decision"] == "deny"
