@@ -85,6 +85,8 @@ class TurnError(BaseModel):
     provider: str | None = None
     exit_code: int | None = None
     stderr_tail: str | None = None
+    reason: str | None = None
+    """Why the gateway ended the turn when no provider failure did (``gateway_restart``)."""
 
 
 class SkippedProvider(BaseModel):

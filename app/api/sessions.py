@@ -51,6 +51,7 @@ async def create_session(body: SessionCreate, manager: Manager, _: Authenticated
         model=body.model,
         approval_mode=body.approval_mode,
         retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
+        requires=body.requires,
         metadata=body.metadata,
     )
     return await session_public(manager, row)

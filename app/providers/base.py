@@ -134,6 +134,14 @@ class ProviderSession(ABC):
     async def interrupt(self) -> None:
         """Ask the CLI to stop the running turn; the turn then ends as interrupted."""
 
+    def can_continue(self, error: TurnError) -> bool:
+        """Retry advice: can a new attempt continue this conversation in the same thread?
+
+        True when the thread id is known and ``error`` does not say the CLI lost it. The
+        coordinator owns the policy; a provider overrides this only to know better.
+        """
+        return self.thread_id is not None and error.kind != "context_lost"
+
     @abstractmethod
     async def suspend(self) -> None:
         """Release the live process; the next turn resumes the thread from the binding."""

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,10 +33,11 @@ from app.events import (
     ApprovalDecision,
     ApprovalResolved,
     EventData,
-    SelectionReason,
     SessionCreated,
     SessionProviderSelected,
-    TurnInterrupted,
+    SkippedProvider,
+    TurnError,
+    TurnFailed,
 )
 from app.events import (
     SessionClosed as SessionClosedEvent,
@@ -51,11 +52,20 @@ from app.providers.base import (
 )
 from app.providers.registry import ProviderRegistry
 from app.runtime.approvals import ApprovalBroker
+from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
-from app.runtime.turns import run_turn
+from app.runtime.selector import (
+    NoProviderAvailable,
+    ProviderState,
+    Selection,
+    candidates,
+    check_requires,
+    select,
+)
+from app.runtime.turns import Recorder, run_turn
 from app.runtime.workspaces import resolve_workspace
 from app.settings import Settings
-from app.store.repository import Store
+from app.store.repository import Store, json_dict
 from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow
 
 log = logging.getLogger(__name__)
@@ -76,6 +86,8 @@ class LiveSession:
     stop_reason: str = "interrupted by the client"
     busy: bool = False
     """A turn is running; cleared just before its terminal event is published."""
+    coordinator: TurnCoordinator | None = None
+    """The running turn's coordinator (attempts, retry waits, interrupts)."""
 
 
 class SessionManager:
@@ -90,8 +102,12 @@ class SessionManager:
         providers: Mapping[str, Provider],
         registry: ProviderRegistry,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Sleep = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
+        self.sleep = sleep
+        self.monotonic = monotonic
         self.settings = settings
         self.store = store
         self.events = events
@@ -111,6 +127,7 @@ class SessionManager:
         model: str | None = None,
         approval_mode: ApprovalMode | None = None,
         retry: dict[str, JsonValue] | None = None,
+        requires: Sequence[str] = (),
         metadata: dict[str, JsonValue] | None = None,
         owner: str | None = None,
     ) -> SessionRow:
@@ -124,7 +141,13 @@ class SessionManager:
                 "(operators enable more in sessions.allowed_approval_modes)",
                 allowed=list(allowed),
             )
-        chosen, reason, skipped = await self._select(provider, scenario)
+        if retry is not None:  # an unknown strategy is refused now, not at the first turn
+            resolve_policy(retry, None, self.settings.retry)
+        selection = await self._select(provider, scenario, requires)
+        chosen, reason = selection.provider, selection.reason
+        skipped: list[dict[str, str]] = [
+            {"provider": s.provider, "reason": s.why} for s in selection.skipped
+        ]
         resolved = resolve_workspace(workspace, self.settings.workspaces.roots)
         now = self.clock()
         row = SessionRow(
@@ -152,54 +175,65 @@ class SessionManager:
         )
         await self.events.append(
             row.id,
-            SessionProviderSelected(provider=chosen, reason=reason, skipped=skipped),
+            SessionProviderSelected(
+                provider=chosen,
+                reason=reason,
+                skipped=[
+                    SkippedProvider(provider=p["provider"], reason=p["reason"]) for p in skipped
+                ],
+            ),
             provider=chosen,
         )
-        log.info("session %s created on %s (%s)", row.id, chosen, reason)
+        log.info(
+            "session %s created on %s (%s)",
+            row.id,
+            chosen,
+            reason,
+            extra={"session_id": row.id, "provider": chosen, "reason": reason},
+        )
         return await self.get(row.id)
 
     async def _select(
-        self, provider: str | None, scenario: str | None
-    ) -> tuple[str, SelectionReason, list[dict[str, str]]]:
-        """Explicit provider, else the scenario's providers, else default, else fallbacks.
-
-        Candidates that are disabled or fail their (cached) health probe are skipped, each
-        with its reason; an explicit provider that cannot serve is a 503, not a substitute.
-        """
-        configured = self.settings.providers
-        if provider is not None:
-            if provider not in configured:
-                raise InvalidRequest(
-                    f"unknown provider {provider!r}; configured: {', '.join(configured)}"
-                )
-            health = await self.registry.health(provider)
-            if not health.available:
-                reason = health.reason or "unavailable"
-                raise ProviderUnavailable(
-                    f"provider {provider!r} cannot serve: {reason}",
-                    candidates=[{"provider": provider, "reason": reason}],
-                )
-            return provider, "explicit", []
-        selection = self.settings.selection
-        skipped: list[dict[str, str]] = []
-        candidates: list[tuple[str, SelectionReason]] = []
-        if scenario is not None:
-            candidates += [(name, "scenario") for name in selection.scenarios.get(scenario, [])]
-        candidates.append((selection.default, "default"))
-        candidates += [(name, "fallback") for name in selection.fallback_chain]
-        seen: set[str] = set()
-        for name, reason in candidates:
-            if name in seen:
-                continue
-            seen.add(name)
-            health = await self.registry.health(name)
-            if health.available:
-                return name, reason, skipped
-            skipped.append({"provider": name, "reason": health.reason or "unavailable"})
-        raise ProviderUnavailable(
-            "no configured provider is available; see each candidate's reason",
-            candidates=skipped,  # type: ignore[arg-type]
+        self, provider: str | None, scenario: str | None, requires: Sequence[str]
+    ) -> Selection:
+        """Gather the candidates' state (cached probes) and let the pure selector choose."""
+        check_requires(requires)
+        ordered = candidates(
+            provider=provider,
+            scenario=scenario,
+            configured=list(self.settings.providers),
+            selection=self.settings.selection,
         )
+        healths = await asyncio.gather(*(self.registry.health(c.provider) for c in ordered))
+        states: dict[str, ProviderState] = {}
+        for candidate, health in zip(ordered, healths, strict=True):
+            built = self.providers.get(candidate.provider)
+            states[candidate.provider] = ProviderState(
+                enabled=self.settings.providers[candidate.provider].enabled,
+                available=health.available,
+                unavailable_reason=health.reason,
+                capabilities=built.capabilities if built else None,
+            )
+        try:
+            chosen = select(ordered, states, requires=requires)
+        except NoProviderAvailable as exc:
+            log.warning(
+                "no provider available",
+                extra={"candidates": [(s.provider, s.why) for s in exc.skipped]},
+            )
+            raise
+        log.info(
+            "provider %s selected (%s)",
+            chosen.provider,
+            chosen.reason,
+            extra={
+                "provider": chosen.provider,
+                "reason": chosen.reason,
+                "skipped": [(s.provider, s.why) for s in chosen.skipped],
+                "requires": list(requires),
+            },
+        )
+        return chosen
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRow:
         row = await self.store.get_session(session_id)
@@ -271,6 +305,7 @@ class SessionManager:
                     "wait for it to end or interrupt it",
                     turn_id=live.turn_id,
                 )
+            policy = resolve_policy(retry, row.retry, self.settings.retry)
             now = self.clock()
             turn = TurnRow(
                 id="trn_" + secrets.token_hex(16),
@@ -279,7 +314,7 @@ class SessionManager:
                 prompt=prompt,
                 status="queued",
                 attempts=0,
-                retry_policy=retry or row.retry,
+                retry_policy=policy.snapshot(),
                 provider=row.provider,
                 created_at=now,
             )
@@ -287,8 +322,17 @@ class SessionManager:
             live.turn_id = turn.id
             live.busy = True
             live.stop_reason = "interrupted by the client"
+            live.coordinator = TurnCoordinator(
+                handle=live.handle,
+                policy=policy,
+                continuation_prompt=self.settings.retry.continuation_prompt,
+                turn_timeout_s=self.settings.sessions.turn_timeout_s,
+                reporter=Recorder(manager=self, live=live, turn_id=turn.id),
+                sleep=self.sleep,
+                monotonic=self.monotonic,
+            )
             live.turn_task = asyncio.create_task(
-                run_turn(self, live, turn, live.handle, clock=self.clock),
+                run_turn(self, live, turn, live.coordinator, clock=self.clock),
                 name=f"turn:{turn.id}",
             )
         return turn
@@ -343,7 +387,10 @@ class SessionManager:
         live = self._live.get(session_id)
         if live is None or not live.busy or live.turn_id is None:
             raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
-        await live.handle.interrupt()
+        if live.coordinator is not None:
+            await live.coordinator.interrupt()
+        else:
+            await live.handle.interrupt()
         return live.turn_id
 
     # --- approvals ------------------------------------------------------------------------
@@ -375,7 +422,12 @@ class SessionManager:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """After a restart: end turns and approvals that died with the previous process."""
+        """After a restart: end turns and approvals that died with the previous process.
+
+        Pending approvals are resolved ``expired``; turns that were running or waiting to
+        retry are ``failed`` with kind ``interrupted`` and reason ``gateway_restart`` (one
+        ``turn.failed`` each). Sessions become idle and resume from their binding.
+        """
         now = self.clock()
         for approval in await self.store.pending_approvals():
             await self.store.update_approval(
@@ -389,11 +441,21 @@ class SessionManager:
                 turn_id=approval.turn_id,
             )
         for turn in await self.store.unfinished_turns():
-            await self.store.update_turn(turn.id, status="interrupted", finished_at=now)
+            error = TurnError(
+                kind="interrupted",
+                message="gateway_restart: the gateway stopped while the turn was running",
+                retryable=False,
+                provider=turn.provider,
+                reason="gateway_restart",
+            )
+            await self.store.update_turn(
+                turn.id, status="failed", error=json_dict(error), finished_at=now
+            )
             await self.events.append(
                 turn.session_id,
-                TurnInterrupted(reason="the gateway restarted while the turn was running"),
+                TurnFailed(error=error),
                 turn_id=turn.id,
+                attempt=max(turn.attempts, 1),
                 provider=turn.provider,
             )
         await self.store.reset_busy_sessions(now)

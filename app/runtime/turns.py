@@ -1,9 +1,10 @@
 """Running one turn: the hooks a provider reports through, and the turn's bookkeeping.
 
-    turn created (queued) ─► running ─► provider.run_turn(...) ─► completed | failed | interrupted
+    turn created (queued) ─► running ─► coordinator.run(...) ─► completed | failed | interrupted
 
 The runner emits ``turn.started`` and exactly one terminal event, and keeps the ``turns`` row
-and the session status in step. A turn is owned by its task, never by a client connection.
+and the session status in step; the attempts and retries in between are the coordinator's
+(app/runtime/coordinator.py). A turn is owned by its task, never by a client connection.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from app.events import (
     EventData,
+    RetryScheduled,
     SessionThreadBound,
     TurnCompleted,
     TurnError,
@@ -24,7 +26,8 @@ from app.events import (
     TurnInterrupted,
     TurnStarted,
 )
-from app.providers.base import ApprovalAnswer, ApprovalRequest, ProviderSession, TurnOutcome
+from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
+from app.runtime.coordinator import TurnCoordinator
 from app.store.repository import json_dict
 from app.store.tables import TurnRow
 
@@ -68,24 +71,47 @@ class Hooks:
         return await self.live.approvals.request(request, turn_id=self.turn_id, emit=self.emit)
 
 
+@dataclass(eq=False)
+class Recorder:
+    """The coordinator's ``AttemptReporter``: the turn row, the session status, the log."""
+
+    manager: SessionManager
+    live: LiveSession
+    turn_id: str
+
+    def hooks(self, attempt: int) -> Hooks:
+        return Hooks(manager=self.manager, live=self.live, turn_id=self.turn_id, attempt=attempt)
+
+    async def attempt_started(self, attempt: int) -> None:
+        await self.manager.store.update_turn(self.turn_id, status="running", attempts=attempt)
+        await self.manager.set_status(self.live, "running")
+
+    async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
+        await self.manager.store.update_turn(self.turn_id, status="retrying")
+        await self.manager.set_status(self.live, "retrying")
+        await self.hooks(failed_attempt).emit(event)
+
+
 async def run_turn(
     manager: SessionManager,
     live: LiveSession,
     turn: TurnRow,
-    handle: ProviderSession,
+    coordinator: TurnCoordinator,
     *,
     clock: Callable[[], datetime],
 ) -> None:
     """Drive ``turn`` to its end and record the outcome; never raises except cancellation."""
     hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
     store = manager.store
-    await store.update_turn(turn.id, status="running", attempts=1, started_at=clock())
+    await store.update_turn(turn.id, status="running", started_at=clock())
     await manager.set_status(live, "running")
     await hooks.emit(TurnStarted(prompt=turn.prompt))
     if live.thread_id is not None:  # every use of the thread refreshes its binding
         await hooks.bind_thread(live.thread_id)
     try:
-        outcome = await handle.run_turn(turn.prompt, hooks)
+        result = await coordinator.run(turn.prompt)
+        outcome = result.outcome
+        hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
         await _finish(manager, live, turn, hooks, _stopped(live.stop_reason), clock)
         raise

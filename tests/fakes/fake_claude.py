@@ -6,6 +6,13 @@ to a user message is chosen by its text: ``crash`` exits 3 after printing to std
 ``hang`` prints nothing more, ``slow`` streams until interrupted; anything else answers
 ``fake reply``. An ``interrupt`` control request ends
 the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
+
+Fault prompts, for the gateway's retries: ``fail-auth`` ends the turn with an API 401;
+``flaky:N`` fails this turn and the thread's next N-1 turns (whatever their prompt, e.g. the
+gateway's continuation prompt) with a retryable API 529, then answers ``fake reply``;
+``fail-retryable`` does the same without end. The per-thread failure budget is kept in
+``$FAKE_CLAUDE_LOG.flaky.<thread>`` so it survives a respawn with ``--resume``; every prompt
+is logged as ``{"pid", "thread", "prompt"}`` to ``$FAKE_CLAUDE_LOG.prompts``.
 """
 
 from __future__ import annotations
@@ -30,9 +37,13 @@ def emit(obj: dict[str, object]) -> None:
         sys.stdout.flush()
 
 
-def result(text: str, *, is_error: bool = False, reason: str = "completed") -> None:
+def result(
+    text: str, *, is_error: bool = False, reason: str = "completed", status: int | None = None
+) -> None:
+    extra: dict[str, object] = {} if status is None else {"api_error_status": status}
     emit(
         {
+            **extra,
             "type": "result",
             "subtype": "success" if not is_error else "error_during_execution",
             "is_error": is_error,
@@ -56,8 +67,46 @@ def text(message: str) -> None:
     )
 
 
+def log_prompt(prompt: str) -> None:
+    log = os.environ.get("FAKE_CLAUDE_LOG")
+    if log:
+        with open(log + ".prompts", "a") as handle:
+            entry = {"pid": os.getpid(), "thread": SESSION, "prompt": prompt}
+            handle.write(json.dumps(entry) + "\n")
+
+
+def failures_left(prompt: str) -> bool:
+    """Whether this turn fails under a ``flaky:N`` / ``fail-retryable`` budget of the thread."""
+    log = os.environ.get("FAKE_CLAUDE_LOG")
+    if not log:
+        return False
+    budget = log + ".flaky." + SESSION
+    if prompt.startswith("flaky:"):
+        left = int(prompt.split(":", 1)[1])
+    elif prompt == "fail-retryable":
+        left = 1_000_000
+    elif os.path.exists(budget):
+        with open(budget) as handle:
+            left = int(handle.read())
+    else:
+        return False
+    if left <= 0:
+        os.remove(budget)
+        return False
+    with open(budget, "w") as handle:
+        handle.write(str(left - 1))
+    return True
+
+
 def turn(prompt: str) -> None:
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
+    log_prompt(prompt)
+    if prompt == "fail-auth":
+        result("API Error: 401 invalid x-api-key", is_error=True, reason="api_error", status=401)
+        return
+    if failures_left(prompt):
+        result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)
+        return
     if prompt == "crash":
         sys.stderr.write("fake claude: simulated crash\n")
         sys.stderr.flush()

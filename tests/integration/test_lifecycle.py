@@ -33,9 +33,9 @@ def new_session(client: httpx.Client, gateway: FakeGateway) -> str:
     return session_id
 
 
-def turn(client: httpx.Client, session_id: str, prompt: str) -> list[dict[str, Any]]:
+def turn(client: httpx.Client, session_id: str, prompt: str, **body: Any) -> list[dict[str, Any]]:
     after = client.get(f"/v1/sessions/{session_id}").json()["last_seq"]
-    response = client.post(f"/v1/sessions/{session_id}/turns", json={"prompt": prompt})
+    response = client.post(f"/v1/sessions/{session_id}/turns", json={"prompt": prompt, **body})
     assert response.status_code == 202, response.text
     return follow(client, session_id, after=after)
 
@@ -72,7 +72,8 @@ def test_idle_process_is_closed_and_the_next_turn_resumes_the_thread(
 def test_cli_crash_fails_the_turn_and_the_next_turn_resumes(fake_gateway: FakeGateway) -> None:
     with fake_gateway.client() as client:
         sid = new_session(client, fake_gateway)
-        failed = turn(client, sid, "crash")[-1]
+        # Without the gateway's retry (tests/integration/test_retries.py covers it).
+        failed = turn(client, sid, "crash", retry={"enabled": False})[-1]
         assert failed["type"] == "turn.failed"
         error = failed["data"]["error"]
         assert error["kind"] == "cli_crashed"
@@ -95,7 +96,7 @@ def test_silent_cli_fails_the_turn_with_idle_timeout(
     gateway = make_fake_gateway(claude_code={"turn_idle_timeout_s": 1.0}).start()
     with gateway.client() as client:
         sid = new_session(client, gateway)
-        failed = turn(client, sid, "hang")[-1]
+        failed = turn(client, sid, "hang", retry={"enabled": False})[-1]
         assert failed["type"] == "turn.failed"
         assert failed["data"]["error"]["kind"] == "idle_timeout"
         assert failed["data"]["error"]["retryable"] is True

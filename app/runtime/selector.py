@@ -1,0 +1,156 @@
+"""Choosing a provider for a new session: a pure function over the candidates' state.
+
+    explicit provider ─► scenario's providers ─► default provider ─► fallback chain
+
+``candidates`` lists who may serve a request, in order and with the reason each would be
+chosen; ``select`` takes each candidate's state (enabled, health probe, capabilities) as data
+and returns the first that can serve, together with the ones it skipped and why. An explicit
+provider is the only candidate: when it cannot serve the answer is 503, never a substitute.
+The session manager gathers the state (probes are cached by the registry) and logs the choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from app.errors import InvalidRequest, ProviderUnavailable
+from app.events import SelectionReason
+from app.providers.base import Capabilities
+from app.settings import SelectionSettings
+
+CAPABILITY_NAMES: frozenset[str] = frozenset(
+    field.name for field in dataclasses.fields(Capabilities)
+)
+"""What ``requires`` may name: the fields of ``Capabilities``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """A provider that may serve the request, and why it would be chosen."""
+
+    provider: str
+    reason: SelectionReason
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderState:
+    """What the selector needs to know about one provider, gathered by the caller."""
+
+    enabled: bool
+    available: bool
+    """The (cached) health probe passed."""
+    unavailable_reason: str | None = None
+    capabilities: Capabilities | None = None
+    """None when the provider is not built (disabled)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    provider: str
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selection:
+    """The chosen provider, why it was chosen, and who was passed over before it."""
+
+    provider: str
+    reason: SelectionReason
+    skipped: tuple[Skipped, ...] = ()
+
+
+class NoProviderAvailable(ProviderUnavailable):
+    """No candidate can serve; ``candidates`` lists each one with its reason (503)."""
+
+    def __init__(self, skipped: Sequence[Skipped], *, explicit: bool = False) -> None:
+        if explicit and skipped:
+            detail = f"provider {skipped[0].provider!r} cannot serve: {skipped[0].why}"
+        else:
+            detail = "no configured provider is available; see each candidate's reason"
+        super().__init__(
+            detail, candidates=[{"provider": s.provider, "reason": s.why} for s in skipped]
+        )
+        self.skipped = tuple(skipped)
+
+
+def candidates(
+    *,
+    provider: str | None,
+    scenario: str | None,
+    configured: Sequence[str],
+    selection: SelectionSettings,
+) -> list[Candidate]:
+    """The providers to try, in order, each once; raises 422 for an unknown explicit name.
+
+    A scenario without a mapping adds nobody: the default provider and the chain still apply.
+    """
+    if provider is not None:
+        if provider not in configured:
+            raise InvalidRequest(
+                f"unknown provider {provider!r}; configured: {', '.join(configured)}",
+                configured=list(configured),
+            )
+        return [Candidate(provider=provider, reason="explicit")]
+    ordered: list[Candidate] = []
+    if scenario is not None:
+        ordered += [
+            Candidate(provider=n, reason="scenario") for n in selection.scenarios.get(scenario, [])
+        ]
+    ordered.append(Candidate(provider=selection.default, reason="default"))
+    ordered += [Candidate(provider=n, reason="fallback") for n in selection.fallback_chain]
+    seen: set[str] = set()
+    unique: list[Candidate] = []
+    for candidate in ordered:
+        if candidate.provider not in seen:
+            seen.add(candidate.provider)
+            unique.append(candidate)
+    return unique
+
+
+def check_requires(requires: Sequence[str]) -> None:
+    """Raise 422 when ``requires`` names something that is not a capability."""
+    unknown = sorted(set(requires) - CAPABILITY_NAMES)
+    if unknown:
+        raise InvalidRequest(
+            f"requires names unknown capabilities {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(CAPABILITY_NAMES))}",
+            known=[name for name in sorted(CAPABILITY_NAMES)],
+        )
+
+
+def why_not(state: ProviderState | None, requires: Sequence[str]) -> str | None:
+    """Why this provider cannot serve the request, or None when it can."""
+    if state is None:
+        return "disabled"
+    if not state.enabled:
+        return state.unavailable_reason or "disabled"
+    if not state.available:
+        return state.unavailable_reason or "unavailable"
+    if state.capabilities is None:
+        return "disabled"
+    missing = [name for name in requires if not getattr(state.capabilities, name)]
+    if missing:
+        return f"lacks required capabilities: {', '.join(missing)}"
+    return None
+
+
+def select(
+    ordered: Sequence[Candidate],
+    states: Mapping[str, ProviderState],
+    *,
+    requires: Sequence[str] = (),
+) -> Selection:
+    """The first candidate that can serve; raises ``NoProviderAvailable`` listing them all."""
+    check_requires(requires)
+    skipped: list[Skipped] = []
+    for candidate in ordered:
+        why = why_not(states.get(candidate.provider), requires)
+        if why is None:
+            return Selection(
+                provider=candidate.provider, reason=candidate.reason, skipped=tuple(skipped)
+            )
+        skipped.append(Skipped(provider=candidate.provider, why=why))
+    explicit = len(ordered) == 1 and ordered[0].reason == "explicit"
+    raise NoProviderAvailable(skipped, explicit=explicit)

@@ -1,0 +1,29 @@
+"""Provider selection through the API: reasons, required capabilities, 503 with candidates."""
+
+from __future__ import annotations
+
+from tests.integration.conftest import FakeGateway
+
+
+def test_selection_honours_requires_and_lists_why_nothing_can_serve(
+    fake_gateway: FakeGateway,
+) -> None:
+    workspace = str(fake_gateway.workspace)
+    with fake_gateway.client() as client:
+        created = client.post(
+            "/v1/sessions", json={"workspace": workspace, "requires": ["approvals", "resume"]}
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["provider"] == "claude_code"
+        assert created.json()["selection"] == {"reason": "default", "skipped": []}
+
+        unknown = client.post("/v1/sessions", json={"workspace": workspace, "requires": ["x"]})
+        assert unknown.status_code == 422
+        assert "unknown capabilities x" in unknown.json()["detail"]
+
+        refused = client.post("/v1/sessions", json={"workspace": workspace, "provider": "codex"})
+        assert refused.status_code == 503
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        (candidate,) = refused.json()["candidates"]
+        assert candidate["provider"] == "codex"
+        assert candidate["reason"].startswith("disabled")

@@ -1,0 +1,348 @@
+"""The turn coordinator with a scripted fake provider session, a fake clock and sleep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+from pydantic import JsonValue
+
+from app.errors import InvalidRequest
+from app.events import EventData, FailureKind, RetryScheduled, TurnError
+from app.providers.base import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ProcessInfo,
+    ProviderSession,
+    TurnHooks,
+    TurnOutcome,
+)
+from app.runtime.coordinator import (
+    NEVER_RETRIED,
+    CoordinatedTurn,
+    RetryPolicy,
+    TurnCoordinator,
+    decide,
+    resolve_policy,
+)
+from app.settings import RetrySettings, RetryStrategy
+
+CONTINUE = "continue please"
+DONE = TurnOutcome(status="completed", final_text="done")
+
+
+def failure(kind: FailureKind = "overloaded", *, retryable: bool = True) -> TurnOutcome:
+    return TurnOutcome(
+        status="failed", error=TurnError(kind=kind, message=kind, retryable=retryable)
+    )
+
+
+HANG = "hang"
+"""A scripted step that runs until interrupted (then ends as interrupted)."""
+
+
+class ScriptedSession(ProviderSession):
+    """Plays one scripted outcome per attempt and records the prompts it was sent."""
+
+    def __init__(self, script: Sequence[TurnOutcome | str], *, thread_id: str | None = "t1"):
+        self.script = list(script)
+        self.prompts: list[str] = []
+        self.interrupts = 0
+        self._thread_id = thread_id
+        self._stop = asyncio.Event()
+        self.prompted = asyncio.Event()
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id
+
+    @property
+    def process(self) -> ProcessInfo | None:
+        return None
+
+    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        self.prompts.append(prompt)
+        self.prompted.set()
+        step = self.script.pop(0)
+        if step == HANG:
+            self._stop.clear()
+            await self._stop.wait()
+            return TurnOutcome(
+                status="interrupted", error=TurnError(kind="interrupted", message="stopped")
+            )
+        assert isinstance(step, TurnOutcome)
+        return step
+
+    async def interrupt(self) -> None:
+        self.interrupts += 1
+        self._stop.set()
+
+    async def suspend(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+class NoHooks:
+    async def emit(self, data: EventData) -> None:
+        pass
+
+    async def bind_thread(self, thread_id: str) -> None:
+        pass
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(decision="deny")
+
+
+@dataclass
+class Recorder:
+    started: list[int] = field(default_factory=list)
+    scheduled: list[tuple[int, RetryScheduled]] = field(default_factory=list)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def hooks(self, attempt: int) -> TurnHooks:
+        return NoHooks()
+
+    async def attempt_started(self, attempt: int) -> None:
+        self.started.append(attempt)
+
+    async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
+        self.scheduled.append((failed_attempt, event))
+        self.waiting.set()
+
+
+@dataclass
+class FakeTime:
+    """A monotonic clock that only the injected sleep advances."""
+
+    now: float = 1000.0
+    slept: list[float] = field(default_factory=list)
+    block: bool = False
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        self.slept.append(delay)
+        if self.block:
+            await asyncio.Event().wait()
+        self.now += delay
+        await asyncio.sleep(0)
+
+
+POLICY = RetryPolicy(enabled=True, strategy="default", delays_s=(10.0, 20.0, 60.0))
+
+
+def coordinator(
+    session: ScriptedSession,
+    *,
+    policy: RetryPolicy = POLICY,
+    time: FakeTime | None = None,
+    timeout_s: float = 3600.0,
+) -> tuple[TurnCoordinator, Recorder, FakeTime]:
+    clock, recorder = time or FakeTime(), Recorder()
+    return (
+        TurnCoordinator(
+            handle=session,
+            policy=policy,
+            continuation_prompt=CONTINUE,
+            turn_timeout_s=timeout_s,
+            reporter=recorder,
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
+            interrupt_grace_s=0.5,
+        ),
+        recorder,
+        clock,
+    )
+
+
+async def test_a_first_attempt_success_sends_the_prompt_once() -> None:
+    session = ScriptedSession([DONE])
+    turn, recorder, clock = coordinator(session)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=DONE, attempts=1)
+    assert session.prompts == ["hello"]
+    assert recorder.started == [1]
+    assert recorder.scheduled == []
+    assert clock.slept == []
+
+
+async def test_retryable_failures_wait_on_the_schedule_and_continue_in_the_thread() -> None:
+    session = ScriptedSession([failure("overloaded"), failure("network"), DONE])
+    turn, recorder, clock = coordinator(session)
+    result = await turn.run("hello")
+    assert result == CoordinatedTurn(outcome=DONE, attempts=3)
+    assert session.prompts == ["hello", CONTINUE, CONTINUE]
+    assert clock.slept == [10.0, 20.0]
+    assert recorder.started == [1, 2, 3]
+    assert [
+        (n, e.attempt, e.max_attempts, e.delay_s, e.kind, e.source) for n, e in recorder.scheduled
+    ] == [
+        (1, 2, 4, 10.0, "overloaded", "gateway"),
+        (2, 3, 4, 20.0, "network", "gateway"),
+    ]
+
+
+async def test_the_last_failure_is_returned_once_the_schedule_is_spent() -> None:
+    last = failure("server_error")
+    session = ScriptedSession([failure(), failure(), failure(), last])
+    turn, recorder, clock = coordinator(session)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=last, attempts=4)
+    assert clock.slept == [10.0, 20.0, 60.0]
+    assert len(recorder.scheduled) == 3
+
+
+@pytest.mark.parametrize("kind", sorted(NEVER_RETRIED))
+async def test_kinds_that_are_never_retried_fail_at_once(kind: FailureKind) -> None:
+    outcome = failure(kind, retryable=True)  # even if a provider called it retryable
+    turn, recorder, clock = coordinator(ScriptedSession([outcome]))
+    assert await turn.run("hello") == CoordinatedTurn(outcome=outcome, attempts=1)
+    assert recorder.scheduled == []
+    assert clock.slept == []
+
+
+async def test_a_failure_the_provider_calls_final_is_not_retried() -> None:
+    outcome = failure("unknown", retryable=False)
+    turn, recorder, _ = coordinator(ScriptedSession([outcome]))
+    assert (await turn.run("hello")).attempts == 1
+    assert recorder.scheduled == []
+
+
+async def test_no_retry_when_the_thread_cannot_continue() -> None:
+    outcome = failure("cli_crashed")
+    turn, recorder, _ = coordinator(ScriptedSession([outcome, DONE], thread_id=None))
+    assert await turn.run("hello") == CoordinatedTurn(outcome=outcome, attempts=1)
+    assert recorder.scheduled == []
+
+
+async def test_a_disabled_policy_never_retries() -> None:
+    outcome = failure()
+    policy = RetryPolicy(enabled=False, strategy="default", delays_s=(1.0,))
+    turn, _recorder, _ = coordinator(ScriptedSession([outcome, DONE]), policy=policy)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=outcome, attempts=1)
+    assert policy.max_attempts == 1
+
+
+async def test_an_interrupt_during_a_wait_ends_the_turn_at_once() -> None:
+    session = ScriptedSession([failure(), DONE])
+    turn, recorder, _clock = coordinator(session, time=FakeTime(block=True))
+    running = asyncio.create_task(turn.run("hello"))
+    await recorder.waiting.wait()
+    await turn.interrupt()
+    result = await asyncio.wait_for(running, 1.0)
+    assert result.outcome.status == "interrupted"
+    assert result.attempts == 1
+    assert session.prompts == ["hello"]
+    assert session.interrupts == 0  # nothing was running in the CLI
+
+
+async def test_an_interrupt_during_an_attempt_goes_to_the_provider_and_is_not_retried() -> None:
+    session = ScriptedSession([HANG, DONE])
+    turn, recorder, _ = coordinator(session)
+    running = asyncio.create_task(turn.run("hello"))
+    await session.prompted.wait()
+    await turn.interrupt()
+    result = await asyncio.wait_for(running, 1.0)
+    assert result.outcome.status == "interrupted"
+    assert session.interrupts == 1
+    assert recorder.scheduled == []
+
+
+async def test_a_failure_racing_an_interrupt_is_reported_as_interrupted() -> None:
+    turn, recorder, _ = coordinator(ScriptedSession([failure()]))
+    await turn.interrupt()
+    result = await turn.run("hello")
+    assert result.outcome.status == "interrupted"
+    assert result.attempts == 0
+    assert recorder.started == []
+
+
+async def test_cancelling_the_turn_during_a_wait_cancels_it_at_once() -> None:
+    turn, recorder, _ = coordinator(ScriptedSession([failure(), DONE]), time=FakeTime(block=True))
+    running = asyncio.create_task(turn.run("hello"))
+    await recorder.waiting.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(running, 1.0)
+
+
+async def test_a_wait_past_the_turn_deadline_is_not_started() -> None:
+    outcome = failure()
+    turn, recorder, clock = coordinator(ScriptedSession([outcome, DONE]), timeout_s=5.0)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=outcome, attempts=1)
+    assert recorder.scheduled == []
+    assert clock.slept == []
+
+
+async def test_an_attempt_past_the_turn_deadline_is_interrupted_and_fails() -> None:
+    session = ScriptedSession([HANG])
+    turn, _, _ = coordinator(session, timeout_s=0.05)
+    result = await asyncio.wait_for(turn.run("hello"), 2.0)
+    assert session.interrupts == 1
+    assert result.outcome.status == "failed"
+    assert result.outcome.error is not None
+    assert result.outcome.error.kind == "idle_timeout"
+    assert result.outcome.error.retryable is False
+    assert "turn_timeout_s" in result.outcome.error.message
+
+
+def test_decide_follows_the_schedule_and_stops_when_it_is_spent() -> None:
+    error = TurnError(kind="rate_limited", message="429", retryable=True)
+    delays = [decide(error, attempt=n, policy=POLICY, can_continue=True) for n in (1, 2, 3, 4)]
+    assert delays == [10.0, 20.0, 60.0, None]
+    assert decide(error, attempt=1, policy=POLICY, can_continue=False) is None
+
+
+SETTINGS = RetrySettings(
+    strategies={
+        "default": RetryStrategy(delays_s=[10.0, 20.0, 60.0]),
+        "quick": RetryStrategy(delays_s=[0.5]),
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("turn", "session", "expected"),
+    [
+        (None, None, RetryPolicy(enabled=True, strategy="default", delays_s=(10.0, 20.0, 60.0))),
+        (None, {"strategy": "quick"}, RetryPolicy(enabled=True, strategy="quick", delays_s=(0.5,))),
+        (
+            {"enabled": True},
+            {"enabled": False, "strategy": "quick"},
+            RetryPolicy(enabled=True, strategy="quick", delays_s=(0.5,)),
+        ),
+        (
+            {"enabled": False, "strategy": "default"},
+            {"strategy": "quick"},
+            RetryPolicy(enabled=False, strategy="default", delays_s=(10.0, 20.0, 60.0)),
+        ),
+    ],
+)
+def test_the_policy_is_the_turn_override_then_the_session_then_the_settings(
+    turn: dict[str, JsonValue] | None,
+    session: dict[str, JsonValue] | None,
+    expected: RetryPolicy,
+) -> None:
+    assert resolve_policy(turn, session, SETTINGS) == expected
+
+
+def test_the_settings_decide_whether_retry_is_on_by_default() -> None:
+    off = RetrySettings(enabled=False)
+    assert resolve_policy(None, None, off).enabled is False
+
+
+def test_an_unknown_strategy_is_refused_as_invalid() -> None:
+    with pytest.raises(InvalidRequest, match="unknown retry strategy 'eager'") as raised:
+        resolve_policy({"strategy": "eager"}, None, SETTINGS)
+    assert raised.value.fields["strategies"] == ["default", "quick"]
+
+
+def test_the_snapshot_records_the_resolved_delays() -> None:
+    assert POLICY.snapshot() == {
+        "enabled": True,
+        "strategy": "default",
+        "delays_s": [10.0, 20.0, 60.0],
+    }
