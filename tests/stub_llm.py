@@ -48,6 +48,27 @@ block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched
 * ``[[echo]]`` -> text ``Echo: <number of entries in "messages">``;
 * otherwise -> ``Hello from stub.`` in three ``text_delta`` chunks, ``end_turn``.
 
+Fault directives (``fault_directive``; all three wire formats) are searched in EVERY user message
+of the request, not only the last one, so they keep playing when a later attempt of the same
+conversation sends another prompt (a gateway's continuation prompt) in the same thread. They are
+checked before everything above, side requests excepted:
+
+* ``[[fail:<status>:<n>]]`` -> the first ``n`` model requests of a conversation holding this
+  directive answer ``<status>`` with the format's error body and ``retry-after: 0``; later ones
+  are answered as if the directive were not there (``Hello from stub.`` for a bare prompt). The
+  count is kept per directive text in the ``StubLLM`` instance (``fault_uses``), shared by every
+  conversation that holds the same text;
+* ``[[cut:<k>]]`` -> the start of the stream and ``k`` text deltas (``part 1 ``, ``part 2 ``, ...),
+  then the connection is dropped without the closing events (nor the chunked terminator), on
+  every request of that conversation; ``[[cut:<k>:<n>]]`` only on the first ``n`` (counted like
+  ``fail``). A non-streaming request gets its status line, headers and half of its body, then the
+  drop;
+* ``[[hang]]`` -> the start of the stream, then only keep-alive (Anthropic ``ping`` events, SSE
+  ``: ping`` comments for the OpenAI formats) every ``KEEPALIVE_SECONDS`` until the client goes
+  away; a non-streaming request gets nothing at all until then.
+
+The recorded response of a cut says ``cut=True`` (and ``completed=False``).
+
 Side requests
 -------------
 Observed with Claude Code 2.1.330 run the way the end-to-end tests run it (stream-json in and out,
@@ -92,25 +113,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "DEFAULT_TEXT",
     "INPUT_TOKENS",
+    "KEEPALIVE_SECONDS",
     "OPENAI_PATHS",
     "OUTPUT_TOKENS",
     "SIDE_TEXT",
     "CommandCall",
+    "CutPlan",
     "ErrorPlan",
+    "Fault",
+    "HangPlan",
     "Plan",
     "RecordedRequest",
     "RecordedResponse",
     "StubLLM",
     "TextPart",
+    "fault_directive",
     "is_side_request",
     "last_user_text",
     "plan_reply",
+    "user_texts",
 ]
 
 DEFAULT_TEXT = "Hello from stub."
@@ -119,6 +146,7 @@ TOOL_PREAMBLE = "I will run a command."
 INPUT_TOKENS = 12
 OUTPUT_TOKENS = 7
 SLOW_TICK_SECONDS = 0.05
+KEEPALIVE_SECONDS = 0.5
 MAX_HEADER_BYTES = 64 * 1024
 STREAM_LIMIT = 16 * 1024 * 1024
 
@@ -128,6 +156,9 @@ _TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
 _SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 _ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
 _ECHO_RE = re.compile(r"\[\[echo\]\]")
+_FAIL_RE = re.compile(r"\[\[fail:\s*([0-9]{3})\s*:\s*([0-9]+)\s*\]\]")
+_CUT_RE = re.compile(r"\[\[cut:\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?\]\]")
+_HANG_RE = re.compile(r"\[\[hang\]\]")
 
 # Served by tests/stub_openai.py: Responses API (Codex) and Chat Completions (OpenCode).
 OPENAI_PATHS = frozenset({"/v1/responses", "/v1/chat/completions"})
@@ -194,6 +225,15 @@ class RecordedRequest:
         return []
 
     @property
+    def conversation_text(self) -> str:
+        """Every user message's text, joined by newlines: where fault directives are searched."""
+        if self.is_openai:
+            from tests.stub_openai import openai_user_texts  # noqa: PLC0415 (import cycle)
+
+            return "\n".join(openai_user_texts(self))
+        return "\n".join(user_texts(self.body))
+
+    @property
     def last_user_text(self) -> str:
         """The prompt text the answer was chosen from (any of the three formats)."""
         if self.is_openai:
@@ -211,6 +251,7 @@ class RecordedResponse:
     status: int
     completed: bool
     finished_at: float = field(default_factory=time.monotonic)
+    cut: bool = False  # the stub dropped the connection on purpose ([[cut]])
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,6 +289,17 @@ def last_user_text(body: Any) -> str:
     if message is None:
         return ""
     return "\n".join(_block_text(message.get("content")))
+
+
+def user_texts(body: Any) -> list[str]:
+    """The text of every ``user`` message of a Messages API body, oldest first."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return []
+    return [
+        "\n".join(_block_text(message.get("content")))
+        for message in body["messages"]
+        if isinstance(message, dict) and message.get("role") == "user"
+    ]
 
 
 def _last_tool_result(body: Any) -> dict[str, Any] | None:
@@ -320,6 +372,48 @@ class ErrorPlan:
 
     status: int
     message: str
+    retry_after: str | None = None  # the ``retry-after`` header to send, if any
+
+
+@dataclass(frozen=True)
+class CutPlan:
+    """API-neutral fault: ``deltas`` text deltas, then the connection is dropped."""
+
+    deltas: int
+
+    @property
+    def chunks(self) -> tuple[str, ...]:
+        return tuple(f"part {n} " for n in range(1, self.deltas + 1))
+
+
+@dataclass(frozen=True)
+class HangPlan:
+    """API-neutral fault: the start of a stream, then keep-alive only, forever."""
+
+
+Fault = ErrorPlan | CutPlan | HangPlan
+
+
+def fault_directive(
+    conversation: str, take: Callable[[str, int], bool] = lambda _key, _limit: True
+) -> Fault | None:
+    """The fault a request plays, from the text of all its user messages.
+
+    ``take(directive_text, n)`` says whether a directive limited to ``n`` requests still plays
+    (and counts this use); the default plays every one (no counting). ``fail`` comes first,
+    then ``cut``, then ``hang``.
+    """
+    for match in _FAIL_RE.finditer(conversation):
+        if take(match.group(0), int(match.group(2))):
+            status = int(match.group(1))
+            return ErrorPlan(status, _reason(status), retry_after="0")
+    for match in _CUT_RE.finditer(conversation):
+        limit = match.group(2)
+        if limit is None or take(match.group(0), int(limit)):
+            return CutPlan(int(match.group(1)))
+    if _HANG_RE.search(conversation):
+        return HangPlan()
+    return None
 
 
 def chunked(text: str, parts: int = 3) -> tuple[str, ...]:
@@ -382,24 +476,33 @@ class _ErrorReply:
     status: int
     error_type: str
     message: str
+    retry_after: str | None = None
 
 
 def _tool_result_text(block: dict[str, Any]) -> str:
     return "\n".join(_block_text(block.get("content")))
 
 
-def _plan(body: Any, new_tool_id: Callable[[], str]) -> _Reply | _ErrorReply:
+def _plan(
+    body: Any, new_tool_id: Callable[[], str], fault: Fault | None = None
+) -> _Reply | _ErrorReply:
     tool_result = _last_tool_result(body)
     messages = body.get("messages") if isinstance(body, dict) else None
-    plan = plan_reply(
-        last_user_text(body),
-        tool_output=None if tool_result is None else _tool_result_text(tool_result),
-        side=is_side_request(body),
-        message_count=len(messages) if isinstance(messages, list) else 0,
+    plan = (
+        fault
+        if isinstance(fault, ErrorPlan)
+        else plan_reply(
+            last_user_text(body),
+            tool_output=None if tool_result is None else _tool_result_text(tool_result),
+            side=is_side_request(body),
+            message_count=len(messages) if isinstance(messages, list) else 0,
+        )
     )
     if isinstance(plan, ErrorPlan):
         default_type = "api_error" if plan.status >= 500 else "invalid_request_error"
-        return _ErrorReply(plan.status, _ERROR_TYPES.get(plan.status, default_type), plan.message)
+        error_type = _ERROR_TYPES.get(plan.status, default_type)
+        retry_after = plan.retry_after or ("0" if plan.status == 429 else None)
+        return _ErrorReply(plan.status, error_type, plan.message, retry_after)
     blocks: list[TextPart | _ToolUseBlock] = []
     for part in plan.parts:
         if isinstance(part, TextPart):
@@ -449,6 +552,9 @@ def _sse(event: dict[str, Any]) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
+_PING = _sse({"type": "ping"})
+
+
 # --------------------------------------------------------------------------------------------
 # HTTP plumbing
 
@@ -459,6 +565,10 @@ class _ClientGone(Exception):
 
 class _BadRequest(Exception):
     pass
+
+
+class _Cut(Exception):
+    """The stub dropped the connection on purpose (``[[cut]]``)."""
 
 
 @dataclass
@@ -477,6 +587,22 @@ class _Conn:
             await self.writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             raise _ClientGone from exc
+
+    async def cut(self) -> NoReturn:
+        """Drop the connection now (what was written so far is flushed first)."""
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.writer.drain()
+        self.writer.close()
+        raise _Cut
+
+    async def keep_alive(self, ping: bytes) -> NoReturn:
+        """Send ``ping`` (nothing, if empty) every ``KEEPALIVE_SECONDS`` until the client leaves."""
+        while True:
+            await asyncio.sleep(KEEPALIVE_SECONDS)
+            if self.gone():
+                raise _ClientGone
+            if ping:
+                await self.send(ping)
 
 
 def _reason(status: int) -> str:
@@ -566,6 +692,8 @@ class StubLLM:
         self._startup_error: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._fault_uses: dict[str, int] = {}
+        self._fault_lock = threading.Lock()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -701,14 +829,37 @@ class StubLLM:
             self._requests.append(request)
             self._cond.notify_all()
 
-    def _record_response(self, request: RecordedRequest, status: int, completed: bool) -> None:
+    def _record_response(
+        self, request: RecordedRequest, status: int, completed: bool, *, cut: bool = False
+    ) -> None:
         with self._cond:
-            self._responses.append(RecordedResponse(request, status, completed))
+            self._responses.append(RecordedResponse(request, status, completed, cut=cut))
             self._cond.notify_all()
 
     def _next_id(self) -> int:
         with self._ids_lock:
             return next(self._ids)
+
+    # -- fault directives ---------------------------------------------------------------------
+
+    def fault_uses(self, directive: str) -> int:
+        """How many requests a counted directive (``[[fail:500:2]]``) has failed so far."""
+        with self._fault_lock:
+            return self._fault_uses.get(directive, 0)
+
+    def _take(self, directive: str, limit: int) -> bool:
+        with self._fault_lock:
+            used = self._fault_uses.get(directive, 0)
+            if used >= limit:
+                return False
+            self._fault_uses[directive] = used + 1
+            return True
+
+    def fault_for(self, request: RecordedRequest) -> Fault | None:
+        """The fault ``request`` plays (None for side requests); counts one use of it."""
+        if request.is_side:
+            return None
+        return fault_directive(request.conversation_text, self._take)
 
     # -- server -----------------------------------------------------------------------------
 
@@ -761,6 +912,9 @@ class StubLLM:
                 keep_alive = request.headers.get("connection", "").lower() != "close"
                 try:
                     status = await self._dispatch(conn, request, keep_alive)
+                except _Cut:
+                    self._record_response(request, 200, completed=False, cut=True)
+                    return
                 except (_ClientGone, ConnectionError):
                     self._record_response(request, 200, completed=False)
                     return
@@ -798,14 +952,21 @@ class StubLLM:
             body = _error_body("invalid_request_error", "body must be a JSON object")
             await self._send_json(conn, 400, body, keep_alive)
             return 400
-        plan = _plan(request.body, lambda: f"toolu_stub_{self._next_id()}")
+        fault = self.fault_for(request)
+        plan = _plan(request.body, lambda: f"toolu_stub_{self._next_id()}", fault)
         if isinstance(plan, _ErrorReply):
-            extra = {"retry-after": "0"} if plan.status == 429 else {}
+            extra = {"retry-after": plan.retry_after} if plan.retry_after is not None else {}
             body = _error_body(plan.error_type, plan.message)
             await self._send_json(conn, plan.status, body, keep_alive, extra_headers=extra)
             return plan.status
         message_id = f"msg_stub_{self._next_id()}"
         model = _model(request.body)
+        if isinstance(fault, CutPlan | HangPlan):
+            reply = _Reply((TextPart(fault.chunks),) if isinstance(fault, CutPlan) else (), "")
+            if request.body.get("stream"):
+                await self._stream_fault(conn, fault, reply, message_id, model, keep_alive)
+            else:
+                await self.json_fault(conn, fault, _message_json(reply, message_id, model))
         if request.body.get("stream"):
             await self._stream(conn, plan, message_id, model, keep_alive)
             return 200
@@ -891,6 +1052,49 @@ class StubLLM:
         )
         await emit({"type": "message_stop"})
         await _end_chunks(conn)
+
+    async def _stream_fault(
+        self,
+        conn: _Conn,
+        fault: CutPlan | HangPlan,
+        reply: _Reply,
+        message_id: str,
+        model: str,
+        keep_alive: bool,
+    ) -> NoReturn:
+        await self._open_sse(conn, keep_alive)
+        start = _message_json(reply, message_id, model)
+        start.update(content=[], stop_reason=None, usage=_usage(1))
+        await _send_chunk(conn, _sse({"type": "message_start", "message": start}))
+        await _send_chunk(conn, _sse({"type": "ping"}))
+        if isinstance(fault, HangPlan):
+            await conn.keep_alive(b"%x\r\n%s\r\n" % (len(_PING), _PING))
+        block = {"type": "text", "text": ""}
+        await _send_chunk(
+            conn, _sse({"type": "content_block_start", "index": 0, "content_block": block})
+        )
+        for chunk in fault.chunks:
+            delta = {"type": "text_delta", "text": chunk}
+            await _send_chunk(
+                conn, _sse({"type": "content_block_delta", "index": 0, "delta": delta})
+            )
+        await conn.cut()
+
+    async def json_fault(
+        self, conn: _Conn, fault: CutPlan | HangPlan, payload: Mapping[str, Any]
+    ) -> NoReturn:
+        """A non-streaming answer that hangs (nothing sent) or is cut in the middle of its body."""
+        if isinstance(fault, HangPlan):
+            await conn.keep_alive(b"")
+        data = json.dumps(payload).encode()
+        headers = {
+            "content-type": "application/json",
+            "content-length": str(len(data)),
+            "request-id": f"req_stub_{self._next_id()}",
+            "connection": "close",
+        }
+        await conn.send(_head(200, headers) + data[: len(data) // 2])
+        await conn.cut()
 
     async def _open_sse(self, conn: _Conn, keep_alive: bool) -> None:
         """Send the head of a chunked ``text/event-stream`` answer."""

@@ -43,6 +43,13 @@ Answering
   told to retry less (5 retries, 2-32 s backoff, ~70 s for a persistent 500) but honours
   ``retry-after``, which makes its retries take ~0.1 s. Every retry gets the same answer.
 * ``[[slow:<s>]]`` -> ``tick <n> `` deltas every 0.05 s; stops as soon as the client goes away.
+* Fault directives (``[[fail:<status>:<n>]]``, ``[[cut:<k>[:<n>]]]``, ``[[hang]]``, see
+  ``tests.stub_llm``) are searched in every user message (``openai_user_texts``). A cut stream
+  is ``response.created``, ``response.in_progress``, ``response.output_item.added``,
+  ``response.content_part.added`` and ``k`` ``response.output_text.delta`` (Responses) or the
+  role chunk and ``k`` content chunks (Chat), then the connection drops: no
+  ``response.completed`` / ``finish_reason`` / ``[DONE]``. A hung stream sends its start
+  (Responses: ``created`` and ``in_progress``; Chat: the role chunk), then ``: ping`` comments.
 
 Side requests
 -------------
@@ -60,13 +67,15 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tests.stub_llm import (
     INPUT_TOKENS,
     OUTPUT_TOKENS,
     CommandCall,
+    CutPlan,
     ErrorPlan,
+    HangPlan,
     Plan,
     RecordedRequest,
     TextPart,
@@ -87,6 +96,7 @@ __all__ = [
     "choose_shell_tool",
     "is_openai_side_request",
     "openai_last_user_text",
+    "openai_user_texts",
     "responses_input",
 ]
 
@@ -176,6 +186,25 @@ def chat_input(body: Any) -> tuple[str, str | None, int]:
     return "", None, len(messages)
 
 
+def openai_user_texts(request: RecordedRequest) -> list[str]:
+    """The text of every user message of a Responses or Chat Completions body, oldest first."""
+    body = request.body
+    if not isinstance(body, dict):
+        return []
+    entries = body.get("input" if request.path == RESPONSES_PATH else "messages")
+    if isinstance(entries, str):
+        return [entries]
+    if not isinstance(entries, list):
+        return []
+    return [
+        "\n".join(_parts_text(entry.get("content"), _INPUT_KINDS))
+        for entry in entries
+        if isinstance(entry, dict)
+        and entry.get("role") == "user"
+        and entry.get("type", "message") == "message"
+    ]
+
+
 def _system_text(body: Mapping[str, Any]) -> str:
     texts: list[str] = []
     if isinstance(body.get("instructions"), str):
@@ -259,17 +288,22 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
         return 400
     responses = request.path == RESPONSES_PATH
     prompt, tool_output, count = (responses_input if responses else chat_input)(body)
-    plan = plan_reply(
-        prompt,
-        tool_output=tool_output,
-        side=is_openai_side_request(body),
-        message_count=count,
+    fault = stub.fault_for(request)
+    plan = (
+        fault
+        if isinstance(fault, ErrorPlan)
+        else plan_reply(
+            prompt,
+            tool_output=tool_output,
+            side=is_openai_side_request(body),
+            message_count=count,
+        )
     )
     if isinstance(plan, ErrorPlan):
         # OpenCode has no retry setting (5 retries, 2-32 s backoff: ~70 s for a 5xx) but honours
         # retry-after, so 5xx answers carry it too: its retries then take ~0.1 s.
-        retry = plan.status == 429 or plan.status >= 500
-        extra = {"retry-after": "0"} if retry else {}
+        retry = plan.status == 429 or plan.status >= 500 or plan.retry_after is not None
+        extra = {"retry-after": plan.retry_after or "0"} if retry else {}
         await stub._send_json(
             conn,
             plan.status,
@@ -282,6 +316,8 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
     steps = _steps(plan, body, stub._next_id, "exec_command" if responses else "bash")
     render = _Responses if responses else _Chat
     renderer = render(str(model), stub._next_id)
+    if isinstance(fault, CutPlan | HangPlan):
+        await _fault(stub, conn, fault, renderer, bool(body.get("stream")), keep_alive)
     if not body.get("stream"):
         for step in steps:
             if isinstance(step, _Text) and step.part.delay:
@@ -313,6 +349,31 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
         await _send_chunk(conn, data)
     await _end_chunks(conn)
     return 200
+
+
+async def _fault(
+    stub: StubLLM,
+    conn: _Conn,
+    fault: CutPlan | HangPlan,
+    renderer: _Responses | _Chat,
+    stream: bool,
+    keep_alive: bool,
+) -> NoReturn:
+    """Play ``[[cut]]`` / ``[[hang]]``: never returns (a cut, or the client leaving)."""
+    if not stream:
+        part = TextPart(fault.chunks) if isinstance(fault, CutPlan) else TextPart(())
+        await stub.json_fault(conn, fault, renderer.whole([_Text(part)]))
+    await stub._open_sse(conn, keep_alive)
+    for data in renderer.start():
+        await _send_chunk(conn, data)
+    if isinstance(fault, HangPlan):
+        ping = b": ping\n\n"
+        await conn.keep_alive(b"%x\r\n%s\r\n" % (len(ping), ping))
+    for data in renderer.text_start():
+        await _send_chunk(conn, data)
+    for chunk in fault.chunks:
+        await _send_chunk(conn, renderer.text_delta(chunk))
+    await conn.cut()
 
 
 class _Text:

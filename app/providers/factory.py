@@ -32,10 +32,19 @@ def build_providers(
         if not provider_settings.enabled:
             continue
         executable = settings.provider_executable(name)
-        providers[name] = PROVIDER_CLASSES[name](
-            settings=provider_settings,
-            executable=shutil.which(executable) or executable,
-            runner=runner,
-            parent_env=parent_env,
-        )
+        provider_class = PROVIDER_CLASSES[name]
+        found = shutil.which(executable) or executable
+        if issubclass(provider_class, OpenCodeProvider):
+            # OpenCode 1.18.33 has no retry knob (5 retries, honouring retry-after).
+            providers[name] = provider_class(
+                settings=provider_settings, executable=found, runner=runner, parent_env=parent_env
+            )
+        else:
+            providers[name] = provider_class(
+                settings=provider_settings,
+                executable=found,
+                runner=runner,
+                parent_env=parent_env,
+                retry=settings.retry,
+            )
     return providers

@@ -12,11 +12,15 @@ from pydantic import JsonValue
 from app.providers.base import ApprovalMode
 from app.providers.codex.argv import (
     FORCED_CONFIG,
+    RetryBudget,
     build_argv,
     config_overrides,
     thread_policy,
     toml_value,
 )
+from app.providers.codex.provider import CodexProvider
+from app.runtime.process import ProcessRunner
+from app.settings import ProviderSettings, RetrySettings
 
 
 def overrides(argv: list[str]) -> list[str]:
@@ -126,3 +130,90 @@ def test_approval_modes_map_to_a_policy_and_sandbox(
     mode: ApprovalMode, expected: tuple[str, str]
 ) -> None:
     assert thread_policy(mode) == expected
+
+
+STUB_PROVIDER: dict[str, JsonValue] = {
+    "model_provider": "stub",
+    "model_providers": {"stub": {"base_url": "http://127.0.0.1:1/v1", "wire_api": "responses"}},
+}
+BUDGET = RetryBudget(request_max_retries=2, stream_max_retries=3)
+
+
+def test_retry_budget_is_set_on_the_selected_custom_provider() -> None:
+    parsed = dict(
+        parse(o)
+        for o in overrides(build_argv(executable="codex", config=STUB_PROVIDER, retry=BUDGET))
+    )
+
+    assert parsed["model_providers.stub.request_max_retries"] == 2
+    assert parsed["model_providers.stub.stream_max_retries"] == 3
+    assert parsed["model_providers.stub.base_url"] == "http://127.0.0.1:1/v1"
+
+
+def test_retry_budget_reaches_a_provider_written_with_dotted_keys() -> None:
+    config: dict[str, JsonValue] = {
+        "model_provider": "gw",
+        "model_providers.gw.base_url": "http://127.0.0.1:1/v1",
+    }
+    pairs = dict(config_overrides(config, retry=BUDGET))
+
+    assert pairs["model_providers.gw.request_max_retries"] == "2"
+    assert pairs["model_providers.gw.stream_max_retries"] == "3"
+
+
+def test_the_operators_own_retry_values_win() -> None:
+    config: dict[str, JsonValue] = {
+        "model_provider": "stub",
+        "model_providers": {"stub": {"base_url": "http://x/v1", "request_max_retries": 0}},
+    }
+    pairs = config_overrides(config, retry=BUDGET)
+    keys = [key for key, _ in pairs]
+
+    assert keys.count("model_providers.stub.request_max_retries") == 1
+    assert dict(pairs)["model_providers.stub.request_max_retries"] == "0"
+    assert dict(pairs)["model_providers.stub.stream_max_retries"] == "3"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},  # the built-in OpenAI provider: Codex 0.169 has no knob for it
+        {"model_provider": "openai"},
+        # A provider defined only in the user's own config.toml (or a built-in like ollama):
+        # a partial `model_providers.<id>` override could break or shadow it.
+        {"model_provider": "mine"},
+        # Defined but not selected.
+        {"model_providers": {"other": {"base_url": "http://x/v1"}}},
+    ],
+)
+def test_no_retry_keys_without_a_selected_custom_provider(config: dict[str, JsonValue]) -> None:
+    keys = [key for key, _ in config_overrides(config, retry=BUDGET)]
+
+    assert not [key for key in keys if "max_retries" in key]
+    assert not [key for key in keys if key in ("request_max_retries", "stream_max_retries")]
+
+
+def test_provider_passes_the_gateway_retry_settings(tmp_path: Any) -> None:
+    settings = ProviderSettings(config=STUB_PROVIDER)
+    retry = RetrySettings(cli_request_retries=1, cli_stream_retries=4)
+
+    provider = CodexProvider(
+        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}, retry=retry
+    )
+    default = CodexProvider(
+        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}
+    )
+
+    def budget(p: CodexProvider) -> dict[str, Any]:
+        return {
+            k: v for k, v in (parse(o) for o in overrides(list(p.server._argv))) if "retries" in k
+        }
+
+    assert budget(provider) == {
+        "model_providers.stub.request_max_retries": 1,
+        "model_providers.stub.stream_max_retries": 4,
+    }
+    assert budget(default) == {
+        "model_providers.stub.request_max_retries": 2,
+        "model_providers.stub.stream_max_retries": 2,
+    }

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import JsonValue
@@ -55,7 +56,7 @@ from app.runtime.process import (
     SpawnError,
     child_environment,
 )
-from app.settings import ProviderSettings
+from app.settings import ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +117,31 @@ class ClaudeCodeProvider(Provider):
         executable: str,
         runner: ProcessRunner,
         parent_env: Mapping[str, str] | None = None,
+        retry: RetrySettings | None = None,
     ) -> None:
         self.settings = settings
         self.executable = executable
         self.runner = runner
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
+        self.retry = RetrySettings() if retry is None else retry
         self._sessions: set[ClaudeSession] = set()
+
+    def child_env(self, workspace: Path) -> dict[str, str]:
+        """The CLI's environment: passthrough, ``FIXED_ENV``, the retry budget, then ``env``.
+
+        ``CLAUDE_CODE_MAX_RETRIES`` is ``retry.cli_request_retries`` (the CLI's own default is
+        10 retries, ~3 minutes of backoff); the provider's ``env`` overlay still wins.
+        """
+        return child_environment(
+            self.parent_env,
+            passthrough=PASSTHROUGH_ENV,
+            overlay={
+                **FIXED_ENV,
+                "CLAUDE_CODE_MAX_RETRIES": str(self.retry.cli_request_retries),
+                "PWD": str(workspace),
+                **self.settings.env,
+            },
+        )
 
     def open_session(self, spec: SessionSpec) -> ClaudeSession:
         session = ClaudeSession(provider=self, spec=spec)
@@ -173,11 +193,7 @@ class ClaudeSession(ProviderSession):
         argv = build_argv(
             executable=self._provider.executable, spec=spec, extra_args=settings.extra_args
         )
-        env = child_environment(
-            self._provider.parent_env,
-            passthrough=PASSTHROUGH_ENV,
-            overlay={**FIXED_ENV, "PWD": str(spec.workspace), **settings.env},
-        )
+        env = self._provider.child_env(spec.workspace)
         try:
             process = await self._provider.runner.spawn(
                 ProcessSpec(argv=tuple(argv), cwd=spec.workspace, env=env)

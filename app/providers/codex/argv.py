@@ -2,19 +2,36 @@
 
 Configuration reaches Codex only as ``-c key=value`` overrides (reference §2.1): the user's own
 ``$CODEX_HOME/config.toml`` is read by Codex as usual and never written by the gateway.
+
+Codex's own retry budgets (``request_max_retries``, ``stream_max_retries``) are settings of a
+model provider, not top-level keys: codex-cli 0.169.0 rejects ``-c request_max_retries=…`` with
+``--strict-config`` ("unknown configuration field") and refuses ``model_providers.openai.…``
+("Built-in providers cannot be overridden"). So the gateway's budgets
+(``retry.cli_request_retries`` / ``retry.cli_stream_retries``) can only reach a custom provider
+that ``providers.codex.config`` defines (``model_providers.<id>``) and selects
+(``model_provider = "<id>"``); with the built-in OpenAI provider Codex keeps its defaults
+(4 HTTP retries, 5 stream reconnects).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, assert_never
 
 from pydantic import JsonValue
 
 from app.providers.base import ApprovalMode
 
-__all__ = ["FORCED_CONFIG", "build_argv", "config_overrides", "thread_policy", "toml_value"]
+__all__ = [
+    "FORCED_CONFIG",
+    "RetryBudget",
+    "build_argv",
+    "config_overrides",
+    "thread_policy",
+    "toml_value",
+]
 
 ApprovalPolicy = Literal["untrusted", "on-request", "never"]
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
@@ -27,6 +44,14 @@ FORCED_CONFIG: dict[str, JsonValue] = {
     "features.plugins": False,
     "analytics.enabled": False,
 }
+
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """Codex's own retries for one model request, set on the selected custom provider."""
+
+    request_max_retries: int
+    stream_max_retries: int
 
 
 def thread_policy(mode: ApprovalMode) -> tuple[ApprovalPolicy, SandboxMode]:
@@ -91,16 +116,28 @@ def toml_value(value: JsonValue, *, key: str = "value") -> str:
     return "{" + ", ".join(pairs) + "}"
 
 
-def config_overrides(config: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
+def config_overrides(
+    config: Mapping[str, JsonValue], *, retry: RetryBudget | None = None
+) -> list[tuple[str, str]]:
     """Flatten ``config`` to ``(dotted key, TOML value)`` pairs, ending with ``FORCED_CONFIG``.
 
     Nested tables become dotted keys (``{"a": {"b": 1}}`` → ``a.b``) so that each override
     sets one value and leaves its siblings in the user's config alone; a key may itself be
     dotted already. An empty table is passed as ``{}``. Operator keys that ``FORCED_CONFIG``
     sets are dropped.
+
+    With ``retry``, when ``config`` selects (``model_provider``) a provider it also defines
+    (``model_providers.<id>``), that provider's ``request_max_retries`` and
+    ``stream_max_retries`` are added unless the operator set them.
     """
     flat: dict[str, str] = {}
     _flatten(config, "", flat)
+    provider = config.get("model_provider")
+    if retry is not None and isinstance(provider, str) and provider:
+        prefix = f"model_providers.{provider}."
+        if any(key.startswith(prefix) for key in flat):
+            flat.setdefault(f"{prefix}request_max_retries", str(retry.request_max_retries))
+            flat.setdefault(f"{prefix}stream_max_retries", str(retry.stream_max_retries))
     for key in FORCED_CONFIG:
         flat.pop(key, None)
     for key, value in FORCED_CONFIG.items():
@@ -109,14 +146,19 @@ def config_overrides(config: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
 
 
 def build_argv(
-    *, executable: str, config: Mapping[str, JsonValue], extra_args: Sequence[str] = ()
+    *,
+    executable: str,
+    config: Mapping[str, JsonValue],
+    extra_args: Sequence[str] = (),
+    retry: RetryBudget | None = None,
 ) -> list[str]:
     """Return the argv that starts one shared ``codex app-server`` speaking JSON-RPC on stdio.
 
     ``extra_args`` come last, the operator's escape hatch for flags this builder does not know.
+    ``retry`` is passed on to ``config_overrides``.
     """
     argv = [executable, "app-server", "--listen", "stdio://"]
-    for key, value in config_overrides(config):
+    for key, value in config_overrides(config, retry=retry):
         argv += ["-c", f"{key}={value}"]
     argv.extend(extra_args)
     return argv

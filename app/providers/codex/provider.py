@@ -14,11 +14,11 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from app.providers.base import Capabilities, Provider, SessionSpec
-from app.providers.codex.argv import build_argv
+from app.providers.codex.argv import RetryBudget, build_argv
 from app.providers.codex.server import CodexServer
 from app.providers.codex.session import CodexSession
 from app.runtime.process import ProcessRunner, child_environment
-from app.settings import ConfigError, ProviderSettings
+from app.settings import ConfigError, ProviderSettings, RetrySettings
 
 __all__ = ["PASSTHROUGH_ENV", "CodexProvider"]
 
@@ -53,13 +53,26 @@ class CodexProvider(Provider):
         executable: str,
         runner: ProcessRunner,
         parent_env: Mapping[str, str] | None = None,
+        retry: RetrySettings | None = None,
     ) -> None:
-        """Raises ``ConfigError`` when ``settings.config`` holds what a ``-c`` cannot carry."""
+        """Raises ``ConfigError`` when ``settings.config`` holds what a ``-c`` cannot carry.
+
+        ``retry`` (default ``RetrySettings()``) gives Codex's own retry budgets, set on the
+        custom model provider ``settings.config`` selects (``argv.config_overrides``).
+        """
         self.settings = settings
         self.executable = executable
+        self.retry = RetrySettings() if retry is None else retry
+        budget = RetryBudget(
+            request_max_retries=self.retry.cli_request_retries,
+            stream_max_retries=self.retry.cli_stream_retries,
+        )
         try:
             argv = build_argv(
-                executable=executable, config=settings.config, extra_args=settings.extra_args
+                executable=executable,
+                config=settings.config,
+                extra_args=settings.extra_args,
+                retry=budget,
             )
         except ValueError as exc:
             raise ConfigError(f"providers.codex.config: {exc}") from None

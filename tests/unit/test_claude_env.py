@@ -1,0 +1,55 @@
+"""The Claude Code child environment: fixed knobs, the gateway's retry budget, the env overlay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider
+from app.runtime.process import ProcessRunner
+from app.settings import ProviderSettings, RetrySettings
+
+PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-x", "SECRET": "no"}
+
+
+def provider(
+    env: dict[str, str] | None = None, retry: RetrySettings | None = None
+) -> ClaudeCodeProvider:
+    return ClaudeCodeProvider(
+        settings=ProviderSettings(env=env or {}),
+        executable="claude",
+        runner=ProcessRunner(),
+        parent_env=PARENT,
+        retry=retry,
+    )
+
+
+def test_the_retry_budget_defaults_to_the_gateway_setting(tmp_path: Path) -> None:
+    env = provider().child_env(tmp_path)
+
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == str(RetrySettings().cli_request_retries) == "2"
+    assert env["PWD"] == str(tmp_path)
+    assert env["ANTHROPIC_API_KEY"] == "sk-x"
+    assert "SECRET" not in env
+    assert FIXED_ENV.items() <= env.items()
+
+
+def test_the_retry_budget_follows_retry_cli_request_retries(tmp_path: Path) -> None:
+    env = provider(retry=RetrySettings(cli_request_retries=7)).child_env(tmp_path)
+
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "7"
+
+
+def test_the_provider_env_overlay_still_wins(tmp_path: Path) -> None:
+    retry = RetrySettings(cli_request_retries=7)
+    env = provider({"CLAUDE_CODE_MAX_RETRIES": "0"}, retry).child_env(tmp_path)
+
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+
+
+def test_a_parent_variable_does_not_leak_past_the_setting(tmp_path: Path) -> None:
+    parent = {**PARENT, "CLAUDE_CODE_MAX_RETRIES": "10"}
+    claude = ClaudeCodeProvider(
+        settings=ProviderSettings(), executable="claude", runner=ProcessRunner(), parent_env=parent
+    )
+
+    assert claude.child_env(tmp_path)["CLAUDE_CODE_MAX_RETRIES"] == "2"
