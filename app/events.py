@@ -54,6 +54,11 @@ FailureKind = Literal[
     "unknown",
 ]
 
+RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
+    {"rate_limited", "overloaded", "server_error", "network", "idle_timeout", "cli_crashed"}
+)
+"""Kinds for which another attempt in the same thread may succeed (every provider agrees)."""
+
 ToolKind = Literal["command", "file_change", "mcp", "web_search", "other"]
 ApprovalDecision = Literal["allow", "deny", "allow_session"]
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]

@@ -10,7 +10,7 @@ import re
 import signal
 from typing import Any
 
-from app.events import FailureKind, TurnError
+from app.events import RETRYABLE_KINDS, FailureKind, TurnError
 
 __all__ = [
     "PROVIDER",
@@ -24,10 +24,6 @@ __all__ = [
 
 PROVIDER = "claude_code"
 
-RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
-    {"rate_limited", "overloaded", "server_error", "network", "idle_timeout", "cli_crashed"}
-)
-"""Kinds for which another attempt in the same thread may succeed."""
 
 # Categories as the CLI names them: `SDKAssistantMessageError` (assistant.error,
 # api_retry.error) and the Anthropic API's `error.type` (result.api_error_type).

@@ -12,7 +12,7 @@ import re
 import signal
 from typing import Any
 
-from app.events import FailureKind, RetryScheduled, TurnError
+from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
 
 __all__ = [
     "PROVIDER",
@@ -29,9 +29,6 @@ __all__ = [
 
 PROVIDER = "codex"
 
-RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
-    {"rate_limited", "overloaded", "server_error", "network", "idle_timeout", "cli_crashed"}
-)
 
 _INFO_KINDS: dict[str, FailureKind] = {
     "contextWindowExceeded": "invalid_request",

@@ -11,7 +11,7 @@ import re
 import signal
 from typing import Any
 
-from app.events import FailureKind, TurnError
+from app.events import RETRYABLE_KINDS, FailureKind, TurnError
 from app.providers.raw import as_dict, as_opt_int, as_str
 
 __all__ = [
@@ -27,10 +27,6 @@ __all__ = [
 
 PROVIDER = "opencode"
 
-RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
-    {"rate_limited", "overloaded", "server_error", "network", "idle_timeout", "cli_crashed"}
-)
-"""Kinds for which another attempt in the same thread may succeed."""
 
 _NAME_KINDS: dict[str, FailureKind] = {
     "ProviderAuthError": "auth",
