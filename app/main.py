@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.api import events, health, problems, sessions
+from app.api import events, health, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.security import GateMiddleware, load_or_create_token
 from app.providers.factory import build_providers
@@ -100,6 +100,7 @@ def create_app(
     app.include_router(providers_api.router)
     app.include_router(sessions.router)
     app.include_router(events.router)
+    app.include_router(runs.router)
     if settings.server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -33,6 +33,7 @@ from app.events import (
     ApprovalDecision,
     ApprovalResolved,
     EventData,
+    ProviderSwitched,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
@@ -374,6 +375,39 @@ class SessionManager:
         )
         self._live[row.id] = live
         return live
+
+    async def wait_turn(self, session_id: str) -> None:
+        """Return once the session's running turn (if any) has ended."""
+        live = self._live.get(session_id)
+        if live is not None and live.turn_task is not None:
+            await asyncio.shield(live.turn_task)
+
+    async def switch_provider(self, session_id: str, to: str, *, reason: str) -> SessionRow:
+        """Move an idle session to another provider (a new thread there) and say so."""
+        async with self._guard:
+            previous = (await self.get(session_id)).provider
+            live = self._live.pop(session_id, None)
+            if live is not None:
+                await live.handle.close()
+            row = await self.store.update_session(
+                session_id,
+                provider=to,
+                model=self.settings.providers[to].model,
+                updated_at=self.clock(),
+            )
+            await self.events.append(
+                session_id,
+                ProviderSwitched(from_provider=previous, to_provider=to, reason=reason),
+                provider=to,
+            )
+        log.info(
+            "session %s switched to %s (%s)",
+            session_id,
+            to,
+            reason,
+            extra={"session_id": session_id, "provider": to, "reason": reason},
+        )
+        return row
 
     async def turn_finished(self, live: LiveSession) -> None:
         """The turn's row is final: the session takes new turns from now on."""
