@@ -160,12 +160,17 @@ def test_a_turn_running_when_the_gateway_dies_fails_as_gateway_restart(
     with gateway.client() as client:
         sid = new_session(client, gateway)
         client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hang"})
-        follow(client, sid, lambda e: e["type"] == "session.thread_bound")
+        seen = follow(client, sid, lambda e: e["type"] == "session.thread_bound")
     assert gateway.process is not None
     gateway.process.kill()
     gateway.stop()
     gateway.start()
     with gateway.client() as client:
+        # A client that saw events up to `seen[-1]` reconnects: it gets the rest, none twice.
+        resumed = follow(client, sid, is_turn_end, after=seen[-1]["seq"])
+        stored = client.get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).json()
+        assert [e["seq"] for e in seen + resumed] == list(range(1, resumed[-1]["seq"] + 1))
+        assert seen + resumed == stored["events"][: len(seen + resumed)]
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
         (turn,) = client.get(f"/v1/sessions/{sid}/turns").json()["turns"]
         assert turn["status"] == "failed"
