@@ -31,14 +31,11 @@ from app.errors import (
 )
 from app.events import (
     ApprovalDecision,
-    ApprovalResolved,
     EventData,
     ProviderSwitched,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
-    TurnError,
-    TurnFailed,
 )
 from app.events import (
     SessionClosed as SessionClosedEvent,
@@ -55,6 +52,7 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
+from app.runtime.recovery import recover
 from app.runtime.selector import (
     NoProviderAvailable,
     ProviderState,
@@ -66,7 +64,7 @@ from app.runtime.selector import (
 from app.runtime.turns import Recorder, run_turn
 from app.runtime.workspaces import resolve_workspace
 from app.settings import Settings
-from app.store.repository import Store, json_dict
+from app.store.repository import Store
 from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow
 
 log = logging.getLogger(__name__)
@@ -456,43 +454,8 @@ class SessionManager:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """After a restart: end turns and approvals that died with the previous process.
-
-        Pending approvals are resolved ``expired``; turns that were running or waiting to
-        retry are ``failed`` with kind ``interrupted`` and reason ``gateway_restart`` (one
-        ``turn.failed`` each). Sessions become idle and resume from their binding.
-        """
-        now = self.clock()
-        for approval in await self.store.pending_approvals():
-            await self.store.update_approval(
-                approval.id, status="expired", decision="deny", decided_by="gateway", decided_at=now
-            )
-            await self.events.append(
-                approval.session_id,
-                ApprovalResolved(
-                    approval_id=approval.id, decision="deny", by="gateway", reason="gateway_restart"
-                ),
-                turn_id=approval.turn_id,
-            )
-        for turn in await self.store.unfinished_turns():
-            error = TurnError(
-                kind="interrupted",
-                message="gateway_restart: the gateway stopped while the turn was running",
-                retryable=False,
-                provider=turn.provider,
-                reason="gateway_restart",
-            )
-            await self.store.update_turn(
-                turn.id, status="failed", error=json_dict(error), finished_at=now
-            )
-            await self.events.append(
-                turn.session_id,
-                TurnFailed(error=error),
-                turn_id=turn.id,
-                attempt=max(turn.attempts, 1),
-                provider=turn.provider,
-            )
-        await self.store.reset_busy_sessions(now)
+        """After a restart: end the turns and approvals that died with the previous process."""
+        await recover(self.store, self.events, now=self.clock())
 
     async def suspend_idle(self, now: float | None = None) -> int:
         """Close live processes idle past their provider's ``idle_timeout_s``."""
