@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import sys
 from datetime import UTC, datetime
@@ -73,6 +74,13 @@ async def _check(settings: Settings) -> None:
         await engine.dispose()
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     import uvicorn
 
@@ -87,6 +95,11 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("uvicorn.access").addFilter(RedactTokenFilter())
+    if not _is_loopback(settings.server.host) and settings.server.token is None:
+        raise ConfigError(
+            f"server.host {settings.server.host!r} is reachable from other machines: set an "
+            "explicit server.token (or GATEWAY_SERVER__TOKEN) to serve beyond loopback"
+        )
     asyncio.run(_check(settings))
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)

@@ -1,0 +1,54 @@
+"""Every route requires the token (fail-closed: a new route without it fails this test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.routing import APIRoute, APIWebSocketRoute
+
+from app.api.security import require_token
+from app.main import create_app
+from app.settings import load_settings
+
+OPEN_ROUTES = {"/healthz"}
+"""Routes that answer without a token; /healthz says nothing but "ok"."""
+DOCS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+
+
+def _calls(dependant: object) -> set[object]:
+    found = {getattr(dependant, "call", None)}
+    for child in getattr(dependant, "dependencies", []):
+        found |= _calls(child)
+    return found
+
+
+def _flatten(routes: list[Any]) -> list[Any]:
+    """Routes, with those of included routers (FastAPI keeps them nested) listed too."""
+    flat: list[Any] = []
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        flat.extend(_flatten(list(included.routes)) if included is not None else [route])
+    return flat
+
+
+def test_every_api_route_depends_on_the_token(tmp_path: Path) -> None:
+    settings = load_settings(
+        storage={"data_dir": str(tmp_path)}, workspaces={"roots": [str(tmp_path)]}
+    )
+    app = create_app(settings)
+    checked = 0
+    for route in _flatten(list(app.routes)):
+        if isinstance(route, APIRoute):
+            if route.path in OPEN_ROUTES:
+                assert require_token not in _calls(route.dependant)
+                continue
+            assert require_token in _calls(route.dependant), f"{route.path} has no token check"
+            checked += 1
+        elif isinstance(route, APIWebSocketRoute):
+            source = route.endpoint.__code__.co_names
+            assert "require_ws_token" in source, f"{route.path} has no token check"
+            checked += 1
+        else:
+            assert getattr(route, "path", None) in DOCS, f"unexpected route {route!r}"
+    assert checked >= 15
