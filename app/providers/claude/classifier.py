@@ -7,10 +7,10 @@ decides from the ``FailureKind``.
 from __future__ import annotations
 
 import re
-import signal
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, TurnError
+from app.providers.exits import how_it_ended
 
 __all__ = [
     "PROVIDER",
@@ -178,14 +178,8 @@ def error_for_exit(returncode: int | None, stderr_tail: str) -> TurnError:
     """
     if returncode is None:
         how = "ended without a result (exit status unknown)"
-    elif returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        how = f"was killed by {name} before the turn ended"
     else:
-        how = f"exited with code {returncode} before the turn ended"
+        how = how_it_ended(returncode, suffix=" before the turn ended")
     tail = stderr_tail.strip()
     return TurnError(
         kind="cli_crashed",

@@ -9,10 +9,10 @@ turn fails, so "retryable" means: another turn in the same thread may succeed la
 from __future__ import annotations
 
 import re
-import signal
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
+from app.providers.exits import how_it_ended
 
 __all__ = [
     "PROVIDER",
@@ -200,15 +200,7 @@ def server_lost_error(reason: str, returncode: int | None, stderr_tail: str) -> 
     The thread lives on in Codex's session files, so another attempt resumes it on a fresh
     server: retryable.
     """
-    if returncode is not None and returncode < 0:
-        try:
-            how = f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            how = f"was killed by signal {-returncode}"
-    elif returncode is not None:
-        how = f"exited with code {returncode}"
-    else:
-        how = "stopped"
+    how = "stopped" if returncode is None else how_it_ended(returncode)
     tail = stderr_tail.strip()
     return TurnError(
         kind="cli_crashed",

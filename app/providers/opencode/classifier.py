@@ -8,10 +8,10 @@ decides from the ``FailureKind``. Error objects are the ``session.error`` /
 from __future__ import annotations
 
 import re
-import signal
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, TurnError
+from app.providers.exits import how_it_ended
 from app.providers.raw import as_dict, as_opt_int, as_str
 
 __all__ = [
@@ -139,16 +139,7 @@ def error_for_exit(returncode: int | None, stderr_tail: str) -> TurnError:
     unknown. The thread lives on in OpenCode's data directory, so the turn may continue on a
     restarted server: retryable.
     """
-    if returncode is None:
-        how = "stopped answering"
-    elif returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        how = f"was killed by {name}"
-    else:
-        how = f"exited with code {returncode}"
+    how = "stopped answering" if returncode is None else how_it_ended(returncode)
     tail = stderr_tail.strip()
     return TurnError(
         kind="cli_crashed",
