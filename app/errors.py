@@ -11,8 +11,13 @@ GatewayError                 status, type, title, detail, extra fields
 │   └── WorkspaceRejected         the workspace is outside the roots or missing
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
+├── Gone                     410  the cursor is older than the events the gateway keeps
 ├── PayloadTooLarge          413  body over the limit
-└── ProviderUnavailable      503  the provider cannot serve the request
+├── TooManyRequests          429  a rate or subscriber limit was reached (Retry-After)
+└── Unavailable              503  the gateway cannot serve the request now (Retry-After)
+    ├── ProviderUnavailable       the provider cannot serve the request
+    ├── AtCapacity                every live-process or subscriber slot is taken
+    └── StorageUnavailable        the database cannot be written (disk full, I/O error)
 """
 
 from __future__ import annotations
@@ -29,10 +34,14 @@ class GatewayError(Exception):
     type: str = "internal"
     title: str = "Internal error"
 
-    def __init__(self, detail: str, **fields: JsonValue) -> None:
+    def __init__(
+        self, detail: str, *, retry_after_s: float | None = None, **fields: JsonValue
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.fields = fields
+        self.retry_after_s = retry_after_s
+        """Sent as ``Retry-After`` (whole seconds, at least 1) when set."""
 
 
 class NotFound(GatewayError):
@@ -90,16 +99,43 @@ class Forbidden(GatewayError):
     title = "Forbidden"
 
 
+class Gone(GatewayError):
+    status = 410
+    type = "cursor_expired"
+    title = "Events no longer kept"
+
+
 class PayloadTooLarge(GatewayError):
     status = 413
     type = "payload_too_large"
     title = "Payload too large"
 
 
-class ProviderUnavailable(GatewayError):
+class TooManyRequests(GatewayError):
+    status = 429
+    type = "rate_limited"
+    title = "Too many requests"
+
+
+class Unavailable(GatewayError):
     status = 503
+    type = "unavailable"
+    title = "Service unavailable"
+
+
+class ProviderUnavailable(Unavailable):
     type = "provider_unavailable"
     title = "Provider unavailable"
+
+
+class AtCapacity(Unavailable):
+    type = "at_capacity"
+    title = "At capacity"
+
+
+class StorageUnavailable(Unavailable):
+    type = "storage_unavailable"
+    title = "Storage unavailable"
 
 
 def problem(

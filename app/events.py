@@ -51,6 +51,7 @@ FailureKind = Literal[
     "interrupted",
     "usage_limit",
     "agent_error",
+    "resource_limit",
     "unknown",
 ]
 
@@ -91,7 +92,9 @@ class TurnError(BaseModel):
     exit_code: int | None = None
     stderr_tail: str | None = None
     reason: str | None = None
-    """Why the gateway ended the turn when no provider failure did (``gateway_restart``)."""
+    """Why the gateway ended the turn when no provider failure did: ``gateway_restart``,
+    ``gateway_shutdown``, or for ``resource_limit`` which limit (``output_limit``,
+    ``line_too_long``, ``memory_limit``, ``process_limit``)."""
 
 
 class SkippedProvider(BaseModel):

@@ -63,6 +63,21 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ApiKey(_Section):
+    """A named client key: it sees and drives only the sessions it created, unless admin."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    token: SecretStr
+    admin: bool = False
+
+    @field_validator("token")
+    @classmethod
+    def _long_enough(cls, token: SecretStr) -> SecretStr:
+        if len(token.get_secret_value()) < 32:
+            raise ValueError("an API key token needs at least 32 characters")
+        return token
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
@@ -76,6 +91,23 @@ class ServerSettings(_Section):
     ws_max_message_bytes: int = Field(default=1024 * 1024, ge=1024)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
     subscriber_queue_size: int = Field(default=1000, ge=10)
+    api_keys: list[ApiKey] = []
+    """Named keys besides ``token`` (which is the admin key): each sees only its sessions."""
+    allow_root: bool = False
+    """Serve even when running as root (the CLIs then run as root too); off by default."""
+    limit_concurrency: int = Field(default=1000, ge=1)
+    """Open connections and requests beyond which the server answers 503."""
+    shutdown_grace_s: float = Field(default=10.0, gt=0)
+    """On SIGTERM: how long streams and CLI processes get to end before they are cut."""
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_unique(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        names = [k.name for k in keys]
+        tokens = [k.token.get_secret_value() for k in keys]
+        if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
+            raise ValueError("api_keys: every key needs its own name and its own token")
+        return keys
 
     @field_validator("allowed_origins")
     @classmethod
@@ -103,6 +135,8 @@ class StorageSettings(_Section):
     """SQLAlchemy async URL; defaults to ``sqlite+aiosqlite:///<data_dir>/gateway.db``."""
     retention_days: int = Field(default=30, ge=1)
     cleanup_interval_s: float = Field(default=3600.0, gt=0)
+    max_events_per_session: int = Field(default=1_000_000, ge=100)
+    """Older events of a longer session are pruned; a cursor before them gets a resync."""
 
     @property
     def database_url(self) -> str:
@@ -179,6 +213,35 @@ class SessionSettings(_Section):
     """Wall-clock limit of one turn, all attempts and retry waits included."""
 
 
+class LimitsSettings(_Section):
+    """Bounds that keep one client, session or CLI from starving the others."""
+
+    max_live_processes: int = Field(default=64, ge=1)
+    """Live per-session CLI processes; at the cap the longest-idle is closed, else 503."""
+    max_open_sessions_per_key: int = Field(default=500, ge=1)
+    """Sessions a key may hold open (not closed or failed); beyond this creation gets 429."""
+    session_creates_per_minute: int = Field(default=60, ge=1)
+    """Session creations per key per minute; beyond this 429 with Retry-After."""
+    auth_failures_per_minute: int = Field(default=30, ge=1)
+    """Failed authentications per client address per minute before it gets 429."""
+    max_subscribers_per_session: int = Field(default=64, ge=1)
+    """SSE and WebSocket subscribers of one session; beyond this 429."""
+    max_subscribers: int = Field(default=4096, ge=1)
+    """SSE and WebSocket subscribers in all; beyond this 503."""
+    subscriber_max_lag_events: int = Field(default=10_000, ge=100)
+    """A subscriber this many events behind the newest is sent ``evicted`` and closed."""
+    max_line_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
+    """Longest line a CLI may print; a longer one fails the turn as ``resource_limit``."""
+    max_turn_output_bytes: int = Field(default=256 * 1024 * 1024, ge=64 * 1024)
+    """Bytes a CLI may print (and events a turn may record) in one turn."""
+    max_process_rss_bytes: int = Field(default=8 * 1024**3, ge=16 * 1024**2)
+    """Resident memory of one CLI's whole process tree before it is killed."""
+    max_process_count: int = Field(default=512, ge=2)
+    """Processes in one CLI's tree (itself, its tools, their children) before it is killed."""
+    watch_interval_s: float = Field(default=1.0, gt=0)
+    """How often the memory and process-count limits are checked."""
+
+
 class _EnvSource(EnvSettingsSource):
     """``GATEWAY_*`` variables, keeping the case of names under ``providers.<name>.env``.
 
@@ -226,6 +289,7 @@ class Settings(BaseSettings):
     selection: SelectionSettings = SelectionSettings()
     retry: RetrySettings = Field(default_factory=RetrySettings)
     sessions: SessionSettings = SessionSettings()
+    limits: LimitsSettings = LimitsSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @classmethod

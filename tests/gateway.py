@@ -79,9 +79,10 @@ class GatewayProcess:
 
     def _write_config(self) -> Path:
         config = json.loads(json.dumps(self.config))
-        config.setdefault("server", {}).update(
-            {"host": "127.0.0.1", "port": self.port, "token": TOKEN}
-        )
+        server = config.setdefault("server", {})
+        server.update({"host": "127.0.0.1", "port": self.port, "token": TOKEN})
+        # CI and the development machines run as root; the gateway refuses root by default.
+        server.setdefault("allow_root", os.geteuid() == 0)
         config.setdefault("storage", {}).setdefault("data_dir", str(self.data_dir))
         path = self.data_dir / "gateway.toml"
         path.write_text(to_toml(config))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
@@ -18,13 +19,22 @@ MEDIA_TYPE = "application/problem+json"
 MAX_REPORTED_ERRORS = 20
 
 
-def _response(body: Mapping[str, object], status: int) -> JSONResponse:
-    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE)
+def _response(
+    body: Mapping[str, object], status: int, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def error_headers(exc: GatewayError) -> dict[str, str]:
+    """``Retry-After`` for errors that carry a wait, in whole seconds (at least 1)."""
+    if exc.retry_after_s is None:
+        return {}
+    return {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
 
 
 async def _gateway_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, GatewayError)
-    return _response(problem_for(exc), exc.status)
+    return _response(problem_for(exc), exc.status, error_headers(exc))
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
