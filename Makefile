@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint test test-fast clean
+.PHONY: run setup lint audit test test-fast clean
 
 ## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
 run: setup
@@ -15,7 +15,7 @@ setup: $(VENV)/.installed agents/node_modules/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip setuptools
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -32,8 +32,13 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-## The whole suite: setup, lint, type checks, then every test (real CLIs, loopback only).
-test: lint
+## Known advisories against the installed runtime dependencies (offline; see SECURITY.md).
+audit: setup
+	$(BIN)/python scripts/audit_deps.py
+
+## The whole suite: setup, lint, type checks, the dependency audit, then every test
+## (real CLIs, loopback only).
+test: lint audit
 	scripts/run-tests.sh
 
 ## Unit and integration tests only (no real CLI).
