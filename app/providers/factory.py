@@ -34,7 +34,16 @@ def build_providers(
         executable = settings.provider_executable(name)
         provider_class = PROVIDER_CLASSES[name]
         found = shutil.which(executable) or executable
-        if issubclass(provider_class, OpenCodeProvider):
+        if issubclass(provider_class, ClaudeCodeProvider):
+            providers[name] = provider_class(
+                settings=provider_settings,
+                executable=found,
+                runner=runner,
+                parent_env=parent_env,
+                retry=settings.retry,
+                limits=settings.limits,
+            )
+        elif issubclass(provider_class, OpenCodeProvider):
             # OpenCode 1.18.33 has no retry knob (5 retries, honouring retry-after).
             providers[name] = provider_class(
                 settings=provider_settings, executable=found, runner=runner, parent_env=parent_env

@@ -50,7 +50,15 @@ log = logging.getLogger(__name__)
 Sleep = Callable[[float], Awaitable[None]]
 
 NEVER_RETRIED: frozenset[FailureKind] = frozenset(
-    {"auth", "invalid_request", "interrupted", "context_lost", "cli_missing", "agent_error"}
+    {
+        "auth",
+        "invalid_request",
+        "interrupted",
+        "context_lost",
+        "cli_missing",
+        "agent_error",
+        "resource_limit",
+    }
 )
 INTERRUPT_GRACE_S = 30.0
 """How long a timed-out attempt has to end after its interrupt before it is cancelled."""

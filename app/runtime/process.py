@@ -1,9 +1,15 @@
 """The process runner: the only code in the gateway that spawns processes.
 
 Every child runs without a shell, in its own session (so its pid is also its process-group id),
-with a complete, allow-listed environment. Its stdout is framed into newline-terminated lines,
-its stderr is kept only as a bounded tail for error reports, and ``stop()`` ends it as
-stdin EOF → grace → SIGTERM to the group → SIGKILL to the group, with every wait bounded.
+with a complete, allow-listed environment plus ``AGENT_GATEWAY_PROCESS`` (a tag its descendants
+inherit, see app/runtime/orphans.py). Its stdout is framed into newline-terminated lines, its
+stderr is kept only as a bounded tail for error reports, and ``stop()`` ends it as stdin EOF →
+grace → SIGTERM to the group → SIGKILL to the group, then SIGKILLs the descendants that left
+the group (``setsid``), found by parent pid, by the tag and by what the watchdog recorded.
+
+A child that breaks a limit (``ProcessLimits``: a line too long, too much output in one turn;
+the watchdog adds memory and process count) is SIGKILLed with its group at once and carries
+the reason in ``ManagedProcess.exceeded``.
 
 Errors::
 
@@ -27,9 +33,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
+from app.runtime import proctree
+from app.runtime.orphans import TAG_ENV, ProcessLedger
+
 logger = logging.getLogger(__name__)
 
 SpawnFailure = Literal["cli_missing", "permission_denied", "bad_cwd", "spawn_failed"]
+LimitReason = Literal["output_limit", "line_too_long", "memory_limit", "process_limit"]
 
 BASE_ALLOWED: frozenset[str] = frozenset(
     {
@@ -75,19 +85,44 @@ class LineTooLong(ProcessError):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LimitExceeded:
+    """Which limit a child broke: ``observed`` against ``limit`` (bytes or processes)."""
+
+    reason: LimitReason
+    limit: int
+    observed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessLimits:
+    """Bounds the runner applies to every child (``limits.*`` in the gateway's settings)."""
+
+    max_line_bytes: int = 16 * 1024 * 1024
+    max_rss_bytes: int | None = None
+    """Resident memory of the child's whole tree; checked by the watchdog."""
+    max_processes: int | None = None
+    """Processes in the child's whole tree; checked by the watchdog."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProcessSpec:
-    """What to run: ``argv`` is executed directly (never through a shell) with exactly ``env``."""
+    """What to run: ``argv`` is executed directly (never through a shell) with ``env``.
+
+    ``max_line_bytes`` None means the runner's ``ProcessLimits.max_line_bytes``.
+    """
 
     argv: tuple[str, ...]
     cwd: Path
     env: Mapping[str, str]
-    max_line_bytes: int = 64 * 1024 * 1024
+    max_line_bytes: int | None = None
     stderr_tail_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
         if not self.argv:
             raise ValueError("argv must name an executable")
-        if self.max_line_bytes < 1 or self.stderr_tail_bytes < 0:
+        if (self.max_line_bytes is not None and self.max_line_bytes < 1) or (
+            self.stderr_tail_bytes < 0
+        ):
             raise ValueError("max_line_bytes must be positive and stderr_tail_bytes non-negative")
 
 
@@ -116,6 +151,9 @@ class _Pipes(asyncio.SubprocessProtocol):
         self.writable = asyncio.Event()  # cleared while the stdin pipe buffer is over its limit
         self.writable.set()
         self.last_output_at = time.monotonic()
+        self.stdout_bytes = 0
+        self.output_limit: int | None = None  # a value of stdout_bytes not to exceed
+        self.on_output_limit: Callable[[], None] | None = None
         self._stderr_tail_bytes = stderr_tail_bytes
         self._stdout_paused = False
 
@@ -128,6 +166,10 @@ class _Pipes(asyncio.SubprocessProtocol):
         if fd == 1:
             self.stdout += data
             self.stdout_ready.set()
+            self.stdout_bytes += len(data)
+            limit = self.output_limit
+            if limit is not None and self.stdout_bytes > limit and self.on_output_limit:
+                self.on_output_limit()
             if len(self.stdout) >= _STDOUT_HIGH_WATER:
                 self.pause_stdout(paused=True)
         elif fd == 2:
@@ -197,11 +239,22 @@ class ManagedProcess:
         transport: asyncio.SubprocessTransport,
         pipes: _Pipes,
         on_stopped: Callable[[ManagedProcess], None],
+        tag: str,
+        max_line_bytes: int,
     ) -> None:
         self.pid = transport.get_pid()
         self.started_at = datetime.now(UTC)
+        self.start_ticks = proctree.starttime(self.pid)
+        """The child's ``/proc`` start time: with ``pid``, its identity (None if already gone)."""
         self.argv = spec.argv
-        self._max_line_bytes = spec.max_line_bytes
+        self.tag = tag
+        """This child's ``AGENT_GATEWAY_PROCESS`` value, inherited by its descendants."""
+        self.descendants: dict[int, int] = {}
+        """``pid → starttime`` of every descendant seen so far (the watchdog records them)."""
+        self.exceeded: LimitExceeded | None = None
+        """The limit this child broke, if any; it was SIGKILLed with its group for it."""
+        self._max_line_bytes = max_line_bytes
+        self._output_budget: int | None = None
         self._transport = transport
         self._pipes = pipes
         self._on_stopped = on_stopped
@@ -226,6 +279,48 @@ class ManagedProcess:
         """``time.monotonic()`` when stdout or stderr bytes last arrived."""
         return self._pipes.last_output_at
 
+    @property
+    def stdout_bytes(self) -> int:
+        """Stdout bytes received from the child so far."""
+        return self._pipes.stdout_bytes
+
+    def limit_output(self, max_bytes: int | None) -> None:
+        """Allow ``max_bytes`` more stdout bytes from now on (None: no bound).
+
+        Past it the child breaks ``output_limit`` (see ``exceed``).
+        """
+        pipes = self._pipes
+        self._output_budget = max_bytes
+        pipes.output_limit = None if max_bytes is None else pipes.stdout_bytes + max_bytes
+        pipes.on_output_limit = self._output_exceeded
+
+    def _output_exceeded(self) -> None:
+        budget = self._output_budget
+        if budget is not None:
+            used = self._pipes.stdout_bytes - (self._pipes.output_limit or 0) + budget
+            self.exceed(LimitExceeded(reason="output_limit", limit=budget, observed=used))
+
+    def exceed(self, limit: LimitExceeded) -> None:
+        """Record that the child broke ``limit`` and SIGKILL its group and known descendants.
+
+        Only the first limit is kept; ``stop()`` still has to be called to reap the child and
+        to find descendants not seen yet.
+        """
+        if self.exceeded is not None or self._stopped_with is not None:
+            return
+        self.exceeded = limit
+        logger.warning(
+            "pid %d broke %s: %d > %d; killing its process tree",
+            self.pid,
+            limit.reason,
+            limit.observed,
+            limit.limit,
+        )
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        for pid, start in list(self.descendants.items()):
+            proctree.signal_verified(pid, start)
+
     async def read_line(self) -> bytes | None:
         """Return the next stdout line without its ``\\n`` or ``\\r\\n``, or None at EOF.
 
@@ -235,6 +330,7 @@ class ManagedProcess:
         pipes, limit = self._pipes, self._max_line_bytes
         while True:
             if self._overflowed:
+                self.exceed(LimitExceeded(reason="line_too_long", limit=limit, observed=limit + 1))
                 raise LineTooLong(limit=limit)
             buf = pipes.stdout
             # Search only bytes not searched before, so a long line costs linear time overall.
@@ -248,6 +344,9 @@ class ManagedProcess:
                 self._scan_from = 0
                 if len(line) > limit:
                     self._overflowed = True
+                    self.exceed(
+                        LimitExceeded(reason="line_too_long", limit=limit, observed=len(line))
+                    )
                     raise LineTooLong(limit=limit)
                 if len(buf) < _STDOUT_HIGH_WATER:
                     pipes.pause_stdout(paused=False)
@@ -256,6 +355,7 @@ class ManagedProcess:
                 return None
             if len(buf) > limit + 1:  # + 1: the line's "\r" may be buffered before its "\n"
                 self._overflowed = True
+                self.exceed(LimitExceeded(reason="line_too_long", limit=limit, observed=len(buf)))
                 raise LineTooLong(limit=limit)
             self._scan_from = len(buf)
             pipes.stdout_ready.clear()
@@ -304,12 +404,13 @@ class ManagedProcess:
         return self._returncode()
 
     async def stop(self, *, grace_s: float = 5.0, term_s: float = 3.0) -> int:
-        """End the child and its process group, reap it, release its pipes; return its status.
+        """End the child and its whole tree, reap it, release its pipes; return its status.
 
         Closes stdin and waits ``grace_s`` for a clean exit, then SIGTERMs the group and waits
         ``term_s``, then SIGKILLs the group. The group is SIGKILLed even after a clean exit so
-        that grandchildren in it die too. Idempotent; raises ``ProcessError`` only if the child
-        survives SIGKILL for ``_KILL_WAIT_S``.
+        that grandchildren in it die too, and so is every descendant outside the group (see
+        ``_kill_escapees``). Idempotent; raises ``ProcessError`` only if the child survives
+        SIGKILL for ``_KILL_WAIT_S``.
         """
         async with self._stop_lock:
             if self._stopped_with is not None:
@@ -320,6 +421,7 @@ class ManagedProcess:
                 await self.signal_group(signal.SIGTERM)
                 exited = await _set_within(self._pipes.exited, term_s)
             await self.signal_group(signal.SIGKILL)
+            await self._kill_escapees()
             if not exited and not await _set_within(self._pipes.exited, _KILL_WAIT_S):
                 raise ProcessError(f"pid {self.pid} survived SIGKILL for {_KILL_WAIT_S}s")
             await _set_within(self._pipes.stderr_done, _STDERR_SETTLE_S)
@@ -331,6 +433,21 @@ class ManagedProcess:
             self._stopped_with = self._returncode()
         self._on_stopped(self)
         return self._stopped_with
+
+    async def _kill_escapees(self) -> None:
+        """SIGKILL descendants that left the group: by parent pid, by tag, and as recorded."""
+        try:
+            found = await asyncio.to_thread(
+                _tree, self.pid, self.start_ticks, self.tag, dict(self.descendants)
+            )
+        except (OSError, RuntimeError) as exc:  # no /proc, or the executor is shut down
+            logger.warning("cannot scan the process tree of pid %d: %s", self.pid, exc)
+            found = dict(self.descendants)
+        killed = [pid for pid, start in found.items() if proctree.signal_verified(pid, start)]
+        if killed:
+            logger.info(
+                "killed %d processes left behind by pid %d: %s", len(killed), self.pid, killed
+            )
 
     async def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the child's process group, if any member remains."""
@@ -346,14 +463,59 @@ class ManagedProcess:
         return returncode
 
 
-class ProcessRunner:
-    """Spawns children and owns every one of them until it is stopped."""
+def _tree(root: int, start: int | None, tag: str, recorded: Mapping[int, int]) -> dict[int, int]:
+    """``pid → starttime`` of the live processes of a child's tree, the child itself included.
 
-    def __init__(self) -> None:
+    Roots: the child (if still the same process), processes tagged with its ``tag`` and the
+    recorded descendants that are still the same processes; then everything below them.
+    """
+    table = proctree.snapshot()
+    roots = {pid for pid in recorded if pid in table and table[pid].starttime == recorded[pid]}
+    if root in table and table[root].starttime == start:
+        roots.add(root)
+    roots.update(proctree.tagged(table, TAG_ENV, lambda value: value == tag))
+    members = proctree.subtree(proctree.children_of(table), roots) - {os.getpid()}
+    return {pid: table[pid].starttime for pid in members if pid in table and not table[pid].zombie}
+
+
+class ProcessRunner:
+    """Spawns children and owns every one of them until it is stopped.
+
+    ``limits`` apply to every child; ``ledger`` (when given) is kept up to date with the
+    children and their recorded descendants, so a later instance can sweep them.
+    """
+
+    def __init__(
+        self, *, limits: ProcessLimits | None = None, ledger: ProcessLedger | None = None
+    ) -> None:
+        self.limits = limits or ProcessLimits()
+        self.ledger = ledger
         self._children: dict[ManagedProcess, None] = {}  # a set that keeps spawn order
         self._closed = False
+        self._spawning = 0
+        self._tag_prefix = ledger.tag_prefix if ledger else f"{os.getpid()}."
         self.spawn_count = 0
         """Children successfully spawned since this runner was built."""
+
+    @property
+    def spawning(self) -> bool:
+        """A spawn is in flight: a child may exist whose pid the runner does not know yet."""
+        return self._spawning > 0
+
+    def owned_pids(self) -> set[int]:
+        """Pids of children whose exit the event loop has not collected yet."""
+        return {child.pid for child in self._children if child.returncode is None}
+
+    def sync_ledger(self) -> None:
+        """Write the children and their recorded descendants to the ledger, if any."""
+        if self.ledger is None:
+            return
+        entries: dict[int, int] = {}
+        for child in self._children:
+            if child.start_ticks is not None:
+                entries[child.pid] = child.start_ticks
+            entries.update(child.descendants)
+        self.ledger.write(entries)
 
     @property
     def live(self) -> tuple[ManagedProcess, ...]:
@@ -368,6 +530,8 @@ class ProcessRunner:
         if not spec.cwd.is_dir():
             raise SpawnError(kind="bad_cwd", argv0=argv0, detail=f"not a directory: {spec.cwd}")
         pipes = _Pipes(stderr_tail_bytes=spec.stderr_tail_bytes)
+        tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
+        self._spawning += 1
         try:
             transport, _ = await asyncio.get_running_loop().subprocess_exec(
                 lambda: pipes,
@@ -376,14 +540,21 @@ class ProcessRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=spec.cwd,
-                env=dict(spec.env),
+                env={**spec.env, TAG_ENV: tag},
                 start_new_session=True,
             )
         except OSError as exc:
             kind = _spawn_failure(exc, spec.cwd)
             raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
+        finally:
+            self._spawning -= 1
         process = ManagedProcess(
-            spec=spec, transport=transport, pipes=pipes, on_stopped=self._forget
+            spec=spec,
+            transport=transport,
+            pipes=pipes,
+            on_stopped=self._forget,
+            tag=tag,
+            max_line_bytes=spec.max_line_bytes or self.limits.max_line_bytes,
         )
         self.spawn_count += 1
         logger.info("spawned %s pid=%d cwd=%s", Path(argv0).name, process.pid, spec.cwd)
@@ -391,10 +562,12 @@ class ProcessRunner:
             await process.stop(grace_s=0, term_s=0)
             raise ProcessError("the process runner is closed")
         self._children[process] = None
+        self.sync_ledger()
         return process
 
     def _forget(self, process: ManagedProcess) -> None:
         self._children.pop(process, None)
+        self.sync_ledger()
 
     async def aclose(self, *, grace_s: float = 2.0) -> None:
         """Refuse further spawns and stop every live child concurrently, in bounded time."""
@@ -406,6 +579,8 @@ class ProcessRunner:
         for result in results:
             if isinstance(result, BaseException):
                 logger.error("could not stop a child: %s", result)
+        if self.ledger is not None and not self._children:
+            self.ledger.discard()
 
 
 def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:

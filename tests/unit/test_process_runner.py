@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from app.runtime.orphans import TAG_ENV
 from app.runtime.process import (
     BASE_ALLOWED,
     LineTooLong,
@@ -254,6 +255,7 @@ async def test_gateway_secrets_never_reach_the_child(runner: ProcessRunner, tmp_
         "LANG": "C.UTF-8",
         "ANTHROPIC_API_KEY": "sk-test",
         "CLAUDE_CONFIG_DIR": "/cfg",
+        TAG_ENV: process.tag,
     }
     for secret in ("gateway-token", "postgresql://", "aws-secret"):
         assert secret.encode() not in line

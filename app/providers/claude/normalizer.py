@@ -16,7 +16,10 @@ What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
 - ``control_request`` → ``ApprovalAsked`` (can_use_tool) or ``UnsupportedControlRequest``;
   ``control_cancel_request`` → ``ApprovalWithdrawn``; ``control_response`` → ``ControlReply``
 
-Everything else is dropped: known noise silently, unknown types with a debug log.
+Everything else is dropped: known noise silently, unknown types with a debug log. Lines that
+are not JSON objects (binary, invalid UTF-8, a truncated last line) are dropped too; with
+``report_parse_errors`` the first ``MAX_PARSE_WARNINGS`` of a turn each become a
+``Warning(code="parse_error")`` and the rest are counted in one more at the turn's ``result``.
 """
 
 from __future__ import annotations
@@ -120,12 +123,17 @@ _INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
 # "[Request interrupted by user for tool use]".
 _INTERRUPT_MARKER = "[Request interrupted by user"
 _ALL_OPTIONS: tuple[_Decision, ...] = ("allow", "deny", "allow_session")
+MAX_PARSE_WARNINGS = 5
+"""Unparseable lines reported one by one per turn; later ones are only counted."""
+_PREVIEW_CHARS = 120
 
 
 class ClaudeNormalizer:
     """Turn Claude Code stdout lines into ``ClaudeItem``s, keeping per-process state."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, report_parse_errors: bool = False) -> None:
+        self._report_parse_errors = report_parse_errors
+        self._parse_errors = 0  # in the current turn
         self._thread_id: str | None = None
         self._blocks = ContentBlocks()
         self._stream_message_id: str | None = None
@@ -148,10 +156,10 @@ class ClaudeNormalizer:
             raw = json.loads(line)
         except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError
             logger.debug("claude: skipping non-JSON stdout line: %.200r", line)
-            return []
+            return self._parse_error(line)
         if not isinstance(raw, dict):
             logger.debug("claude: skipping non-object JSON line: %.200r", line)
-            return []
+            return self._parse_error(line)
         try:
             return self._dispatch(raw)
         except (ValueError, TypeError, LookupError, ArithmeticError):
@@ -159,6 +167,33 @@ class ClaudeNormalizer:
             # ValueError): a CLI change must cost one line, never the turn.
             logger.warning("claude: dropping malformed %r line", raw.get("type"), exc_info=True)
             return []
+
+    def _parse_error(self, line: bytes) -> list[ClaudeItem]:
+        if not self._report_parse_errors or not line.strip():
+            return []
+        self._parse_errors += 1
+        if self._parse_errors > MAX_PARSE_WARNINGS:
+            return []
+        preview = line[: _PREVIEW_CHARS * 4].decode(errors="replace")[:_PREVIEW_CHARS]
+        return [
+            Warning(
+                code="parse_error",
+                message=f"skipped a stdout line of {len(line)} bytes that is not a JSON "
+                f"object: {preview!r}",
+            )
+        ]
+
+    def _parse_error_summary(self) -> list[ClaudeItem]:
+        unreported = self._parse_errors - MAX_PARSE_WARNINGS
+        self._parse_errors = 0
+        if unreported <= 0:
+            return []
+        return [
+            Warning(
+                code="parse_error",
+                message=f"skipped {unreported} more stdout lines that are not JSON objects",
+            )
+        ]
 
     # --- dispatch -------------------------------------------------------------------------
 
@@ -342,6 +377,7 @@ class ClaudeNormalizer:
         items: list[ClaudeItem] = self._see_thread(raw.get("session_id"))
         # Blocks an interrupt abandoned mid-stream get completed with what streamed.
         items += self._blocks.flush()
+        items += self._parse_error_summary()
         self._stream_message_id = None
         usage = self._usage(raw)
         if usage is not None:

@@ -47,6 +47,7 @@ from app.providers.claude.normalizer import (
     TurnEnded,
     UnsupportedControlRequest,
 )
+from app.providers.exits import limit_error, spawn_error
 from app.runtime.process import (
     LineTooLong,
     ManagedProcess,
@@ -56,11 +57,17 @@ from app.runtime.process import (
     SpawnError,
     child_environment,
 )
-from app.settings import ProviderSettings, RetrySettings
+from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)
 
 NAME = "claude_code"
+CLI = "Claude Code"
+ITEM_QUEUE_SIZE = 256
+"""Items read ahead of the turn; a full queue stops the reader, so a CLI that prints faster
+than its events are stored is held back by its stdout pipe instead of growing memory."""
+READER_YIELD_LINES = 64
+"""Lines read before the reader yields to the event loop (a flooding CLI must not stall it)."""
 
 PASSTHROUGH_ENV = (
     "ANTHROPIC_API_KEY",
@@ -118,12 +125,14 @@ class ClaudeCodeProvider(Provider):
         runner: ProcessRunner,
         parent_env: Mapping[str, str] | None = None,
         retry: RetrySettings | None = None,
+        limits: LimitsSettings | None = None,
     ) -> None:
         self.settings = settings
         self.executable = executable
         self.runner = runner
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
         self.retry = RetrySettings() if retry is None else retry
+        self.limits = LimitsSettings() if limits is None else limits
         self._sessions: set[ClaudeSession] = set()
 
     def child_env(self, workspace: Path) -> dict[str, str]:
@@ -167,6 +176,7 @@ class ClaudeSession(ProviderSession):
         self._request_ids = itertools.count(1)
         self._replies: dict[str, asyncio.Future[ControlReply]] = {}
         self._interrupt_at: float | None = None
+        self._turn_active = False
         self._closed = False
 
     @property
@@ -199,10 +209,9 @@ class ClaudeSession(ProviderSession):
                 ProcessSpec(argv=tuple(argv), cwd=spec.workspace, env=env)
             )
         except SpawnError as exc:
-            kind: FailureKind = "cli_missing" if exc.kind == "cli_missing" else "cli_crashed"
-            return _failed(kind, f"cannot start {argv[0]}: {exc.detail}", retryable=False)
+            return TurnOutcome(status="failed", error=spawn_error(exc, cli=CLI, provider=NAME))
         self._spawns += 1
-        items: asyncio.Queue[ClaudeItem | _Exited] = asyncio.Queue()
+        items: asyncio.Queue[ClaudeItem | _Exited] = asyncio.Queue(ITEM_QUEUE_SIZE)
         info = ProcessInfo(pid=process.pid, started_at=process.started_at, spawns=self._spawns)
         reader = asyncio.create_task(
             self._read(process, items), name=f"claude-reader:{process.pid}"
@@ -232,29 +241,35 @@ class ClaudeSession(ProviderSession):
     async def _read(
         self, process: ManagedProcess, items: asyncio.Queue[ClaudeItem | _Exited]
     ) -> None:
-        normalizer = ClaudeNormalizer()
+        normalizer = ClaudeNormalizer(report_parse_errors=True)
+        lines = 0
         try:
-            while True:
+            while process.exceeded is None:
                 line = await process.read_line()
                 if line is None:
                     break
+                lines += 1
+                if lines % READER_YIELD_LINES == 0:
+                    # read_line does not suspend while lines are buffered: let others run.
+                    await asyncio.sleep(0)
                 for item in normalizer.feed(line):
                     if isinstance(item, ControlReply):
                         future = self._replies.pop(item.request_id, None)
                         if future is not None and not future.done():
                             future.set_result(item)
                         continue
-                    items.put_nowait(item)
-        except LineTooLong as exc:
-            items.put_nowait(
-                _Exited(_error("agent_error", f"the CLI printed a line over {exc.limit} bytes"))
-            )
-            return
+                    await items.put(item)
+        except LineTooLong:
+            pass  # the process recorded the limit it broke and was killed for it
         except ProcessError as exc:
-            items.put_nowait(_Exited(_error("cli_crashed", f"lost the CLI's output: {exc}")))
+            await items.put(_Exited(_error("cli_crashed", f"lost the CLI's output: {exc}")))
+            return
+        if process.exceeded is not None:
+            # Whatever it printed after the limit is dropped; its end is the turn's end.
+            await items.put(_Exited(limit_error(process.exceeded, cli=CLI, provider=NAME)))
             return
         returncode = await process.wait()
-        items.put_nowait(_Exited(error_for_exit(returncode, process.stderr_tail)))
+        await items.put(_Exited(error_for_exit(returncode, process.stderr_tail)))
 
     async def _control(
         self, live: _Live, encode: Callable[[str], bytes], timeout_s: float
@@ -288,13 +303,27 @@ class ClaudeSession(ProviderSession):
     # --- turns ----------------------------------------------------------------------------
 
     async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        self._turn_active = True
+        try:
+            return await self._run_turn(prompt, hooks)
+        finally:
+            self._turn_active = False
+            self._interrupt_at = None
+
+    async def _run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
         if self._closed:
             return _failed("invalid_request", "the session is closed")
         live = await self._ensure_process()
         if isinstance(live, TurnOutcome):
             return live
-        self._interrupt_at = None
+        if self._interrupt_at is not None:
+            # Asked while the process was starting: the prompt is never sent.
+            return TurnOutcome(
+                status="interrupted",
+                error=_error("interrupted", "interrupted by the client before the prompt was sent"),
+            )
         approvals: dict[str, asyncio.Task[None]] = {}
+        live.process.limit_output(self._provider.limits.max_turn_output_bytes)
         try:
             await live.process.write_line(protocol.user_message(prompt))
         except ProcessError as exc:
@@ -303,6 +332,7 @@ class ClaudeSession(ProviderSession):
         try:
             return await self._follow(live, hooks, approvals)
         finally:
+            live.process.limit_output(None)
             for task in approvals.values():
                 task.cancel()
             await asyncio.gather(*approvals.values(), return_exceptions=True)
@@ -395,10 +425,11 @@ class ClaudeSession(ProviderSession):
             await live.process.write_line(line)
 
     async def interrupt(self) -> None:
+        if self._turn_active:  # also seen by a turn whose process is still starting
+            self._interrupt_at = time.monotonic()
         live = self._live
         if live is None:
             return
-        self._interrupt_at = time.monotonic()
         request_id = f"req_{next(self._request_ids)}_{os.urandom(4).hex()}"
         with contextlib.suppress(ProcessError):
             await live.process.write_line(protocol.interrupt_request(request_id))
