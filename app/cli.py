@@ -49,13 +49,17 @@ async def _cleanup(settings: Settings) -> int:
     try:
         await check_schema(engine)
         report = await cleanup(
-            engine, retention_days=settings.storage.retention_days, now=datetime.now(UTC)
+            engine,
+            retention_days=settings.storage.retention_days,
+            now=datetime.now(UTC),
+            max_events_per_session=settings.storage.max_events_per_session,
         )
     finally:
         await engine.dispose()
     print(
         f"deleted {report.bindings_deleted} bindings and {report.events_deleted} events; "
-        f"closed {report.sessions_closed} sessions"
+        f"closed {report.sessions_closed} sessions; "
+        f"pruned {report.events_pruned} events past storage.max_events_per_session"
     )
     return 0
 
@@ -82,9 +86,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
-    import uvicorn
-
     from app.main import create_app
+    from app.server import run
 
     if host is not None or port is not None:
         server = settings.server.model_copy(
@@ -117,14 +120,7 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
         print("Token: the configured server.token", file=sys.stderr)
     else:
         print(f"Token: in {settings.storage.data_dir / 'token'}", file=sys.stderr)
-    uvicorn.run(
-        app,
-        host=settings.server.host,
-        port=settings.server.port,
-        log_level=settings.log_level,
-        ws_max_size=settings.server.ws_max_message_bytes,
-        timeout_graceful_shutdown=10,
-    )
+    run(app, settings)
     return 0
 
 

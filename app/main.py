@@ -21,13 +21,31 @@ from app.runtime.eventlog import EventLog
 from app.runtime.process import ProcessRunner
 from app.runtime.sessions import SessionManager
 from app.settings import Settings
-from app.store.db import check_schema, create_engine
+from app.store.db import check_schema, checkpoint, create_engine
 from app.store.repository import Store
 from app.store.retention import cleanup
 
 log = logging.getLogger(__name__)
 
 MAINTENANCE_PERIOD_S = 30.0
+SHUTDOWN_RETRY_MS = 5000
+"""The ``retry:`` hint of the SSE ``shutdown`` frame: when a client should reconnect."""
+TURNS_FIRST_S = 1.0
+"""At shutdown, how long streams wait for running turns to record their end before they
+are closed (so clients usually see ``turn.interrupted`` live); the turns keep the rest of
+``server.shutdown_grace_s``."""
+
+
+def begin_shutdown(app: FastAPI) -> None:
+    """Start the graceful stop now (the server calls it when SIGTERM/SIGINT arrives).
+
+    Running turns end as interrupted (``gateway_shutdown``), then every SSE stream gets a
+    ``shutdown`` frame and every WebSocket a 1012 close, so no open stream holds the server.
+    Idempotent; a no-op before start-up completed.
+    """
+    begin: Callable[[], object] | None = getattr(app.state, "begin_shutdown", None)
+    if begin is not None:
+        begin()
 
 
 def create_app(
@@ -54,9 +72,7 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = EventLog(
-                store, queue_size=settings.server.subscriber_queue_size, clock=clock
-            )
+            event_log = _event_log(settings, store, clock)
             manager = SessionManager(
                 settings=settings,
                 store=store,
@@ -70,6 +86,7 @@ def create_app(
             app.state.providers = providers
             app.state.registry = registry
             app.state.manager = manager
+            app.state.begin_shutdown = (stopper := _Stopper(manager, event_log, settings)).begin
             tasks = [
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
                 asyncio.create_task(_retention(settings, store, clock), name="retention"),
@@ -77,6 +94,7 @@ def create_app(
             try:
                 yield
             finally:
+                await stopper.begin()
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
@@ -85,6 +103,10 @@ def create_app(
                     await provider.aclose()
         finally:
             await runner.aclose()
+            try:
+                await checkpoint(engine)
+            except Exception:
+                log.exception("could not checkpoint the database's write-ahead log")
             await engine.dispose()
 
     app = FastAPI(
@@ -117,6 +139,46 @@ def create_app(
     return app
 
 
+def _event_log(settings: Settings, store: Store, clock: Callable[[], datetime]) -> EventLog:
+    return EventLog(
+        store,
+        queue_size=settings.server.subscriber_queue_size,
+        clock=clock,
+        max_events_per_session=settings.storage.max_events_per_session,
+        max_lag_events=settings.limits.subscriber_max_lag_events,
+        max_subscribers_per_session=settings.limits.max_subscribers_per_session,
+        max_subscribers=settings.limits.max_subscribers,
+    )
+
+
+class _Stopper:
+    """The graceful stop: turns end first (briefly waited for), then every stream."""
+
+    def __init__(self, manager: SessionManager, events: EventLog, settings: Settings) -> None:
+        self._manager = manager
+        self._events = events
+        self._grace_s = settings.server.shutdown_grace_s
+        self._task: asyncio.Task[None] | None = None
+
+    def begin(self) -> asyncio.Task[None]:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="shutdown")
+        return self._task
+
+    async def _run(self) -> None:
+        log.info("shutting down: stopping running turns and closing event streams")
+        closing = asyncio.create_task(self._manager.aclose(), name="stop-sessions")
+        await asyncio.wait({closing}, timeout=min(TURNS_FIRST_S, self._grace_s / 4))
+        self._events.shutdown(retry_ms=SHUTDOWN_RETRY_MS)
+        try:
+            async with asyncio.timeout(self._grace_s):
+                await asyncio.shield(closing)
+        except TimeoutError:
+            log.warning("sessions did not stop within server.shutdown_grace_s; cutting them")
+        except Exception:
+            log.exception("stopping the sessions failed")
+
+
 def _period(settings: Settings) -> float:
     idle = min((p.idle_timeout_s for p in settings.providers.values()), default=600.0)
     return min(MAINTENANCE_PERIOD_S, idle / 4)
@@ -137,10 +199,18 @@ async def _retention(settings: Settings, store: Store, clock: Callable[[], datet
     while True:
         try:
             report = await cleanup(
-                store.engine, retention_days=settings.storage.retention_days, now=clock()
+                store.engine,
+                retention_days=settings.storage.retention_days,
+                now=clock(),
+                max_events_per_session=settings.storage.max_events_per_session,
             )
             if report.bindings_deleted:
                 log.info("retention removed %d bindings", report.bindings_deleted)
+            if report.events_pruned:
+                log.info(
+                    "retention pruned %d events past storage.max_events_per_session",
+                    report.events_pruned,
+                )
         except Exception:
             log.exception("retention cleanup failed")
         await asyncio.sleep(settings.storage.cleanup_interval_s)

@@ -8,6 +8,13 @@ ends after its last event, and a reconnect past the end gets ``204`` (EventSourc
 WebSocket: ``/v1/sessions/{id}/ws?after=<seq>``; the server sends one envelope per frame,
 and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``).
 A dropped connection never cancels a turn.
+
+Control frames, never a silent gap: ``resync_required`` (the cursor is older than the events
+kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell more than
+``limits.subscriber_max_lag_events`` behind; the stream ends, reconnect from
+``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012). A JSON page whose
+cursor is older than the events kept is ``410 cursor_expired``. Subscribers are capped per
+session (429) and in all (503), both with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -16,15 +23,17 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from pydantic import TypeAdapter, ValidationError
+from starlette.types import Receive, Scope, Send
 
 from app.api.deps import Manager, approval_public, turn_public
+from app.api.problems import error_headers
 from app.api.schemas import (
     EventPage,
     Problem,
@@ -34,8 +43,15 @@ from app.api.schemas import (
     WsTurnStart,
 )
 from app.api.security import Authenticated, require_ws_token
-from app.errors import GatewayError, InvalidRequest, NotFound, problem_for
-from app.runtime.eventlog import LoggedEvent
+from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
+from app.runtime.eventlog import (
+    Evicted,
+    LoggedEvent,
+    ResyncRequired,
+    ShuttingDown,
+    StreamItem,
+    Subscription,
+)
 from app.runtime.sessions import SessionManager
 from app.store.tables import ENDED_SESSION_STATUSES
 
@@ -44,6 +60,9 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/sessions", tags=["events"])
 
 MAX_CURSOR = 2**53
+WS_EVICTED = 4000
+"""WebSocket close code of a subscriber evicted for falling behind; reconnect with ``after``."""
+WS_SERVICE_RESTART = 1012
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
 
 
@@ -90,7 +109,10 @@ async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int)
         204: {"description": "The session is closed and the cursor is at its last event"},
         401: {"model": Problem},
         404: {"model": Problem},
+        410: {"model": Problem, "description": "The cursor is older than the events kept"},
         422: {"model": Problem},
+        429: {"model": Problem, "description": "The session has its maximum of subscribers"},
+        503: {"model": Problem, "description": "The gateway has its maximum of subscribers"},
     },
 )
 async def get_events(
@@ -109,6 +131,7 @@ async def get_events(
     last = await _checked_cursor(manager, session_id, cursor)
     if "text/event-stream" not in request.headers.get("accept", ""):
         page = await manager.events.page(session_id, after=cursor, limit=limit)
+        _check_kept(page, cursor, last)
         body = (
             '{"events":['
             + ",".join(e.json for e in page)
@@ -121,19 +144,65 @@ async def get_events(
         if cursor >= last:
             return Response(status_code=204)
     keepalive = request.app.state.settings.server.sse_keepalive_s
-    stream = _sse(manager.events.subscribe(session_id, after=cursor, heartbeat_s=keepalive))
-    return EventSourceResponse(
-        stream, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    subscription = await manager.events.open(session_id, after=cursor, heartbeat_s=keepalive)
+    return _SubscriptionResponse(
+        _sse(subscription),
+        subscription,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _sse(events: AsyncIterator[LoggedEvent | None]) -> AsyncIterator[bytes]:
+def _check_kept(page: list[LoggedEvent], cursor: int, last: int) -> None:
+    """410 when events right after the cursor were pruned: a page never skips silently."""
+    first = page[0].seq if page else last + 1
+    if first > cursor + 1 and (page or cursor < last):
+        raise Gone(
+            f"events after {cursor} are no longer kept (storage.max_events_per_session); the "
+            f"oldest kept event is {first}: reload the session's state, then continue with "
+            f"after={first - 1}",
+            first_seq=first,
+            after=cursor,
+        )
+
+
+class _SubscriptionResponse(EventSourceResponse):
+    """An SSE response that gives its subscriber slot back however the response ends."""
+
+    def __init__(
+        self, content: AsyncIterator[bytes], subscription: Subscription, **kwargs: Any
+    ) -> None:
+        super().__init__(content, **kwargs)
+        self._subscription = subscription
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._subscription.release()
+
+
+def _control(kind: str, **fields: int | str) -> str:
+    return json.dumps({"type": kind, **fields}, separators=(",", ":"))
+
+
+async def _sse(items: AsyncIterable[StreamItem]) -> AsyncIterator[bytes]:
     yield format_sse_event(comment="connected", retry=2000)
-    async for event in events:
-        if event is None:
-            yield KEEPALIVE_COMMENT
-        else:
-            yield format_sse_event(data_str=event.json, id=str(event.seq), event=None)
+    async for item in items:
+        match item:
+            case None:
+                yield KEEPALIVE_COMMENT
+            case LoggedEvent(seq=seq, json=envelope):
+                yield format_sse_event(data_str=envelope, id=str(seq))
+            case ResyncRequired(first_seq=first, after=after):
+                # The id moves the client's Last-Event-ID past the gap it was told about.
+                data = _control("resync_required", first_seq=first, after=after)
+                yield format_sse_event(event="resync_required", data_str=data, id=str(first - 1))
+            case Evicted(last_seq_sent=sent, reason=reason):
+                data = _control("evicted", last_seq_sent=sent, reason=reason)
+                yield format_sse_event(event="evicted", data_str=data)
+            case ShuttingDown(retry_ms=retry_ms):
+                data = _control("shutdown", reason="gateway_shutdown", retry_ms=retry_ms)
+                yield format_sse_event(event="shutdown", data_str=data, retry=retry_ms)
 
 
 @router.websocket("/{session_id}/ws", name="session_ws")
@@ -148,31 +217,49 @@ async def session_ws(
         await manager.get(session_id)
         cursor = parse_cursor(after, name="after") or 0
         await _checked_cursor(manager, session_id, cursor)
+        subscription = await manager.events.open(session_id, after=cursor)
     except GatewayError as exc:
         await websocket.send_denial_response(
             JSONResponse(
-                problem_for(exc), status_code=exc.status, media_type="application/problem+json"
+                problem_for(exc),
+                status_code=exc.status,
+                media_type="application/problem+json",
+                headers=error_headers(exc),
             )
         )
         return
-    await websocket.accept()
-    sender = asyncio.create_task(_send_events(websocket, manager, session_id, cursor))
     try:
-        await _receive_commands(websocket, manager, session_id)
-    except WebSocketDisconnect:
-        pass
+        await websocket.accept()
+        sender = asyncio.create_task(_send_events(websocket, subscription))
+        try:
+            await _receive_commands(websocket, manager, session_id)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
     finally:
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await sender
+        subscription.release()
 
 
-async def _send_events(
-    websocket: WebSocket, manager: SessionManager, session_id: str, cursor: int
-) -> None:
-    async for event in manager.events.subscribe(session_id, after=cursor):
-        if event is not None:
-            await websocket.send_text(event.json)
+async def _send_events(websocket: WebSocket, subscription: Subscription) -> None:
+    async for item in subscription:
+        match item:
+            case LoggedEvent(json=envelope):
+                await websocket.send_text(envelope)
+            case ResyncRequired(first_seq=first, after=after):
+                await websocket.send_text(_control("resync_required", first_seq=first, after=after))
+            case Evicted(last_seq_sent=sent, reason=reason):
+                await websocket.send_text(_control("evicted", last_seq_sent=sent, reason=reason))
+                await websocket.close(code=WS_EVICTED, reason=f"evicted ({reason}); reconnect")
+                return
+            case ShuttingDown(retry_ms=retry_ms):
+                await websocket.send_text(
+                    _control("shutdown", reason="gateway_shutdown", retry_ms=retry_ms)
+                )
+                await websocket.close(code=WS_SERVICE_RESTART, reason="gateway shutting down")
+                return
     await websocket.close(code=1000, reason="session closed")
 
 

@@ -3,9 +3,19 @@
 An event is written to the store before any subscriber sees it, so a client that reconnects
 with ``Last-Event-ID`` / ``after`` always finds in the store what it missed. A subscription
 first registers its live queue, then replays the store, then follows the queue, dropping
-what the replay already delivered; a subscriber that falls behind by a whole queue is not
-waited for: its queue is dropped and it catches up from the store, so it loses nothing and
-slows no one.
+what the replay already delivered. A subscriber whose queue fills up is not waited for: it
+catches up from the store, so a slow reader never holds back an append or another reader.
+
+Besides events, a subscription yields a few control items, each ending or bending the stream
+visibly rather than silently:
+
+- ``ResyncRequired``: the events after the cursor were pruned (``storage.max_events_per_session``);
+  the stream continues from the oldest kept event.
+- ``Evicted``: the subscriber fell more than ``max_lag_events`` behind the newest event; the
+  stream ends and the client reconnects from ``last_seq_sent``, losing nothing.
+- ``ShuttingDown``: the gateway is stopping; the stream ends.
+
+``None`` is a keep-alive tick.
 """
 
 from __future__ import annotations
@@ -13,17 +23,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import EventData, EventType
 from app.store.repository import EventRecord, Store
 
 log = logging.getLogger(__name__)
 
 REPLAY_PAGE = 500
+CAP_RETRY_AFTER_S = 5.0
+"""``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,22 +70,158 @@ class LoggedEvent:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ResyncRequired:
+    """Events after ``after`` are no longer kept; the stream goes on from ``first_seq``."""
+
+    first_seq: int
+    after: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evicted:
+    """The subscriber fell too far behind; it reconnects after ``last_seq_sent``."""
+
+    last_seq_sent: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuttingDown:
+    """The gateway is stopping; clients reconnect after ``retry_ms``."""
+
+    retry_ms: int
+
+
+StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
+
+
 @dataclass(eq=False)
 class _Subscriber:
     queue: asyncio.Queue[LoggedEvent | None]
+    baseline: int
+    """The newest seq when the subscription opened: older events are history it may replay
+    at its own pace; only events appended since count towards its lag."""
+    cursor: int = 0
+    """The last seq handed to the client's transport."""
     overflowed: bool = False
+    evicted: bool = False
+    stopping: ShuttingDown | None = None
+
+    def wake(self) -> None:
+        try:
+            self.queue.put_nowait(None)
+        except asyncio.QueueFull:
+            self.overflowed = True  # a full queue is read before the flags are looked at
 
 
 @dataclass
 class _Channel:
     last_seq: int
+    first_seq: int
+    """The oldest seq that may still be stored (lower after another process pruned)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     subscribers: set[_Subscriber] = field(default_factory=set)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+class Subscription:
+    """A registered subscriber: iterate it once; ``release()`` unregisters (idempotent).
+
+    Registration happens when the subscription is opened, so caps are checked and counted
+    before a response starts; iterating to the end, or ``release()``, gives the slot back.
+    """
+
+    def __init__(
+        self,
+        log_: EventLog,
+        session_id: str,
+        channel: _Channel,
+        subscriber: _Subscriber,
+        *,
+        after: int,
+        heartbeat_s: float | None,
+    ) -> None:
+        self._log = log_
+        self._session_id = session_id
+        self._channel = channel
+        self._subscriber = subscriber
+        self._after = after
+        self._heartbeat_s = heartbeat_s
+
+    def __aiter__(self) -> AsyncIterator[StreamItem]:
+        return self._items()
+
+    def release(self) -> None:
+        self._log._unregister(self._channel, self._subscriber)
+
+    def _stop(self) -> Evicted | ShuttingDown | None:
+        subscriber = self._subscriber
+        if subscriber.stopping is not None:
+            return subscriber.stopping
+        if subscriber.evicted:
+            return Evicted(last_seq_sent=subscriber.cursor, reason="lagging")
+        return None
+
+    async def _items(self) -> AsyncGenerator[StreamItem, None]:
+        channel, subscriber = self._channel, self._subscriber
+        cursor = subscriber.cursor = self._after
+        try:
+            while True:
+                # A fresh queue before the replay: whatever is appended from now on is either
+                # in the store when the replay reads it or in this queue, or both.
+                subscriber.queue = asyncio.Queue(self._log._queue_size)
+                subscriber.overflowed = False
+                while True:  # replay what the store has past the cursor
+                    if (stop := self._stop()) is not None:
+                        yield stop
+                        return
+                    head = channel.last_seq
+                    page = await self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+                    first = page[0].seq if page else head + 1
+                    if first > cursor + 1 and (page or cursor < head):
+                        log.info(
+                            "subscriber of %s asked for events after %d; oldest kept is %d",
+                            self._session_id,
+                            cursor,
+                            first,
+                        )
+                        yield ResyncRequired(first_seq=first, after=cursor)
+                        cursor = subscriber.cursor = first - 1
+                    for event in page:
+                        if (stop := self._stop()) is not None:
+                            yield stop
+                            return
+                        cursor = subscriber.cursor = event.seq
+                        yield event
+                    if len(page) < REPLAY_PAGE:
+                        break
+                while not subscriber.overflowed:
+                    if (stop := self._stop()) is not None:
+                        yield stop
+                        return
+                    if channel.closed.is_set() and subscriber.queue.empty():
+                        if cursor >= channel.last_seq:
+                            return
+                        break  # the tail is in the store
+                    try:
+                        item = await asyncio.wait_for(subscriber.queue.get(), self._heartbeat_s)
+                    except TimeoutError:
+                        yield None
+                        continue
+                    if item is None or item.seq <= cursor:
+                        continue
+                    cursor = subscriber.cursor = item.seq
+                    yield item
+                log.debug(
+                    "subscriber of %s fell behind at %d; catching up", self._session_id, cursor
+                )
+        finally:
+            self.release()
+
+
 class EventLog:
-    """Per-session numbering, persistence and fan-out of events."""
+    """Per-session numbering, persistence, pruning and fan-out of events."""
 
     def __init__(
         self,
@@ -80,12 +229,22 @@ class EventLog:
         *,
         queue_size: int = 1000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        max_events_per_session: int | None = None,
+        max_lag_events: int | None = None,
+        max_subscribers_per_session: int | None = None,
+        max_subscribers: int | None = None,
     ) -> None:
         self._store = store
         self._queue_size = queue_size
         self._clock = clock
+        self._max_events = max_events_per_session
+        self._max_lag = max_lag_events
+        self._max_per_session = max_subscribers_per_session
+        self._max_total = max_subscribers
         self._channels: dict[str, _Channel] = {}
         self._channels_lock = asyncio.Lock()
+        self._total = 0
+        self._stopping: ShuttingDown | None = None
 
     async def _channel(self, session_id: str) -> _Channel:
         channel = self._channels.get(session_id)
@@ -93,8 +252,8 @@ class EventLog:
             async with self._channels_lock:
                 channel = self._channels.get(session_id)
                 if channel is None:
-                    last = await self._store.last_event_seq(session_id)
-                    channel = self._channels[session_id] = _Channel(last_seq=last)
+                    first, last = await self._store.event_bounds(session_id)
+                    channel = self._channels[session_id] = _Channel(last_seq=last, first_seq=first)
         return channel
 
     async def last_seq(self, session_id: str) -> int:
@@ -113,7 +272,8 @@ class EventLog:
 
         Shielded from the caller's cancellation: a turn cancelled while its event is being
         written must not leave the event stored but unnumbered in memory (the next append
-        would reuse its seq).
+        would reuse its seq). Raises ``StorageUnavailable`` when the store cannot take it;
+        then nobody has seen the event and its seq is used by the next one.
         """
         return await asyncio.shield(
             self._append(session_id, data, turn_id=turn_id, attempt=attempt, provider=provider)
@@ -140,10 +300,17 @@ class EventLog:
                 type=data.TYPE,
                 data=data.model_dump(mode="json"),
             )
-            await self._store.insert_event(record)
+            prune_through = self._prune_point(channel, record.seq)
+            await self._store.insert_event(record, prune_through=prune_through)
             channel.last_seq = record.seq
+            if prune_through is not None:
+                channel.first_seq = prune_through + 1
             event = LoggedEvent.from_record(record)
-            for subscriber in channel.subscribers:
+            for subscriber in list(channel.subscribers):
+                lag = record.seq - max(subscriber.cursor, subscriber.baseline)
+                if self._max_lag is not None and lag > self._max_lag:
+                    self._evict(channel, subscriber, session_id)
+                    continue
                 if subscriber.overflowed:
                     continue
                 try:
@@ -152,9 +319,80 @@ class EventLog:
                     subscriber.overflowed = True
         return event
 
+    def _prune_point(self, channel: _Channel, seq: int) -> int | None:
+        """Prune in batches of a tenth of the cap, so most appends delete nothing."""
+        if self._max_events is None:
+            return None
+        keep_from = seq - self._max_events + 1
+        if keep_from - channel.first_seq < max(1, self._max_events // 10):
+            return None
+        return keep_from - 1
+
+    def _evict(self, channel: _Channel, subscriber: _Subscriber, session_id: str) -> None:
+        log.warning(
+            "subscriber of %s evicted: more than %d events behind (sent up to %d)",
+            session_id,
+            self._max_lag,
+            subscriber.cursor,
+            extra={"session_id": session_id, "last_seq_sent": subscriber.cursor},
+        )
+        subscriber.evicted = True
+        self._unregister(channel, subscriber)
+        subscriber.wake()
+
     async def page(self, session_id: str, *, after: int, limit: int) -> list[LoggedEvent]:
         records = await self._store.events_after(session_id, after=after, limit=limit)
         return [LoggedEvent.from_record(r) for r in records]
+
+    async def open(
+        self,
+        session_id: str,
+        *,
+        after: int,
+        heartbeat_s: float | None = None,
+        check_limits: bool = True,
+    ) -> Subscription:
+        """Register a subscriber of the session's events with ``seq > after``.
+
+        Raises ``TooManyRequests`` at ``max_subscribers_per_session``, ``AtCapacity`` at
+        ``max_subscribers`` (both with ``Retry-After``), ``Unavailable`` once shutdown began.
+        """
+        channel = await self._channel(session_id)
+        if self._stopping is not None:
+            raise Unavailable(
+                "the gateway is shutting down; reconnect shortly",
+                retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
+            )
+        if check_limits:
+            if self._max_per_session is not None and (
+                len(channel.subscribers) >= self._max_per_session
+            ):
+                raise TooManyRequests(
+                    f"this session already has {len(channel.subscribers)} event subscribers "
+                    f"(limits.max_subscribers_per_session); close one or retry later",
+                    retry_after_s=CAP_RETRY_AFTER_S,
+                    limit=self._max_per_session,
+                )
+            if self._max_total is not None and self._total >= self._max_total:
+                raise AtCapacity(
+                    f"the gateway serves its maximum of {self._max_total} event subscribers "
+                    "(limits.max_subscribers); retry later",
+                    retry_after_s=CAP_RETRY_AFTER_S,
+                    limit=self._max_total,
+                )
+        subscriber = _Subscriber(
+            queue=asyncio.Queue(self._queue_size), baseline=channel.last_seq, cursor=after
+        )
+        channel.subscribers.add(subscriber)
+        self._total += 1
+        return Subscription(
+            self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
+        )
+
+    def _unregister(self, channel: _Channel, subscriber: _Subscriber) -> None:
+        if subscriber in channel.subscribers:
+            channel.subscribers.discard(subscriber)
+            self._total -= 1
 
     async def subscribe(
         self, session_id: str, *, after: int, heartbeat_s: float | None = None
@@ -162,52 +400,41 @@ class EventLog:
         """Every event with ``seq > after``, in order, none twice; ends when the log closes.
 
         With ``heartbeat_s``, yields ``None`` after that long without an event (keep-alive).
+        Not subject to the subscriber caps. Where events were pruned it goes on from the
+        oldest kept one; an eviction or shutdown ends it. Clients get ``open()``'s control
+        items instead.
         """
-        channel = await self._channel(session_id)
-        cursor = after
-        while True:
-            subscriber = _Subscriber(queue=asyncio.Queue(self._queue_size))
-            channel.subscribers.add(subscriber)
-            try:
-                while True:  # replay what the store has past the cursor
-                    page = await self.page(session_id, after=cursor, limit=REPLAY_PAGE)
-                    for event in page:
-                        cursor = event.seq
-                        yield event
-                    if len(page) < REPLAY_PAGE:
-                        break
-                while not subscriber.overflowed:
-                    if channel.closed.is_set() and subscriber.queue.empty():
-                        if cursor >= channel.last_seq:
-                            return
-                        break  # the tail is in the store
-                    try:
-                        item = await asyncio.wait_for(subscriber.queue.get(), heartbeat_s)
-                    except TimeoutError:
-                        yield None
-                        continue
-                    if item is None or item.seq <= cursor:
-                        continue
-                    cursor = item.seq
+        subscription = await self.open(
+            session_id, after=after, heartbeat_s=heartbeat_s, check_limits=False
+        )
+        items = subscription._items()
+        try:
+            async for item in items:
+                if isinstance(item, Evicted | ShuttingDown):
+                    return
+                if not isinstance(item, ResyncRequired):
                     yield item
-            finally:
-                channel.subscribers.discard(subscriber)
-            log.debug("subscriber of %s fell behind at seq %d; catching up", session_id, cursor)
+        finally:
+            await items.aclose()
+            subscription.release()
 
     async def close(self, session_id: str) -> None:
         """End every subscription of the session once it has delivered the last event."""
         channel = await self._channel(session_id)
         channel.closed.set()
         for subscriber in channel.subscribers:
-            try:
-                subscriber.queue.put_nowait(None)
-            except asyncio.QueueFull:
-                subscriber.overflowed = True
+            subscriber.wake()
+
+    def shutdown(self, retry_ms: int) -> None:
+        """End every subscription with ``ShuttingDown``; later ``open()`` calls are refused."""
+        self._stopping = ShuttingDown(retry_ms=retry_ms)
+        for channel in self._channels.values():
+            for subscriber in list(channel.subscribers):
+                subscriber.stopping = self._stopping
+                subscriber.wake()
 
     def subscriber_count(self, session_id: str | None = None) -> int:
-        channels = (
-            self._channels.values()
-            if session_id is None
-            else [c for s, c in self._channels.items() if s == session_id]
-        )
-        return sum(len(c.subscribers) for c in channels)
+        if session_id is None:
+            return self._total
+        channel = self._channels.get(session_id)
+        return len(channel.subscribers) if channel else 0

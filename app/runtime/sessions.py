@@ -61,7 +61,7 @@ from app.runtime.selector import (
     check_requires,
     select,
 )
-from app.runtime.turns import Recorder, run_turn
+from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, run_turn
 from app.runtime.workspaces import resolve_workspace
 from app.settings import Settings
 from app.store.repository import Store
@@ -473,6 +473,6 @@ class SessionManager:
         lives = list(self._live.values())
         self._live.clear()
         await asyncio.gather(
-            *(self._stop_live(live, "the gateway is shutting down") for live in lives),
+            *(self._stop_live(live, GATEWAY_SHUTDOWN) for live in lives),
             return_exceptions=True,
         )

@@ -10,12 +10,14 @@ and the session status in step; the attempts and retries in between are the coor
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from app.errors import StorageUnavailable
 from app.events import (
     EventData,
     RetryScheduled,
@@ -35,6 +37,12 @@ if TYPE_CHECKING:
     from app.runtime.sessions import LiveSession, SessionManager
 
 log = logging.getLogger(__name__)
+
+GATEWAY_SHUTDOWN = "gateway_shutdown: the gateway was shut down while the turn was running"
+"""The stop reason of turns ended by a graceful shutdown (``TurnError.reason`` gateway_shutdown)."""
+STORAGE_RETRY_S = (0.5, 1.0, 2.0, 5.0)
+"""Waits between attempts to record the end of a turn while the database refuses writes
+(the last one repeats until it succeeds or the turn's task is cancelled)."""
 
 
 @dataclass(eq=False)
@@ -100,35 +108,69 @@ async def run_turn(
     *,
     clock: Callable[[], datetime],
 ) -> None:
-    """Drive ``turn`` to its end and record the outcome; never raises except cancellation."""
+    """Drive ``turn`` to its end and record the outcome; never raises except cancellation.
+
+    When the store refuses a write (disk full, I/O error), the CLI is stopped at once, since
+    nothing it prints could be recorded, and the turn fails once its end can be recorded.
+    """
     hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
     store = manager.store
-    await store.update_turn(turn.id, status="running", started_at=clock())
-    await manager.set_status(live, "running")
-    await hooks.emit(TurnStarted(prompt=turn.prompt))
-    if live.thread_id is not None:  # every use of the thread refreshes its binding
-        await hooks.bind_thread(live.thread_id)
     try:
+        await store.update_turn(turn.id, status="running", started_at=clock())
+        await manager.set_status(live, "running")
+        await hooks.emit(TurnStarted(prompt=turn.prompt))
+        if live.thread_id is not None:  # every use of the thread refreshes its binding
+            await hooks.bind_thread(live.thread_id)
         result = await coordinator.run(turn.prompt)
         outcome = result.outcome
         hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
         await _finish(manager, live, turn, hooks, _stopped(live.stop_reason), clock)
         raise
+    except StorageUnavailable:
+        log.error(
+            "turn %s of session %s: storage unavailable; stopping the CLI", turn.id, live.session_id
+        )
+        await _stop_cli(live)
+        error = TurnError(
+            kind="unknown",
+            message="the gateway could not record the turn's events (storage unavailable); "
+            "the CLI was stopped",
+            provider=live.provider,
+            reason="storage_unavailable",
+        )
+        outcome = TurnOutcome(status="failed", error=error)
     except Exception:
         log.exception("turn %s of session %s failed inside the gateway", turn.id, live.session_id)
         error = TurnError(
             kind="unknown", message="internal error while running the turn", provider=live.provider
         )
         outcome = TurnOutcome(status="failed", error=error)
-    await _finish(manager, live, turn, hooks, outcome, clock)
+    for attempt in itertools.count():
+        try:
+            await _finish(manager, live, turn, hooks, outcome, clock)
+            return
+        except StorageUnavailable:
+            if attempt == 0:
+                await _stop_cli(live)
+            await asyncio.sleep(STORAGE_RETRY_S[min(attempt, len(STORAGE_RETRY_S) - 1)])
+
+
+async def _stop_cli(live: LiveSession) -> None:
+    """Stop what the CLI is doing for this session; its next turn starts it again."""
+    try:
+        await live.handle.interrupt()
+        await live.handle.suspend()
+    except Exception:
+        log.exception("could not stop the CLI of session %s", live.session_id)
 
 
 def _stopped(reason: str) -> TurnOutcome:
-    return TurnOutcome(
-        status="interrupted",
-        error=TurnError(kind="interrupted", message=f"the turn was stopped: {reason}"),
-    )
+    if reason == GATEWAY_SHUTDOWN:
+        error = TurnError(kind="interrupted", message=reason, reason="gateway_shutdown")
+    else:
+        error = TurnError(kind="interrupted", message=f"the turn was stopped: {reason}")
+    return TurnOutcome(status="interrupted", error=error)
 
 
 async def _finish(

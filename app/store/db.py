@@ -9,15 +9,19 @@ the Alembic scripts are found next to the ``app`` package.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -27,6 +31,9 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import ConnectionPoolEntry
 
 import app
+from app.errors import StorageUnavailable
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(app.__file__).resolve().parent.parent / "migrations"
 
@@ -39,6 +46,49 @@ _SQLITE_PRAGMAS = {
 # A batch migration rebuilds a table (copy, DROP, rename); with foreign keys on, SQLite's
 # DROP TABLE deletes the old rows first and so cascades into every child table.
 _SQLITE_MIGRATION_PRAGMAS = {**_SQLITE_PRAGMAS, "foreign_keys": "OFF"}
+
+
+STORAGE_RETRY_AFTER_S = 30.0
+"""``Retry-After`` of a request refused because the database cannot be written."""
+
+_STORAGE_FAILURES = (
+    "database or disk is full",
+    "disk i/o error",
+    "database is locked",
+    "database table is locked",
+    "unable to open database file",
+    "attempt to write a readonly database",
+)
+"""SQLite's messages for a database that cannot take a write now; anything else is a bug."""
+
+
+@contextlib.contextmanager
+def storage_errors() -> Iterator[None]:
+    """Turn a database that cannot be written into ``StorageUnavailable`` (503, Retry-After).
+
+    The one place where SQLite's "disk full", I/O errors and "locked" (after the busy
+    timeout) become an API answer; other database errors pass through unchanged.
+    """
+    try:
+        yield
+    except DBAPIError as exc:
+        message = str(exc.orig).lower()
+        if not any(failure in message for failure in _STORAGE_FAILURES):
+            raise
+        log.error("storage unavailable: %s", exc.orig)
+        raise StorageUnavailable(
+            "the gateway cannot write its database now (disk full, I/O error or locked); "
+            "nothing of this request was kept, retry later",
+            retry_after_s=STORAGE_RETRY_AFTER_S,
+        ) from exc
+
+
+async def checkpoint(engine: AsyncEngine) -> None:
+    """Fold SQLite's write-ahead log into the database file and truncate it (at shutdown)."""
+    if engine.url.get_backend_name() != "sqlite":
+        return
+    async with engine.connect() as connection:
+        await connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
 
 
 class SchemaError(Exception):

@@ -6,19 +6,27 @@ them through the ``update_*`` methods, which write and return the fresh row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import JsonValue
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.events import EventType
 from app.store.bindings import touch_binding
-from app.store.db import session_factory
-from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
+from app.store.db import session_factory, storage_errors
+from app.store.tables import (
+    ENDED_SESSION_STATUSES,
+    ApprovalRow,
+    BindingRow,
+    EventRow,
+    SessionRow,
+    TurnRow,
+)
 
 LIVE_TURN_STATUSES = ("queued", "running", "retrying")
 
@@ -38,20 +46,36 @@ class EventRecord:
 
 
 class Store:
-    """The gateway's tables, one short transaction per call."""
+    """The gateway's tables, one short transaction per call.
+
+    A write the database cannot take (disk full, I/O error, still locked after the busy
+    timeout) raises ``StorageUnavailable`` (503); nothing of that call is kept.
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = session_factory(engine)
 
+    @contextlib.asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncSession]:
+        with storage_errors():
+            async with self._sessions() as db:
+                yield db
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncSession]:
+        with storage_errors():
+            async with self._sessions() as db, db.begin():
+                yield db
+
     # --- sessions -------------------------------------------------------------------------
 
     async def add(self, *rows: SessionRow | TurnRow | ApprovalRow) -> None:
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             db.add_all(rows)
 
     async def get_session(self, session_id: str) -> SessionRow | None:
-        async with self._sessions() as db:
+        async with self._read() as db:
             return await db.get(SessionRow, session_id)
 
     async def list_sessions(
@@ -64,11 +88,21 @@ class Store:
             query = query.where(SessionRow.status == status)
         if before is not None:
             query = query.where(SessionRow.created_at < before)
-        async with self._sessions() as db:
+        async with self._read() as db:
             return (await db.scalars(query)).all()
 
+    async def count_open_sessions(self, owner: str) -> int:
+        """Sessions of ``owner`` that are not closed or failed."""
+        query = (
+            select(func.count())
+            .select_from(SessionRow)
+            .where(SessionRow.owner == owner, SessionRow.status.not_in(ENDED_SESSION_STATUSES))
+        )
+        async with self._read() as db:
+            return int((await db.scalar(query)) or 0)
+
     async def update_session(self, session_id: str, **values: Any) -> SessionRow:
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
             row = await db.get(SessionRow, session_id, populate_existing=True)
         assert row is not None, session_id
@@ -79,26 +113,26 @@ class Store:
     async def touch_binding(
         self, *, session_id: str, provider: str, thread_id: str, now: datetime
     ) -> None:
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             await touch_binding(
                 db, session_id=session_id, provider=provider, thread_id=thread_id, now=now
             )
 
     async def get_binding(self, session_id: str, provider: str) -> BindingRow | None:
-        async with self._sessions() as db:
+        async with self._read() as db:
             return await db.get(BindingRow, (session_id, provider))
 
     # --- turns ----------------------------------------------------------------------------
 
     async def next_turn_number(self, session_id: str) -> int:
-        async with self._sessions() as db:
+        async with self._read() as db:
             current = await db.scalar(
                 select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == session_id)
             )
         return (current or 0) + 1
 
     async def get_turn(self, session_id: str, turn_id: str) -> TurnRow | None:
-        async with self._sessions() as db:
+        async with self._read() as db:
             row = await db.get(TurnRow, turn_id)
         return row if row is not None and row.session_id == session_id else None
 
@@ -109,11 +143,11 @@ class Store:
             .order_by(TurnRow.seq_no.desc())
             .limit(limit)
         )
-        async with self._sessions() as db:
+        async with self._read() as db:
             return (await db.scalars(query)).all()
 
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRow:
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             await db.execute(update(TurnRow).where(TurnRow.id == turn_id).values(values))
             row = await db.get(TurnRow, turn_id, populate_existing=True)
         assert row is not None, turn_id
@@ -122,7 +156,7 @@ class Store:
     # --- approvals ------------------------------------------------------------------------
 
     async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRow | None:
-        async with self._sessions() as db:
+        async with self._read() as db:
             row = await db.get(ApprovalRow, approval_id)
         return row if row is not None and row.session_id == session_id else None
 
@@ -137,11 +171,11 @@ class Store:
         )
         if status is not None:
             query = query.where(ApprovalRow.status == status)
-        async with self._sessions() as db:
+        async with self._read() as db:
             return (await db.scalars(query)).all()
 
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRow:
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             await db.execute(
                 update(ApprovalRow).where(ApprovalRow.id == approval_id).values(values)
             )
@@ -151,9 +185,12 @@ class Store:
 
     # --- events ---------------------------------------------------------------------------
 
-    async def insert_event(self, record: EventRecord) -> None:
-        """Append one event and advance the session's ``last_seq`` in the same transaction."""
-        async with self._sessions() as db, db.begin():
+    async def insert_event(self, record: EventRecord, *, prune_through: int | None = None) -> None:
+        """Append one event and advance the session's ``last_seq`` in the same transaction.
+
+        With ``prune_through``, the session's events up to that seq are deleted with it.
+        """
+        async with self._write() as db:
             db.add(
                 EventRow(
                     session_id=record.session_id,
@@ -171,6 +208,12 @@ class Store:
                 .where(SessionRow.id == record.session_id)
                 .values(last_seq=record.seq)
             )
+            if prune_through is not None:
+                await db.execute(
+                    delete(EventRow).where(
+                        EventRow.session_id == record.session_id, EventRow.seq <= prune_through
+                    )
+                )
 
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
         query = (
@@ -179,7 +222,7 @@ class Store:
             .order_by(EventRow.seq)
             .limit(limit)
         )
-        async with self._sessions() as db:
+        async with self._read() as db:
             rows = (await db.scalars(query)).all()
         return [
             EventRecord(
@@ -196,23 +239,39 @@ class Store:
         ]
 
     async def last_event_seq(self, session_id: str) -> int:
-        async with self._sessions() as db:
-            value = await db.scalar(
-                select(func.max(EventRow.seq)).where(EventRow.session_id == session_id)
+        return (await self.event_bounds(session_id))[1]
+
+    async def event_bounds(self, session_id: str) -> tuple[int, int]:
+        """``(first, last)``: the oldest kept seq and the newest seq ever numbered.
+
+        The newest is the larger of the stored events and the session's ``last_seq`` (pruning
+        or retention may have removed every event); with no event kept, first is last + 1.
+        """
+        async with self._read() as db:
+            low, high = (
+                await db.execute(
+                    select(func.min(EventRow.seq), func.max(EventRow.seq)).where(
+                        EventRow.session_id == session_id
+                    )
+                )
+            ).one()
+            recorded = await db.scalar(
+                select(SessionRow.last_seq).where(SessionRow.id == session_id)
             )
-        return value or 0
+        last = max(high or 0, recorded or 0)
+        return (low if low is not None else last + 1), last
 
     # --- start-up recovery ----------------------------------------------------------------
 
     async def unfinished_turns(self) -> Sequence[TurnRow]:
-        async with self._sessions() as db:
+        async with self._read() as db:
             return (
                 await db.scalars(select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES)))
             ).all()
 
     async def reset_busy_sessions(self, now: datetime) -> None:
         """Sessions left running by a previous process are idle now: nothing runs them."""
-        async with self._sessions() as db, db.begin():
+        async with self._write() as db:
             await db.execute(
                 update(SessionRow)
                 .where(SessionRow.status.in_(("running", "awaiting_approval", "retrying")))
@@ -220,7 +279,7 @@ class Store:
             )
 
     async def pending_approvals(self) -> Sequence[ApprovalRow]:
-        async with self._sessions() as db:
+        async with self._read() as db:
             return (
                 await db.scalars(select(ApprovalRow).where(ApprovalRow.status == "pending"))
             ).all()

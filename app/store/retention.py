@@ -20,10 +20,21 @@ class CleanupReport:
     events_deleted: int
     sessions_closed: int
     """Sessions that were not ended and were closed because their thread was forgotten."""
+    events_pruned: int = 0
+    """Events older than the newest ``max_events_per_session`` of their session."""
 
 
-async def cleanup(engine: AsyncEngine, *, retention_days: int, now: datetime) -> CleanupReport:
+async def cleanup(
+    engine: AsyncEngine,
+    *,
+    retention_days: int,
+    now: datetime,
+    max_events_per_session: int | None = None,
+) -> CleanupReport:
     """Delete bindings last used before ``now - retention_days``.
+
+    With ``max_events_per_session``, every session keeps only its newest that many events; a
+    client whose cursor is older gets ``410 cursor_expired`` or a ``resync_required`` frame.
 
     A session left with no binding at all loses its event log; if it had not ended, it is also
     closed at ``now``, since it can no longer resume its thread. A session that still has a
@@ -47,8 +58,20 @@ async def cleanup(engine: AsyncEngine, *, retention_days: int, now: datetime) ->
             .values(status="closed", closed_at=now, updated_at=now)
         )
         bindings = await connection.execute(delete(BindingRow).where(stale))
+        pruned = 0
+        if max_events_per_session is not None:
+            newest = (
+                select(SessionRow.last_seq)
+                .where(SessionRow.id == EventRow.session_id)
+                .scalar_subquery()
+            )
+            result = await connection.execute(
+                delete(EventRow).where(EventRow.seq <= newest - max_events_per_session)
+            )
+            pruned = result.rowcount
     return CleanupReport(
         bindings_deleted=bindings.rowcount,
         events_deleted=events.rowcount,
         sessions_closed=closed.rowcount,
+        events_pruned=pruned,
     )

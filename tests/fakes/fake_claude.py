@@ -3,7 +3,8 @@
 
 Each spawn appends a JSON line ``{"pid", "argv", "env"}`` to ``$FAKE_CLAUDE_LOG``. The reply
 to a user message is chosen by its text: ``crash`` exits 3 after printing to stderr,
-``hang`` prints nothing more, ``slow`` streams until interrupted; anything else answers
+``hang`` prints nothing more, ``slow`` streams until interrupted, ``deltas:N`` streams N small
+text deltas as fast as it can (at most a million) and answers; anything else answers
 ``fake reply``. An ``interrupt`` control request ends
 the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
 
@@ -101,6 +102,23 @@ def failures_left(prompt: str) -> bool:
 def turn(prompt: str) -> None:
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
     log_prompt(prompt)
+    if prompt.startswith("deltas:"):
+        for i in range(min(int(prompt.split(":", 1)[1]), 1_000_000)):
+            emit(
+                {
+                    "type": "stream_event",
+                    "session_id": SESSION,
+                    "api_message_id": "msg_deltas",
+                    "event": {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": f"d{i} "},
+                    },
+                }
+            )
+        text("deltas done")
+        result("deltas done")
+        return
     if prompt == "fail-auth":
         result("API Error: 401 invalid x-api-key", is_error=True, reason="api_error", status=401)
         return
