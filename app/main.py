@@ -14,12 +14,13 @@ from fastapi.middleware.cors import CORSMiddleware
 from app import __version__
 from app.api import events, health, problems, runs, sessions
 from app.api import providers as providers_api
-from app.api.security import GateMiddleware, load_or_create_token
+from app.api.gate import GateMiddleware
+from app.api.security import install_access_control, load_or_create_token
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.runtime.eventlog import EventLog
-from app.runtime.process import ProcessRunner
 from app.runtime.sessions import SessionManager
+from app.runtime.watchdog import supervised_runner
 from app.settings import Settings
 from app.store.db import check_schema, checkpoint, create_engine
 from app.store.repository import Store
@@ -60,7 +61,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url)
-        runner = ProcessRunner()
+        runner, watchdog = await supervised_runner(settings)
         try:
             await check_schema(engine)
             store = Store(engine)
@@ -90,6 +91,7 @@ def create_app(
             tasks = [
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
                 asyncio.create_task(_retention(settings, store, clock), name="retention"),
+                asyncio.create_task(watchdog.run(), name="process-watchdog"),
             ]
             try:
                 yield
@@ -116,7 +118,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.token = token
+    install_access_control(app.state, settings, token)
     problems.install(app)
     app.include_router(health.router)
     app.include_router(providers_api.router)

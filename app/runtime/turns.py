@@ -10,10 +10,11 @@ and the session status in step; the attempts and retries in between are the coor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from app.events import (
     TurnStarted,
 )
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
-from app.runtime.coordinator import TurnCoordinator
+from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.store.repository import json_dict
 from app.store.tables import TurnRow
 
@@ -45,6 +46,34 @@ STORAGE_RETRY_S = (0.5, 1.0, 2.0, 5.0)
 (the last one repeats until it succeeds or the turn's task is cancelled)."""
 
 
+BUDGET_STOP_S = 10.0
+"""How long a turn over its output budget has to end after its interrupt before it is
+cancelled and its CLI process released."""
+
+
+class EventBudget:
+    """Bytes of event data one turn may record (``limits.max_turn_output_bytes``).
+
+    Every provider's events are charged, so the bound holds for shared-server CLIs too; once
+    it is spent, further events are dropped and ``exceeded`` is set for the turn to be stopped.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.exceeded = asyncio.Event()
+
+    def charge(self, data: EventData) -> bool:
+        """Count ``data``; False when the turn is over its budget (the event is dropped)."""
+        if self.exceeded.is_set():
+            return False
+        self.used += len(data.model_dump_json())
+        if self.used > self.limit:
+            self.exceeded.set()
+            return False
+        return True
+
+
 @dataclass(eq=False)
 class Hooks:
     """``TurnHooks`` for one attempt of one turn."""
@@ -53,8 +82,11 @@ class Hooks:
     live: LiveSession
     turn_id: str
     attempt: int = 1
+    budget: EventBudget | None = None
 
     async def emit(self, data: EventData) -> None:
+        if self.budget is not None and not self.budget.charge(data):
+            return
         await self.manager.events.append(
             self.live.session_id,
             data,
@@ -86,11 +118,23 @@ class Recorder:
     manager: SessionManager
     live: LiveSession
     turn_id: str
+    attempts: int = 0
+    budget: EventBudget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = EventBudget(self.manager.settings.limits.max_turn_output_bytes)
 
     def hooks(self, attempt: int) -> Hooks:
-        return Hooks(manager=self.manager, live=self.live, turn_id=self.turn_id, attempt=attempt)
+        return Hooks(
+            manager=self.manager,
+            live=self.live,
+            turn_id=self.turn_id,
+            attempt=attempt,
+            budget=self.budget,
+        )
 
     async def attempt_started(self, attempt: int) -> None:
+        self.attempts = attempt
         await self.manager.store.update_turn(self.turn_id, status="running", attempts=attempt)
         await self.manager.set_status(self.live, "running")
 
@@ -121,7 +165,7 @@ async def run_turn(
         await hooks.emit(TurnStarted(prompt=turn.prompt))
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
-        result = await coordinator.run(turn.prompt)
+        result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
         hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
@@ -154,6 +198,50 @@ async def run_turn(
             if attempt == 0:
                 await _stop_cli(live)
             await asyncio.sleep(STORAGE_RETRY_S[min(attempt, len(STORAGE_RETRY_S) - 1)])
+
+
+async def _within_budget(
+    coordinator: TurnCoordinator, prompt: str, live: LiveSession
+) -> CoordinatedTurn:
+    """Run the turn; once its events exceed their budget, stop it and fail it as such."""
+    recorder = coordinator.reporter
+    if not isinstance(recorder, Recorder):
+        return await coordinator.run(prompt)
+    budget = recorder.budget
+    run = asyncio.ensure_future(coordinator.run(prompt))
+    over = asyncio.ensure_future(budget.exceeded.wait())
+    try:
+        await asyncio.wait({run, over}, return_when=asyncio.FIRST_COMPLETED)
+        if not budget.exceeded.is_set():
+            return run.result()
+        if not run.done():
+            await coordinator.interrupt()
+            await asyncio.wait({run}, timeout=BUDGET_STOP_S)
+        if not run.done():
+            run.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run
+            await live.handle.suspend()
+        elif run.exception() is not None:
+            run.result()  # a gateway failure (storage) outranks the budget
+        log.warning(
+            "turn of session %s stopped: over %d bytes of events", live.session_id, budget.limit
+        )
+        error = TurnError(
+            kind="resource_limit",
+            reason="output_limit",
+            message=f"the turn recorded more than {budget.limit} bytes of events and was "
+            "stopped; raise limits.max_turn_output_bytes if this is expected.",
+            provider=live.provider,
+        )
+        outcome = TurnOutcome(status="failed", error=error)
+        return CoordinatedTurn(outcome=outcome, attempts=max(recorder.attempts, 1))
+    finally:
+        for task in (over, run):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 async def _stop_cli(live: LiveSession) -> None:

@@ -14,12 +14,27 @@ gateway's continuation prompt) with a retryable API 529, then answers ``fake rep
 ``fail-retryable`` does the same without end. The per-thread failure budget is kept in
 ``$FAKE_CLAUDE_LOG.flaky.<thread>`` so it survives a respawn with ``--resume``; every prompt
 is logged as ``{"pid", "thread", "prompt"}`` to ``$FAKE_CLAUDE_LOG.prompts``.
+
+Process and output faults, for the gateway's limits (each capped so that a gateway that fails
+to stop them cannot take the machine down): ``exit:N`` writes 40 KB to stderr and exits N;
+``segv`` kills itself with SIGSEGV; ``flood`` prints ``y`` lines (and now and then a text
+delta) as fast as it can, at most 1 GiB; ``allocate:MB`` grows its memory 16 MiB at a time,
+touching every page, up to 1 GiB, then waits; ``fork:N`` starts N (at most 300) sleeping
+children, then waits; ``setsid-grandchild`` double-forks a ``sleep 1000`` into a session of
+its own whose parent exits at once (an escapee), appends its pid to
+``$FAKE_CLAUDE_LOG.grandchildren`` and answers; ``dump-env`` answers with its environment as
+JSON; ``malformed`` prints binary, invalid UTF-8 and non-object lines before answering;
+``oversize:BYTES`` prints one line of BYTES bytes (at most 200 MB), then answers;
+``spew-retry:BYTES`` makes this and every later turn of the thread stream BYTES of text and
+fail with a retryable 529.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -99,9 +114,135 @@ def failures_left(prompt: str) -> bool:
     return True
 
 
+MIB = 1024 * 1024
+
+
+def delta(chunk: str) -> dict[str, object]:
+    return {
+        "type": "stream_event",
+        "session_id": SESSION,
+        "api_message_id": "msg_fake",
+        "event": {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": chunk},
+        },
+    }
+
+
+def wait_to_be_killed(limit_s: float = 60.0) -> None:
+    time.sleep(limit_s)
+
+
+def escape_grandchild() -> None:
+    """Double-fork ``sleep 1000`` into its own session; its parent exits at once."""
+    log = os.environ.get("FAKE_CLAUDE_LOG", os.devnull)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        grandchild = os.fork()
+        if grandchild == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.execvp("sleep", ["sleep", "1000"])  # noqa: S606 - a fixed program, no shell
+        os.write(write_end, str(grandchild).encode())
+        os._exit(0)
+    os.close(write_end)
+    pid = int(os.read(read_end, 32))
+    os.close(read_end)
+    os.waitpid(child, 0)
+    with open(log + ".grandchildren", "a") as handle:
+        handle.write(f"{pid}\n")
+
+
+def spew_budget(prompt: str) -> int:
+    """Bytes this attempt streams before failing, under a ``spew-retry:BYTES`` thread."""
+    log = os.environ.get("FAKE_CLAUDE_LOG")
+    if not log:
+        return 0
+    path = log + ".spew." + SESSION
+    if prompt.startswith("spew-retry:"):
+        with open(path, "w") as handle:
+            handle.write(prompt.split(":", 1)[1])
+    if not os.path.exists(path):
+        return 0
+    with open(path) as handle:
+        return int(handle.read())
+
+
+def faults(prompt: str) -> bool:
+    """Play a process or output fault; True when the turn is over (or the process is)."""
+    if prompt.startswith("exit:"):
+        for i in range(1000):
+            sys.stderr.write(f"fake claude: stderr line {i:04d} " + "." * 20 + "\n")
+        sys.stderr.write(f"fake claude: exiting with {prompt[5:]}\n")
+        sys.stderr.flush()
+        os._exit(int(prompt[5:]))
+    if prompt == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+        wait_to_be_killed()
+    if prompt == "flood":
+        line = b"y" * 63 + b"\n"
+        block = line * 1024
+        json_line = (json.dumps(delta("flood ")) + "\n").encode()
+        for _ in range(1024 * MIB // len(block)):
+            with lock:
+                sys.stdout.buffer.write(block + json_line)
+        sys.stdout.flush()
+        return False
+    if prompt.startswith("allocate:"):
+        limit = min(int(prompt.split(":", 1)[1]), 1024) * MIB
+        chunks: list[bytes] = []
+        while len(chunks) * 16 * MIB < limit:
+            chunks.append(b"\x01" * (16 * MIB))  # written, so every page is resident
+            time.sleep(0.02)
+        wait_to_be_killed()
+        return False
+    if prompt.startswith("fork:"):
+        children = [
+            subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)
+            for _ in range(min(int(prompt.split(":", 1)[1]), 300))
+        ]
+        wait_to_be_killed()
+        for child in children:
+            child.kill()
+        return False
+    if prompt == "setsid-grandchild":
+        escape_grandchild()
+        return False
+    if prompt.startswith("oversize:"):
+        size = min(int(prompt.split(":", 1)[1]), 200 * MIB)
+        with lock:
+            for _ in range(size // MIB):
+                sys.stdout.buffer.write(b"x" * MIB)
+            sys.stdout.buffer.write(b"x" * (size % MIB) + b"\n")
+            sys.stdout.flush()
+        return False
+    if prompt == "malformed":
+        with lock:
+            for line in (b"\x00\xff\xfe binary", b"\xc3\x28 invalid utf-8", b"[1, 2]", b"{trunc"):
+                sys.stdout.buffer.write(line + b"\n")
+            for i in range(20):
+                sys.stdout.buffer.write(b"not json %d\n" % i)
+            sys.stdout.flush()
+        return False
+    return False
+
+
 def turn(prompt: str) -> None:
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
     log_prompt(prompt)
+    if faults(prompt):
+        return
+    spew = spew_budget(prompt)
+    if spew:
+        chunk = "s" * 4000
+        for _ in range(spew // len(chunk)):
+            emit(delta(chunk))
+        result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)
+        return
     if prompt.startswith("deltas:"):
         for i in range(min(int(prompt.split(":", 1)[1]), 1_000_000)):
             emit(
@@ -118,6 +259,10 @@ def turn(prompt: str) -> None:
             )
         text("deltas done")
         result("deltas done")
+        return
+    if prompt == "dump-env":
+        text(json.dumps(dict(os.environ)))
+        result("env")
         return
     if prompt == "fail-auth":
         result("API Error: 401 invalid x-api-key", is_error=True, reason="api_error", status=401)
