@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.api.security import RedactTokenFilter, load_or_create_token
+from app.api.security import load_or_create_token
 from app.doctor import render, run_doctor
+from app.redaction import Redactor, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import SchemaError, check_schema, create_engine, upgrade
 from app.store.retention import cleanup
@@ -85,6 +87,17 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def root_refusal(euid: int, *, allow_root: bool) -> str | None:
+    """Why ``serve`` refuses to run as this user, or None when it may."""
+    if euid != 0 or allow_root:
+        return None
+    return (
+        "refusing to serve as root: the agent CLIs would run as root too. Run as an "
+        "unprivileged user, or set server.allow_root = true (GATEWAY_SERVER__ALLOW_ROOT=true) "
+        "to accept that"
+    )
+
+
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     from app.main import create_app
     from app.server import run
@@ -97,15 +110,18 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    logging.getLogger("uvicorn.access").addFilter(RedactTokenFilter())
     if not _is_loopback(settings.server.host) and settings.server.token is None:
         raise ConfigError(
             f"server.host {settings.server.host!r} is reachable from other machines: set an "
             "explicit server.token (or GATEWAY_SERVER__TOKEN) to serve beyond loopback"
         )
+    refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
+    if refusal is not None:
+        raise ConfigError(refusal)
     asyncio.run(_check(settings))
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)
+    install_log_redaction(Redactor(secrets_of(settings, token)))
     app = create_app(settings)
     shown_host = (
         f"[{settings.server.host}]" if ":" in settings.server.host else settings.server.host

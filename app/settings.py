@@ -107,6 +107,8 @@ class ServerSettings(_Section):
         tokens = [k.token.get_secret_value() for k in keys]
         if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
             raise ValueError("api_keys: every key needs its own name and its own token")
+        if "admin" in names:
+            raise ValueError("api_keys: the name 'admin' is reserved for server.token")
         return keys
 
     @field_validator("allowed_origins")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,6 +15,7 @@ from app.api.schemas import (
     SessionPublic,
     TurnPublic,
 )
+from app.api.security import Principal, access_of
 from app.events import TurnError, Usage
 from app.runtime.sessions import SessionManager
 from app.store.tables import ApprovalRow, SessionRow, TurnRow
@@ -24,6 +27,20 @@ def get_manager(request: Request) -> SessionManager:
 
 
 Manager = Annotated[SessionManager, Depends(get_manager)]
+
+
+@contextlib.asynccontextmanager
+async def admit_session(
+    request: Request, manager: SessionManager, principal: Principal
+) -> AsyncIterator[None]:
+    """Create a session within the key's quota (rate and open-session cap), else 429."""
+    quota = access_of(request).sessions
+
+    async def count_open() -> int:
+        return await manager.store.count_open_sessions(principal.name)
+
+    async with quota.admit(principal.name, count_open):
+        yield
 
 
 async def session_public(manager: SessionManager, row: SessionRow) -> SessionPublic:

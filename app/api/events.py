@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Annotated, Any
 
@@ -42,7 +43,7 @@ from app.api.schemas import (
     WsTurnInterrupt,
     WsTurnStart,
 )
-from app.api.security import Authenticated, require_ws_token
+from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.runtime.eventlog import (
     Evicted,
@@ -63,6 +64,8 @@ MAX_CURSOR = 2**53
 WS_EVICTED = 4000
 """WebSocket close code of a subscriber evicted for falling behind; reconnect with ``after``."""
 WS_SERVICE_RESTART = 1012
+_CURSOR = re.compile(r"[0-9]{1,16}")
+"""ASCII digits only: ``str.isdigit`` also accepts other scripts' digits and superscripts."""
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
 
 
@@ -70,7 +73,7 @@ def parse_cursor(raw: str | None, *, name: str) -> int | None:
     """A ``Last-Event-ID`` / ``after`` value: a non-negative integer, or 422 saying so."""
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or int(raw) > MAX_CURSOR:
+    if not _CURSOR.fullmatch(raw) or int(raw) > MAX_CURSOR:
         raise InvalidRequest(
             f"{name} must be a non-negative integer (an event seq)", value=raw[:40]
         )
@@ -119,12 +122,12 @@ async def get_events(
     session_id: str,
     request: Request,
     manager: Manager,
-    _: Authenticated,
+    principal: StreamAuthenticated,
     after: Annotated[str | None, Query(description="Return events with seq > after")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> Response:
-    row = await manager.get(session_id)
+    row = await manager.get(session_id, owner=principal.owner_filter)
     cursor = parse_cursor(last_event_id, name="Last-Event-ID")
     if cursor is None:
         cursor = parse_cursor(after, name="after") or 0
@@ -213,8 +216,8 @@ async def session_ws(
 ) -> None:
     manager: SessionManager = websocket.app.state.manager
     try:
-        await require_ws_token(websocket)
-        await manager.get(session_id)
+        principal = await require_ws_token(websocket)
+        await manager.get(session_id, owner=principal.owner_filter)
         cursor = parse_cursor(after, name="after") or 0
         await _checked_cursor(manager, session_id, cursor)
         subscription = await manager.events.open(session_id, after=cursor)

@@ -11,12 +11,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.security import authentication_failure
 from app.errors import GatewayError, problem, problem_for
 
 log = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/problem+json"
 MAX_REPORTED_ERRORS = 20
+MAX_LOCATION_CHARS = 200
 
 
 def _response(
@@ -39,9 +41,14 @@ async def _gateway_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    # A body that is not JSON is refused before the route's dependencies run; a caller
+    # without a valid key gets the 401 it would have got, not a description of the schema.
+    refused = await authentication_failure(request)
+    if refused is not None:
+        return _response(problem_for(refused), refused.status, error_headers(refused))
     errors = [
         {
-            "location": ".".join(str(p) for p in e.get("loc", ())),
+            "location": ".".join(str(p) for p in e.get("loc", ()))[:MAX_LOCATION_CHARS],
             "message": str(e.get("msg", ""))[:300],
         }
         for e in exc.errors()[:MAX_REPORTED_ERRORS]
@@ -61,6 +68,20 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, RecursionError):
+        # FastAPI reports JSON nested past the parser's depth limit as a 400 parse error.
+        refused = await authentication_failure(request)
+        if refused is not None:
+            return _response(problem_for(refused), refused.status, error_headers(refused))
+        return _response(
+            problem(
+                status=422,
+                type_="validation_failed",
+                title="Request validation failed",
+                detail="the JSON body nests too deeply; send a flatter document",
+            ),
+            422,
+        )
     slug = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     return _response(
         problem(status=exc.status_code, type_=slug, title=str(exc.detail), detail=str(exc.detail)),

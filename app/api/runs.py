@@ -11,9 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
-from pydantic import BaseModel, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from app.api.deps import Manager
+from app.api.deps import Manager, admit_session
 from app.api.schemas import ModelName, Problem, RetryPolicyIn, TurnStatus
 from app.api.security import Authenticated
 from app.events import TurnError, Usage
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 
 class RunCreate(BaseModel):
-    model_config = {"extra": "forbid"}
+    model_config = ConfigDict(extra="forbid")
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
     workspace: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
     provider: Annotated[str, StringConstraints(max_length=64)] | None = None
@@ -34,7 +34,9 @@ class RunCreate(BaseModel):
     model: ModelName | None = None
     approval_mode: ApprovalMode | None = None
     retry: RetryPolicyIn | None = None
-    requires: list[Annotated[str, StringConstraints(max_length=64)]] = []
+    requires: list[Annotated[str, StringConstraints(max_length=64)]] = Field(
+        default=[], max_length=16
+    )
 
 
 class ProviderSwitch(BaseModel):
@@ -86,24 +88,27 @@ def _result(run: Run) -> RunResult:
         },
         401: {"model": Problem},
         422: {"model": Problem},
+        429: {"model": Problem},
         503: {"model": Problem},
     },
 )
 async def create_run(
-    body: RunCreate, request: Request, manager: Manager, _: Authenticated
+    body: RunCreate, request: Request, manager: Manager, principal: Authenticated
 ) -> Response:
     """Select a provider, run one turn; before any output, fall back along the chain."""
-    run = await start_run(
-        manager,
-        workspace=body.workspace,
-        prompt=body.prompt,
-        provider=body.provider,
-        scenario=body.scenario,
-        model=body.model,
-        approval_mode=body.approval_mode,
-        retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
-        requires=body.requires,
-    )
+    async with admit_session(request, manager, principal):
+        run = await start_run(
+            manager,
+            workspace=body.workspace,
+            prompt=body.prompt,
+            provider=body.provider,
+            scenario=body.scenario,
+            model=body.model,
+            approval_mode=body.approval_mode,
+            retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
+            requires=body.requires,
+            owner=principal.name,
+        )
     if "text/event-stream" not in request.headers.get("accept", ""):
         await run.finish()
         return Response(_result(run).model_dump_json(), media_type="application/json")

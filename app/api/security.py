@@ -1,35 +1,38 @@
-"""Who may talk to the gateway: the Host/Origin gate, the body limit and the bearer token.
+"""Who is calling: the keys, the token dependencies, and the auth-failure backoff.
 
-The Host allow-list (DNS rebinding) and the WebSocket Origin check run first, as ASGI
-middleware that sees every HTTP request and WebSocket upgrade. Authentication is a route
-dependency (``require_token``) on every route but ``/healthz``; it accepts the token as
-``Authorization: Bearer``, and for browsers' EventSource/WebSocket, which cannot set
-headers, as the ``access_token`` query parameter or the ``agw_token`` cookie. The query
-parameter is redacted from access logs.
+Authentication is a route dependency on every route but ``/healthz`` (never path-based
+middleware). A key is sent as ``Authorization: Bearer <key>``; browsers' EventSource and
+WebSocket, which cannot set headers, may send it as ``?access_token=`` on the SSE events
+route (``GET`` with ``Accept: text/event-stream``) and the WebSocket route only. There is
+no cookie authentication, so cross-site requests cannot ride on a browser's credentials.
+
+The dependency answers the request's ``Principal``: ``server.token`` is the admin key (name
+``admin``), ``server.api_keys`` are named keys. A non-admin key sees only its own sessions.
+A client address that keeps presenting wrong keys gets 429 for its failures (correct keys
+still pass) once it is over ``limits.auth_failures_per_minute``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
-import json
-import logging
 import os
-import re
 import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 from fastapi import Depends, Request, WebSocket
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from fastapi.routing import APIRoute
+from starlette.requests import HTTPConnection
 
-from app.errors import Unauthorized, problem
+from app.api.ratelimits import KeyedBuckets, SessionQuota
+from app.errors import GatewayError, TooManyRequests, Unauthorized
+from app.settings import Settings
 
-log = logging.getLogger(__name__)
-
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 TOKEN_QUERY = "access_token"  # noqa: S105 - a parameter name, not a secret
-TOKEN_COOKIE = "agw_token"  # noqa: S105 - a cookie name, not a secret
+ADMIN = "admin"
 
 
 def load_or_create_token(configured: str | None, data_dir: Path) -> tuple[str, bool]:
@@ -53,202 +56,158 @@ def load_or_create_token(configured: str | None, data_dir: Path) -> tuple[str, b
     return token, True
 
 
-def _host_name(value: str) -> str | None:
-    """The host part of a Host header, or None when it is not a plain authority."""
-    if not value or "/" in value or "@" in value or "," in value:
-        return None
-    try:
-        parts = urlsplit("//" + value)
-        host = parts.hostname
-        _ = parts.port  # raises on a bad port
-    except ValueError:
-        return None
-    return host
+@dataclass(frozen=True, kw_only=True)
+class Principal:
+    """The key a request authenticated with."""
+
+    name: str
+    admin: bool
+
+    @property
+    def owner_filter(self) -> str | None:
+        """The owner a session must have for this key to see it; None (any) for admins."""
+        return None if self.admin else self.name
 
 
-class GateMiddleware:
-    """Refuse requests whose Host is not allowed, WebSockets from foreign origins, big bodies."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        allowed_hosts: list[str],
-        allowed_origins: list[str],
-        max_body_bytes: int,
-    ) -> None:
-        self.app = app
-        self.hosts = LOOPBACK_HOSTS | {h.lower() for h in allowed_hosts}
-        self.origins = frozenset(allowed_origins)
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        host_header = headers.get("host", "")
-        host = _host_name(host_header)
-        if host is None or host.lower() not in self.hosts:
-            await self._refuse(
-                scope,
-                receive,
-                send,
-                403,
-                "host_not_allowed",
-                "the Host header names a host this gateway does not serve; "
-                "add it to server.allowed_hosts",
-            )
-            return
-        origin = headers.get("origin")
-        if (
-            scope["type"] == "websocket"
-            and origin is not None
-            and not self._origin_ok(origin, host_header)
-        ):
-            await self._refuse(
-                scope,
-                receive,
-                send,
-                403,
-                "origin_not_allowed",
-                "WebSocket connections from this Origin are not allowed; "
-                "add it to server.allowed_origins",
-            )
-            return
-        if scope["type"] == "http":
-            length = headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-                await self._too_large(scope, receive, send)
-                return
-            if length is None and scope["method"] in ("POST", "PUT", "PATCH"):
-                buffered = await self._read_limited(receive)
-                if buffered is None:
-                    await self._too_large(scope, receive, send)
-                    return
-                receive = buffered
-        await self.app(scope, receive, send)
-
-    def _origin_ok(self, origin: str, host_header: str) -> bool:
-        if origin in self.origins:
-            return True
-        parts = urlsplit(origin)
-        # Same origin: the page was served by this gateway under an allowed Host.
-        return parts.scheme in ("http", "https") and parts.netloc == host_header and not parts.path
-
-    async def _read_limited(self, receive: Receive) -> Receive | None:
-        """Read a body of unknown length up to the limit; None when it goes past it."""
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            parts.append(message.get("body", b""))
-            size += len(parts[-1])
-            if size > self.max_body_bytes:
-                return None
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(parts), "more_body": False}
-
-        return replay
-
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._refuse(
-            scope,
-            receive,
-            send,
-            413,
-            "payload_too_large",
-            f"request bodies are limited to {self.max_body_bytes} bytes",
-        )
-
-    async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, status: int, type_: str, detail: str
-    ) -> None:
-        log.warning("refused %s %s: %s", scope["type"], scope.get("path"), type_)
-        if scope["type"] == "websocket":
-            await receive()  # websocket.connect
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        body = json.dumps(
-            problem(status=status, type_=type_, title="Request refused", detail=detail)
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+def _digest(value: str) -> bytes:
+    # Hashing first makes the comparison independent of the presented value's length.
+    return hashlib.sha256(value.encode()).digest()
 
 
-def _presented_token(authorization: str | None, query: str | None, cookie: str | None) -> str:
+class KeyRing:
+    """The keys this gateway accepts, compared in constant time against every one of them."""
+
+    def __init__(self, keys: Mapping[str, tuple[str, bool]]) -> None:
+        self._keys = [
+            (_digest(token), Principal(name=name, admin=admin))
+            for name, (token, admin) in keys.items()
+        ]
+
+    @classmethod
+    def from_settings(cls, settings: Settings, admin_token: str) -> KeyRing:
+        keys = {ADMIN: (admin_token, True)}
+        for key in settings.server.api_keys:
+            keys[key.name] = (key.token.get_secret_value(), key.admin)
+        return cls(keys)
+
+    def authenticate(self, presented: str) -> Principal | None:
+        if not presented:
+            return None
+        digest = _digest(presented)
+        found: Principal | None = None
+        for expected, principal in self._keys:  # no early exit: every key is compared
+            if hmac.compare_digest(digest, expected):
+                found = principal
+        return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class AccessControl:
+    """What the auth dependencies and the session-creation routes consult (on ``app.state``)."""
+
+    keys: KeyRing
+    auth_failures: KeyedBuckets
+    sessions: SessionQuota
+
+
+def install_access_control(app_state: object, settings: Settings, admin_token: str) -> None:
+    """Put the key ring and the limiters on ``app.state.access``."""
+    limits = settings.limits
+    app_state.access = AccessControl(  # type: ignore[attr-defined]
+        keys=KeyRing.from_settings(settings, admin_token),
+        auth_failures=KeyedBuckets(capacity=limits.auth_failures_per_minute, period_s=60.0),
+        sessions=SessionQuota(limits),
+    )
+
+
+def access_of(connection: HTTPConnection) -> AccessControl:
+    access: AccessControl = connection.app.state.access
+    return access
+
+
+def _bearer(authorization: str | None) -> str:
     if authorization:
         scheme, _, value = authorization.partition(" ")
-        if scheme.lower() == "bearer" and value:
+        if scheme.lower() == "bearer" and value.strip():
             return value.strip()
-    return query or cookie or ""
+    return ""
 
 
-def check_token(expected: str, presented: str) -> None:
-    if not presented or not hmac.compare_digest(presented.encode(), expected.encode()):
-        raise Unauthorized(
-            "send the gateway token as 'Authorization: Bearer <token>' "
-            f"(browsers: ?{TOKEN_QUERY}=<token> on SSE and WebSocket URLs)"
+def _authenticate(connection: HTTPConnection, presented: str) -> Principal:
+    """The principal of ``presented``, else 401 (429 when this address fails too often)."""
+    access = access_of(connection)
+    principal = access.keys.authenticate(presented)
+    if principal is not None:
+        return principal
+    client = connection.client.host if connection.client else "unknown"
+    wait = access.auth_failures.take(client)
+    if wait is not None:
+        raise TooManyRequests(
+            "too many failed authentications from this address "
+            "(limits.auth_failures_per_minute); retry after the time in Retry-After",
+            retry_after_s=wait,
+            limit="auth_failures_per_minute",
         )
-
-
-async def require_token(request: Request) -> None:
-    """Route dependency: the request carries the gateway's token."""
-    check_token(
-        request.app.state.token,
-        _presented_token(
-            request.headers.get("authorization"),
-            request.query_params.get(TOKEN_QUERY),
-            request.cookies.get(TOKEN_COOKIE),
-        ),
+    raise Unauthorized(
+        "send a gateway key as 'Authorization: Bearer <key>' "
+        f"(browsers: ?{TOKEN_QUERY}=<key> on the SSE events URL and the WebSocket URL only)"
     )
 
 
-async def require_ws_token(websocket: WebSocket) -> None:
-    """WebSocket dependency: same token rules; a failure closes the upgrade with 403."""
-    check_token(
-        websocket.app.state.token,
-        _presented_token(
-            websocket.headers.get("authorization"),
-            websocket.query_params.get(TOKEN_QUERY),
-            websocket.cookies.get(TOKEN_COOKIE),
-        ),
-    )
+async def require_token(request: Request) -> Principal:
+    """Route dependency: the request carries a gateway key in its Authorization header."""
+    return _authenticate(request, _bearer(request.headers.get("authorization")))
 
 
-Authenticated = Annotated[None, Depends(require_token)]
+async def require_stream_token(request: Request) -> Principal:
+    """The events route: the header, or ``?access_token=`` for an EventSource (SSE) request."""
+    presented = _bearer(request.headers.get("authorization"))
+    if (
+        not presented
+        and request.method == "GET"
+        and "text/event-stream" in request.headers.get("accept", "")
+    ):
+        presented = request.query_params.get(TOKEN_QUERY, "")
+    return _authenticate(request, presented)
 
-_TOKEN_IN_QUERY = re.compile(rf"({TOKEN_QUERY}=)[^&\s\"]+")
+
+async def require_ws_token(websocket: WebSocket) -> Principal:
+    """WebSocket dependency: the header or ``?access_token=``; raises like ``require_token``."""
+    presented = _bearer(websocket.headers.get("authorization"))
+    return _authenticate(websocket, presented or websocket.query_params.get(TOKEN_QUERY, ""))
 
 
-class RedactTokenFilter(logging.Filter):
-    """Masks ``access_token=…`` in access-log lines."""
+AUTH_DEPENDENCIES = frozenset({require_token, require_stream_token, require_ws_token})
+"""Every dependency that authenticates; each route but ``/healthz`` has one."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.args and isinstance(record.args, tuple):
-            record.args = tuple(
-                _TOKEN_IN_QUERY.sub(r"\1[redacted]", a) if isinstance(a, str) else a
-                for a in record.args
-            )
-        elif isinstance(record.msg, str):
-            record.msg = _TOKEN_IN_QUERY.sub(r"\1[redacted]", record.msg)
-        return True
+Authenticated = Annotated[Principal, Depends(require_token)]
+StreamAuthenticated = Annotated[Principal, Depends(require_stream_token)]
+
+
+def _auth_dependency(request: Request) -> Callable[[Request], Awaitable[Principal]] | None:
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return None
+    pending = [route.dependant]
+    while pending:
+        dependant = pending.pop()
+        if dependant.call is require_token or dependant.call is require_stream_token:
+            return dependant.call
+        pending.extend(dependant.dependencies)
+    return None
+
+
+async def authentication_failure(request: Request) -> GatewayError | None:
+    """For a request refused before its dependencies ran (a body that is not JSON): the
+    401/429 it gets instead when its route needs a key and it has no valid one.
+
+    An unauthenticated caller learns nothing about the request schema this way.
+    """
+    check = _auth_dependency(request)
+    if check is None:
+        return None
+    try:
+        await check(request)
+    except GatewayError as exc:
+        return exc
+    return None

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
 
-from app.api.deps import Manager, approval_public, session_public, turn_public
+from app.api.deps import Manager, admit_session, approval_public, session_public, turn_public
 from app.api.schemas import (
     ApprovalList,
     ApprovalPublic,
@@ -29,6 +29,7 @@ from app.errors import NotFound
 PROBLEM = {"model": Problem, "content": {"application/problem+json": {}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {**PROBLEM, "description": "Missing or wrong token"},
+    403: {**PROBLEM, "description": "Host or Origin not allowed"},
     404: {**PROBLEM, "description": "No such session (or not yours)"},
     422: {**PROBLEM, "description": "Invalid request"},
 }
@@ -40,45 +41,59 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
     "",
     status_code=status.HTTP_201_CREATED,
     operation_id="createSession",
-    responses={503: {**PROBLEM, "description": "No provider available"}},
+    responses={
+        429: {**PROBLEM, "description": "Creation rate or open-session cap of this key reached"},
+        503: {**PROBLEM, "description": "No provider available"},
+    },
 )
-async def create_session(body: SessionCreate, manager: Manager, _: Authenticated) -> SessionPublic:
+async def create_session(
+    body: SessionCreate, request: Request, manager: Manager, principal: Authenticated
+) -> SessionPublic:
     """Create a session on a provider, in a workspace inside a configured root."""
-    row = await manager.create(
-        workspace=body.workspace,
-        provider=body.provider,
-        scenario=body.scenario,
-        model=body.model,
-        approval_mode=body.approval_mode,
-        retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
-        requires=body.requires,
-        metadata=body.metadata,
-    )
+    async with admit_session(request, manager, principal):
+        row = await manager.create(
+            workspace=body.workspace,
+            provider=body.provider,
+            scenario=body.scenario,
+            model=body.model,
+            approval_mode=body.approval_mode,
+            retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
+            requires=body.requires,
+            metadata=body.metadata,
+            owner=principal.name,
+        )
     return await session_public(manager, row)
 
 
 @router.get("", operation_id="listSessions")
 async def list_sessions(
     manager: Manager,
-    _: Authenticated,
+    principal: Authenticated,
     status_: Annotated[SessionStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     before: datetime | None = None,
 ) -> SessionList:
-    """Sessions, newest first; page with ``before`` = the last ``created_at`` you got."""
-    rows = await manager.store.list_sessions(owner=None, status=status_, limit=limit, before=before)
+    """Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
+    last ``created_at`` you got."""
+    rows = await manager.store.list_sessions(
+        owner=principal.owner_filter, status=status_, limit=limit, before=before
+    )
     return SessionList(sessions=[await session_public(manager, row) for row in rows])
 
 
 @router.get("/{session_id}", operation_id="getSession")
-async def get_session(session_id: str, manager: Manager, _: Authenticated) -> SessionPublic:
-    return await session_public(manager, await manager.get(session_id))
+async def get_session(session_id: str, manager: Manager, principal: Authenticated) -> SessionPublic:
+    row = await manager.get(session_id, owner=principal.owner_filter)
+    return await session_public(manager, row)
 
 
 @router.delete("/{session_id}", operation_id="deleteSession")
-async def delete_session(session_id: str, manager: Manager, _: Authenticated) -> SessionPublic:
+async def delete_session(
+    session_id: str, manager: Manager, principal: Authenticated
+) -> SessionPublic:
     """Close the session: stop its turn and its CLI process group; its history is kept."""
-    return await session_public(manager, await manager.delete(session_id))
+    row = await manager.delete(session_id, owner=principal.owner_filter)
+    return await session_public(manager, row)
 
 
 @router.post(
@@ -88,13 +103,14 @@ async def delete_session(session_id: str, manager: Manager, _: Authenticated) ->
     responses={409: {**PROBLEM, "description": "A turn is already running"}},
 )
 async def create_turn(
-    session_id: str, body: TurnCreate, manager: Manager, _: Authenticated
+    session_id: str, body: TurnCreate, manager: Manager, principal: Authenticated
 ) -> TurnPublic:
     """Start a turn; follow it on the event stream. One turn at a time per session (else 409)."""
     turn = await manager.start_turn(
         session_id,
         body.prompt,
         retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
+        owner=principal.owner_filter,
     )
     return turn_public(turn)
 
@@ -103,17 +119,19 @@ async def create_turn(
 async def list_turns(
     session_id: str,
     manager: Manager,
-    _: Authenticated,
+    principal: Authenticated,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TurnList:
-    await manager.get(session_id)
+    await manager.get(session_id, owner=principal.owner_filter)
     rows = await manager.store.list_turns(session_id, limit=limit)
     return TurnList(turns=[turn_public(row) for row in rows])
 
 
 @router.get("/{session_id}/turns/{turn_id}", operation_id="getTurn")
-async def get_turn(session_id: str, turn_id: str, manager: Manager, _: Authenticated) -> TurnPublic:
-    await manager.get(session_id)
+async def get_turn(
+    session_id: str, turn_id: str, manager: Manager, principal: Authenticated
+) -> TurnPublic:
+    await manager.get(session_id, owner=principal.owner_filter)
     row = await manager.store.get_turn(session_id, turn_id)
     if row is None:
         raise NotFound(f"turn {turn_id} does not exist in session {session_id}")
@@ -124,11 +142,11 @@ async def get_turn(session_id: str, turn_id: str, manager: Manager, _: Authentic
 async def list_approvals(
     session_id: str,
     manager: Manager,
-    _: Authenticated,
+    principal: Authenticated,
     status_: Annotated[ApprovalStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ApprovalList:
-    await manager.get(session_id)
+    await manager.get(session_id, owner=principal.owner_filter)
     rows = await manager.store.list_approvals(session_id, status=status_, limit=limit)
     return ApprovalList(approvals=[approval_public(row) for row in rows])
 
@@ -143,7 +161,7 @@ async def respond_approval(
     approval_id: str,
     body: ApprovalRespond,
     manager: Manager,
-    _: Authenticated,
+    principal: Authenticated,
 ) -> ApprovalPublic:
     """Allow or deny a pending tool call (``allow_session`` also allows it for the session)."""
     row = await manager.respond(
@@ -152,6 +170,7 @@ async def respond_approval(
         decision=body.decision,
         message=body.message,
         updated_input=body.updated_input,
+        owner=principal.owner_filter,
     )
     return approval_public(row)
 
@@ -162,7 +181,9 @@ async def respond_approval(
     operation_id="interruptTurn",
     responses={409: {**PROBLEM, "description": "No turn is running"}},
 )
-async def interrupt(session_id: str, manager: Manager, _: Authenticated) -> InterruptAccepted:
+async def interrupt(
+    session_id: str, manager: Manager, principal: Authenticated
+) -> InterruptAccepted:
     """Ask the agent to stop the running turn; it ends with ``turn.interrupted``."""
-    turn_id = await manager.interrupt(session_id)
+    turn_id = await manager.interrupt(session_id, owner=principal.owner_filter)
     return InterruptAccepted(session_id=session_id, turn_id=turn_id)

@@ -87,8 +87,10 @@ async def start_run(
     approval_mode: ApprovalMode | None = None,
     retry: dict[str, JsonValue] | None = None,
     requires: Sequence[str] = (),
+    owner: str | None = None,
 ) -> Run:
-    """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
+    """Create the run's session (owned by ``owner``) on the selected provider;
+    ``Run.finish`` does the rest."""
     session = await manager.create(
         workspace=workspace,
         provider=provider,
@@ -98,6 +100,7 @@ async def start_run(
         retry=retry,
         requires=requires,
         metadata={"run": True},
+        owner=owner,
     )
     order = [
         c.provider

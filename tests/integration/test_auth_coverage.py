@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
-from app.api.security import require_token
+from app.api.security import AUTH_DEPENDENCIES
 from app.main import create_app
 from app.settings import load_settings
 
@@ -41,9 +41,9 @@ def test_every_api_route_depends_on_the_token(tmp_path: Path) -> None:
     for route in _flatten(list(app.routes)):
         if isinstance(route, APIRoute):
             if route.path in OPEN_ROUTES:
-                assert require_token not in _calls(route.dependant)
+                assert not AUTH_DEPENDENCIES & _calls(route.dependant)
                 continue
-            assert require_token in _calls(route.dependant), f"{route.path} has no token check"
+            assert AUTH_DEPENDENCIES & _calls(route.dependant), f"{route.path} has no token check"
             checked += 1
         elif isinstance(route, APIWebSocketRoute):
             source = route.endpoint.__code__.co_names

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.errors import WorkspaceRejected
 from app.runtime.workspaces import resolve_workspace
@@ -134,3 +136,89 @@ def test_a_long_nul_bearing_path_is_truncated_in_the_error() -> None:
     with pytest.raises(WorkspaceRejected) as raised:
         resolve_workspace(requested, [Path("/")])
     assert raised.value.fields == {"workspace": requested[:200]}
+
+
+# --- T6: properties over generated paths ---------------------------------------------------
+
+SEGMENTS = st.one_of(
+    st.sampled_from(
+        [
+            *("..", ".", "", "project", "nested", "deep", "link-in", "link-out", "dangling"),
+            *("loop", "%2e%2e", "%2E%2E", "..%2f", "%2f", "%00", "\x00", "~", "etc", "..."),
+        ]
+    ),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_characters="/"), max_size=12),
+)
+PROPERTY = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+def inside(path: Path, roots: list[Path]) -> bool:
+    real = os.path.realpath(path)
+    return any(
+        os.path.commonpath([os.path.realpath(r), real]) == os.path.realpath(r) for r in roots
+    )
+
+
+@PROPERTY
+@given(segments=st.lists(SEGMENTS, max_size=8), under=st.sampled_from(["root", "base", "/"]))
+def test_t6_generated_paths_never_resolve_outside_the_roots(
+    tree: dict[str, Path], segments: list[str], under: str
+) -> None:
+    start = "" if under == "/" else str(tree[under])
+    requested = start + "/" + "/".join(segments)
+    roots = roots_of(tree)
+    try:
+        resolved = resolve_workspace(requested, roots)
+    except WorkspaceRejected:
+        return  # any other exception fails the property
+    assert resolved.is_dir()
+    assert inside(resolved, roots)
+    assert resolved == Path(os.path.realpath(resolved))
+    assert "\x00" not in requested
+    assert ".." not in Path(requested).parts
+
+
+@PROPERTY
+@given(segments=st.lists(SEGMENTS, max_size=6), at=st.integers(min_value=0, max_value=6))
+def test_t6_a_dotdot_segment_or_nul_byte_anywhere_is_refused(
+    tree: dict[str, Path], segments: list[str], at: int
+) -> None:
+    for poison, reason in (("..", DOTDOT), ("a\x00b", NUL)):
+        parts = [*segments]
+        parts.insert(min(at, len(parts)), poison)
+        with pytest.raises(WorkspaceRejected) as refused:
+            resolve_workspace(str(tree["root"]) + "/" + "/".join(parts), roots_of(tree))
+        assert reason in refused.value.detail or NUL in refused.value.detail
+
+
+@PROPERTY
+@given(suffix=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_.%0123456789", min_size=1, max_size=10))
+def test_t6_a_sibling_sharing_the_roots_prefix_is_never_inside(
+    tree: dict[str, Path], suffix: str
+) -> None:
+    if suffix.strip(".") == "":
+        return  # "root." or "root.." are not siblings but the root itself or its parent
+    sibling = Path(str(tree["root"]) + suffix)
+    sibling.mkdir(exist_ok=True)
+    with pytest.raises(WorkspaceRejected, match=OUTSIDE):
+        resolve_workspace(str(sibling), [tree["root"]])
+
+
+@PROPERTY
+@given(target=st.sampled_from(["/etc", "/", "/tmp", "/proc/self/cwd", "{base}/outside", "{base}"]))
+def test_t6_a_symlink_out_of_the_root_is_refused_however_it_is_reached(
+    tree: dict[str, Path], target: str
+) -> None:
+    link = tree["root"] / "project" / "nested" / "escape"
+    if not link.is_symlink():
+        link.symlink_to(target.format(**tree))
+    elif os.readlink(link) != target.format(**tree):
+        link.unlink()
+        link.symlink_to(target.format(**tree))
+    for requested in (link, tree["root"] / "link-in" / "nested" / "escape"):
+        with pytest.raises(WorkspaceRejected, match=OUTSIDE):
+            resolve_workspace(str(requested), roots_of(tree))
