@@ -148,9 +148,10 @@ class Subscription:
         self._subscriber = subscriber
         self._after = after
         self._heartbeat_s = heartbeat_s
+        self._iterator = self._items()
 
     def __aiter__(self) -> AsyncIterator[StreamItem]:
-        return self._items()
+        return self._iterator
 
     def release(self) -> None:
         self._log._unregister(self._channel, self._subscriber)
@@ -177,7 +178,11 @@ class Subscription:
                         yield stop
                         return
                     head = channel.last_seq
-                    page = await self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+                    # Shielded: a client that hangs up mid-read cancels this generator, and a
+                    # database call cancelled half-way costs its pooled connection.
+                    page = await asyncio.shield(
+                        self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+                    )
                     first = page[0].seq if page else head + 1
                     if first > cursor + 1 and (page or cursor < head):
                         log.info(
@@ -407,7 +412,7 @@ class EventLog:
         subscription = await self.open(
             session_id, after=after, heartbeat_s=heartbeat_s, check_limits=False
         )
-        items = subscription._items()
+        items = subscription._iterator
         try:
             async for item in items:
                 if isinstance(item, Evicted | ShuttingDown):
@@ -431,6 +436,7 @@ class EventLog:
         for channel in self._channels.values():
             for subscriber in list(channel.subscribers):
                 subscriber.stopping = self._stopping
+                self._unregister(channel, subscriber)
                 subscriber.wake()
 
     def subscriber_count(self, session_id: str | None = None) -> int:

@@ -11,10 +11,20 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
+from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import Event, MessageDelta, MessageDeltaEvent, TurnStarted
-from app.runtime.eventlog import EventLog, LoggedEvent
+from app.runtime.eventlog import (
+    EventLog,
+    Evicted,
+    LoggedEvent,
+    ResyncRequired,
+    ShuttingDown,
+    StreamItem,
+)
+from app.runtime.eventlog import Subscription as Subscription_
 from app.store.db import create_engine, session_factory, upgrade_async
 from app.store.repository import Store
+from app.store.retention import cleanup
 from app.store.tables import EventRow
 from tests.integration.rows import session_row
 
@@ -403,3 +413,123 @@ async def test_an_append_cancelled_mid_write_still_numbers_its_event(log: EventL
         page = await log.page(SESSION, after=0, limit=1000)
         assert [e.seq for e in page] == list(range(1, after.seq + 1))
     assert after.seq == 40  # every cancelled event was still stored and numbered
+
+
+# --- pruning, eviction, caps and shutdown ------------------------------------------------------
+
+
+async def items(subscription: Subscription_, count: int) -> list[StreamItem]:
+    """The next ``count`` items of an ``open()`` subscription."""
+    got: list[StreamItem] = []
+    iterator = aiter(subscription)
+    async with asyncio.timeout(10):
+        for _ in range(count):
+            got.append(await anext(iterator))
+    return got
+
+
+async def test_appends_prune_a_session_past_its_cap_in_batches(store: Store) -> None:
+    log = EventLog(store, max_events_per_session=100)
+    await append_many(log, 250)
+    stored = await log.page(SESSION, after=0, limit=1000)
+    assert stored[-1].seq == 250
+    assert 100 <= len(stored) < 110
+    assert [e.seq for e in stored] == list(range(stored[0].seq, 251))
+    assert await store.event_bounds(SESSION) == (stored[0].seq, 250)
+    # A new log (a restarted gateway) continues numbering and pruning from the store.
+    again = EventLog(store, max_events_per_session=100)
+    assert (await again.append(SESSION, delta(0))).seq == 251
+
+
+async def test_a_subscription_behind_the_kept_events_is_told_and_resumes_at_the_oldest(
+    store: Store,
+) -> None:
+    log = EventLog(store, max_events_per_session=100)
+    await append_many(log, 250)
+    first = (await log.page(SESSION, after=0, limit=1))[0].seq
+    subscription = await log.open(SESSION, after=3)
+    got = await items(subscription, 2)
+    assert got[0] == ResyncRequired(first_seq=first, after=3)
+    assert isinstance(got[1], LoggedEvent)
+    assert got[1].seq == first
+    subscription.release()
+    # The compatibility iterator goes on from the oldest kept event too.
+    await log.close(SESSION)
+    assert await drain(subscribe(log, after=3)) == list(range(first, 251))
+
+
+async def test_retention_prunes_every_session_to_its_cap(store: Store) -> None:
+    await store_directly(store, 300)
+    await store.update_session(SESSION, last_seq=300)
+    report = await cleanup(store.engine, retention_days=30, now=NOW, max_events_per_session=100)
+    assert report.events_pruned == 200
+    assert await store.event_bounds(SESSION) == (201, 300)
+
+
+async def test_a_subscriber_too_far_behind_is_evicted_and_appends_never_wait(
+    store: Store,
+) -> None:
+    log = EventLog(store, queue_size=10, max_lag_events=100)
+    slow = await log.open(SESSION, after=0)
+    fast = subscribe(log)
+    waiting = asyncio.ensure_future(take(fast, 1))
+    await until(lambda: log.subscriber_count(SESSION) == 2)
+    await log.append(SESSION, delta(0))
+    assert await waiting == [1]
+    slow_items = aiter(slow)
+    first = await anext(slow_items)
+    assert isinstance(first, LoggedEvent)
+    assert first.seq == 1
+    async with asyncio.timeout(20):  # the slow one reads nothing more; appends go on
+        for i in range(1, 150):
+            await log.append(SESSION, delta(i))
+            assert await take(fast, 1) == [i + 1]
+    assert log.subscriber_count(SESSION) == 1  # the slow one no longer counts
+    assert await anext(slow_items) == Evicted(last_seq_sent=1, reason="lagging")
+    with pytest.raises(StopAsyncIteration):
+        await anext(slow_items)
+    await log.close(SESSION)
+    assert await drain(fast) == []
+    assert log.subscriber_count() == 0
+
+
+async def test_history_older_than_the_subscription_does_not_count_as_lag(store: Store) -> None:
+    await store_directly(store, 1000)
+    log = EventLog(store, max_lag_events=100)
+    subscription = subscribe(log)
+    assert await take(subscription, 1000) == list(range(1, 1001))
+    await append_many(log, 50)
+    assert await take(subscription, 50) == list(range(1001, 1051))
+    await subscription.aclose()
+
+
+async def test_subscriber_caps_refuse_with_retry_after(log: EventLog, store: Store) -> None:
+    capped = EventLog(store, max_subscribers_per_session=2, max_subscribers=3)
+    first = await capped.open(SESSION, after=0)
+    await capped.open(SESSION, after=0)
+    with pytest.raises(TooManyRequests) as per_session:
+        await capped.open(SESSION, after=0)
+    assert per_session.value.retry_after_s
+    await capped.open(OTHER, after=0)
+    with pytest.raises(AtCapacity) as in_all:
+        await capped.open(OTHER, after=0)
+    assert in_all.value.retry_after_s
+    first.release()
+    first.release()  # idempotent
+    assert capped.subscriber_count() == 2
+    await capped.open(OTHER, after=0)
+    assert capped.subscriber_count() == 3
+
+
+async def test_shutdown_ends_every_subscription_and_refuses_new_ones(log: EventLog) -> None:
+    await append_many(log, 2)
+    subscription = await log.open(SESSION, after=0)
+    got = await items(subscription, 2)
+    assert [e.seq for e in got if isinstance(e, LoggedEvent)] == [1, 2]
+    waiting = asyncio.ensure_future(items(subscription, 1))
+    await asyncio.sleep(0)
+    log.shutdown(retry_ms=1234)
+    assert await waiting == [ShuttingDown(retry_ms=1234)]
+    assert log.subscriber_count() == 0
+    with pytest.raises(Unavailable):
+        await log.open(SESSION, after=0)

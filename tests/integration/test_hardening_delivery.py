@@ -8,20 +8,27 @@ counted); SQLite is a real, migrated file.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
+import logging
 import os
+import resource
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
+from fastapi import FastAPI
 from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Close, Frame, Opcode
@@ -30,8 +37,12 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 from websockets.uri import parse_uri
 
+from app.main import create_app
+from app.runtime.eventlog import EventLog
+from app.settings import Settings
+from app.store.db import upgrade_async
 from tests.gateway import TOKEN, SseEvent, SseReader, is_turn_end
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory
+from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PROBLEM = "application/problem+json"
@@ -452,7 +463,7 @@ def test_r8_a_subscriber_that_stops_reading_is_evicted_and_loses_nothing(
             client.stream("GET", path, headers=sse_headers(0)) as normal,
             ws_connect(ws_url(gateway, sid), additional_headers=AUTH) as normal_ws,
         ):
-            start_turn(client, sid, "deltas:1500")
+            start_turn(client, sid, "deltas:1000")
             everything = envelopes(read_frames(SseReader(normal), is_end))
             everything_ws = ws_frames(normal_ws, is_turn_end)
         newest = everything[-1]["seq"]
@@ -603,3 +614,293 @@ def test_r3_sigkill_mid_stream_keeps_the_database_sound_and_every_delivered_even
         assert turn["error"]["kind"] == "interrupted"
         assert turn["error"]["reason"] == "gateway_restart"
         assert [e["type"] for e in everything if is_turn_end(e)] == ["turn.failed"]
+
+
+# --- R12: disk full / write errors ------------------------------------------------------------
+
+
+def test_r12_a_database_that_cannot_be_written_answers_503_and_stops_the_turn(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    """The gateway may not grow any file past its current size (RLIMIT_FSIZE: writes fail
+    with EFBIG, as on a full disk), then the limit is lifted again."""
+    gateway = make_fake_gateway().start()
+    assert gateway.process is not None
+    pid = gateway.process.pid
+    statuses: list[int] = []
+    with gateway.client() as client:
+        sid = new_session(client, gateway)
+        turn_id = start_turn(client, sid, "slow")
+        with client.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers()) as r:
+            reader = SseReader(r)
+            delivered = envelopes(read_frames(reader, lambda f: is_delta(f.json())))
+            cli_pid = client.get(f"/v1/sessions/{sid}").json()["process"]["pid"]
+            files = [database(gateway), database(gateway).with_name("gateway.db-wal")]
+            limit = max(f.stat().st_size for f in files if f.exists())
+            soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, hard))
+            try:
+
+                def refused() -> httpx.Response | None:
+                    response = client.post(
+                        "/v1/sessions", json={"workspace": str(gateway.workspace)}
+                    )
+                    statuses.append(response.status_code)
+                    return response if response.status_code == 503 else None
+
+                answer = wait_until(refused, what="a 503 while the disk is full")
+                assert answer.headers["content-type"] == PROBLEM
+                assert answer.json()["type"].endswith(":storage_unavailable")
+                assert int(answer.headers["retry-after"]) >= 1
+                assert "Traceback" not in answer.text
+                # The turn whose events cannot be stored stops its CLI.
+                wait_until(lambda: not alive(cli_pid), what="the CLI to be stopped")
+                turn_start = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
+                statuses.append(turn_start.status_code)
+                assert turn_start.status_code in (409, 503), turn_start.text
+            finally:
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
+            # Writable again: the turn's end is recorded, then sent.
+            delivered += envelopes(read_frames(reader, is_end))
+        assert set(statuses) <= {201, 409, 503}
+        failed = delivered[-1]
+        assert failed["type"] == "turn.failed"
+        assert failed["data"]["error"]["reason"] == "storage_unavailable"
+        everything = stored(client, sid)
+        assert delivered == everything[: len(delivered)]  # nothing sent that is not stored
+        assert contiguous(1, everything)
+        turn = client.get(f"/v1/sessions/{sid}/turns/{turn_id}").json()
+        assert turn["status"] == "failed"
+        assert (
+            client.post("/v1/sessions", json={"workspace": str(gateway.workspace)}).status_code
+            == 201
+        )
+        start_turn(client, sid, "hi")
+        with client.stream(
+            "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(everything[-1]["seq"])
+        ) as r:
+            assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
+    with sqlite3.connect(database(gateway)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+# --- R11: SQLite contention from a second process ---------------------------------------------
+
+HAMMER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+db.execute("PRAGMA busy_timeout=30000")
+db.execute("CREATE TABLE IF NOT EXISTS hammer (id INTEGER PRIMARY KEY, at REAL)")
+deadline = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO hammer (at) VALUES (?)", (time.time(),))
+    time.sleep(0.02)  # hold the write lock, as a long transaction would
+    db.execute("COMMIT")
+    time.sleep(0.005)
+"""
+
+
+def test_r11_a_second_writer_on_the_database_causes_no_5xx_and_no_locked_errors(
+    fake_gateway: FakeGateway,
+) -> None:
+    gateway = fake_gateway
+    hammer = subprocess.Popen(
+        [sys.executable, "-c", HAMMER, str(database(gateway)), "60"], stdout=subprocess.DEVNULL
+    )
+    statuses: list[int] = []
+    try:
+        with sqlite3.connect(database(gateway)) as db:
+            wait_until(
+                lambda: db.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'hammer'"
+                ).fetchone()[0],
+                what="the second writer to start",
+            )
+        with gateway.client() as client:
+            for _ in range(2):
+                created = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)})
+                statuses.append(created.status_code)
+                sid = created.json()["id"]
+                for _ in range(2):
+                    after = last_seq(client, sid)
+                    started = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
+                    statuses.append(started.status_code)
+                    with client.stream(
+                        "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(after)
+                    ) as r:
+                        events = envelopes(read_frames(SseReader(r), is_end))
+                    assert events[-1]["type"] == "turn.completed"
+                    statuses.append(r.status_code)
+                statuses.append(client.delete(f"/v1/sessions/{sid}").status_code)
+            with sqlite3.connect(database(gateway)) as db:
+                during = db.execute("SELECT count(*) FROM hammer").fetchone()[0]
+    finally:
+        hammer.terminate()
+        hammer.wait(timeout=10)
+    assert during > 20  # the other process held the write lock throughout
+    assert all(status < 500 for status in statuses), statuses
+    log = gateway.log()
+    assert "database is locked" not in log
+    assert "storage unavailable" not in log
+    assert " 500 " not in log
+    assert " 503 " not in log
+
+
+# --- R9: subscriber churn ---------------------------------------------------------------------
+
+CHURN_SSE = 1600
+CHURN_WS = 400
+CHURN_WORKERS = 40
+
+
+@pytest.fixture
+async def in_process_gateway(tmp_path: Path) -> AsyncIterator[tuple[str, FastAPI]]:
+    """The real app under uvicorn on a real loopback socket, in this test's event loop."""
+    workspace = tmp_path / "roots" / "project"
+    workspace.mkdir(parents=True)
+    settings = Settings(
+        server={"token": TOKEN, "allow_root": True},
+        storage={"data_dir": tmp_path / "data"},
+        workspaces={"roots": [tmp_path / "roots"]},
+        providers={
+            "claude_code": {"executable": str(FAKE_CLAUDE)},
+            "codex": {"enabled": False},
+            "opencode": {"enabled": False},
+        },
+        limits={"max_subscribers_per_session": 1000},
+    )
+    await upgrade_async(settings.storage.database_url)
+    app = create_app(settings)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    async with asyncio.timeout(20):
+        # uvicorn has no awaitable for "listening"; bounded by the timeout.
+        while not server.started:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    try:
+        yield f"127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        await serving
+        sock.close()
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+CHURN_CLIENT = """
+import asyncio, json, sys
+from websockets.asyncio.client import connect
+
+address, token, sse, ws, workers = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
+sessions = sys.argv[6:]
+auth = {"Authorization": "Bearer " + token}
+
+
+async def sse_cycle(sid):
+    # Connect, read until the stream is open, hang up.
+    host, port = address.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        f"GET /v1/sessions/{sid}/events HTTP/1.1\\r\\nHost: {address}\\r\\n"
+        f"Authorization: Bearer {token}\\r\\nAccept: text/event-stream\\r\\n\\r\\n".encode()
+    )
+    head = await reader.readuntil(b": connected")
+    assert head.startswith(b"HTTP/1.1 200"), head[:300]
+    writer.close()
+    await writer.wait_closed()
+
+
+async def ws_cycle(sid):
+    async with connect(f"ws://{address}/v1/sessions/{sid}/ws", additional_headers=auth) as c:
+        assert json.loads(await c.recv())["seq"] == 1
+
+
+async def main():
+    jobs = [sse_cycle] * sse + [ws_cycle] * ws
+    queue = asyncio.Queue()
+    for index in range(len(jobs)):
+        queue.put_nowait(index)
+
+    async def worker():
+        while not queue.empty():
+            index = queue.get_nowait()
+            await jobs[index](sessions[index % len(sessions)])
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+
+
+asyncio.run(main())
+"""
+
+
+async def churn(address: str, sessions: list[str], sse: int, ws: int) -> None:
+    """Open and drop ``sse`` SSE and ``ws`` WebSocket subscriptions from another process."""
+    client = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CHURN_CLIENT,
+        address,
+        TOKEN,
+        str(sse),
+        str(ws),
+        str(CHURN_WORKERS),
+        *sessions,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await client.communicate()
+    assert client.returncode == 0, stderr.decode()[-3000:]
+
+
+async def test_r9_thousands_of_subscribers_coming_and_going_leak_nothing(
+    in_process_gateway: tuple[str, FastAPI], caplog: pytest.LogCaptureFixture
+) -> None:
+    """SSE and WebSocket subscribers connect, start to stream and hang up, thousands of times;
+    the gateway's open files, tasks and subscribers return to where they were."""
+    address, app = in_process_gateway
+    events: EventLog = app.state.manager.events
+    async with httpx.AsyncClient(base_url=f"http://{address}", headers=AUTH) as client:
+        sessions = []
+        for _ in range(8):
+            created = await client.post(
+                "/v1/sessions",
+                json={"workspace": str(Path(app.state.settings.workspaces.roots[0]) / "project")},
+            )
+            assert created.status_code == 201, created.text
+            sessions.append(created.json()["id"])
+    await churn(address, sessions, 200, 100)  # warm up: pools and caches at their size
+
+    async def settled(fds: int, tasks: int) -> None:
+        async with asyncio.timeout(20):
+            # The server gives these back after each disconnect, with no event to await.
+            while not (  # noqa: ASYNC110
+                events.subscriber_count() == 0
+                and len(asyncio.all_tasks()) <= tasks
+                and open_fds() <= fds
+            ):
+                await asyncio.sleep(0.05)
+
+    await settled(10_000, 10_000)
+    before = (open_fds(), len(asyncio.all_tasks()))
+    peak = 0
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, events.subscriber_count())
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    await churn(address, sessions, CHURN_SSE, CHURN_WS)
+    sampler.cancel()
+    await settled(*before)
+    assert peak > 1  # the subscribers were there, many at once
+    assert events.subscriber_count() == 0
+    assert open_fds() <= before[0]
+    assert len(asyncio.all_tasks()) <= before[1]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
