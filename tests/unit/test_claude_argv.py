@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from app.providers.base import APPROVAL_MODES, ApprovalMode, SessionSpec
-from app.providers.claude.argv import build_argv, permission_mode
+from app.providers.claude.argv import NO_MCP_SERVERS, build_argv, permission_mode
 
 
 def spec(
@@ -39,6 +40,7 @@ def test_new_session_in_ask_mode_gets_the_full_headless_command_line() -> None:
         "default",
         "--setting-sources",
         "user",
+        '--mcp-config={"mcpServers":{}}',
         "--strict-mcp-config",
     ]
 
@@ -101,3 +103,28 @@ def test_extra_args_come_last_after_model_and_resume() -> None:
     )
 
     assert argv[-5:] == ["--model", "opus", "--resume=abc", "--max-turns", "5"]
+
+
+@pytest.mark.parametrize("approval_mode", APPROVAL_MODES)
+def test_t7_workspace_configuration_is_pinned_out_in_every_mode(
+    approval_mode: ApprovalMode,
+) -> None:
+    argv = build_argv(executable="claude", spec=spec(approval_mode=approval_mode))
+
+    # Only the user's settings; the gateway's (empty) MCP config and no other; an explicit mode.
+    assert argv[argv.index("--setting-sources") + 1] == "user"
+    assert f"--mcp-config={NO_MCP_SERVERS}" in argv
+    assert json.loads(NO_MCP_SERVERS) == {"mcpServers": {}}
+    assert "--strict-mcp-config" in argv
+    assert argv[argv.index("--permission-mode") + 1] == permission_mode(approval_mode)
+    assert "--dangerously-skip-permissions" not in argv
+    assert "--allow-dangerously-skip-permissions" not in argv
+
+
+def test_t8_nothing_from_the_prompt_or_thread_id_becomes_a_separate_flag() -> None:
+    argv = build_argv(
+        executable="claude", spec=spec(thread_id="--dangerously-skip-permissions ; rm -rf ~")
+    )
+
+    assert argv[-1] == "--resume=--dangerously-skip-permissions ; rm -rf ~"
+    assert "--dangerously-skip-permissions" not in argv

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import JsonValue
 
-from app.providers.base import ApprovalMode
+from app.providers.base import APPROVAL_MODES, ApprovalMode
 from app.providers.codex.argv import (
     FORCED_CONFIG,
     RetryBudget,
     build_argv,
     config_overrides,
+    thread_config,
     thread_policy,
     toml_value,
 )
@@ -217,3 +219,23 @@ def test_provider_passes_the_gateway_retry_settings(tmp_path: Any) -> None:
         "model_providers.stub.request_max_retries": 2,
         "model_providers.stub.stream_max_retries": 2,
     }
+
+
+def test_t7_thread_config_marks_the_workspace_and_every_ancestor_untrusted() -> None:
+    config = thread_config(Path("/srv/a.b/project"))
+
+    assert config == {
+        "projects": {
+            "/srv/a.b/project": {"trust_level": "untrusted"},
+            "/srv/a.b": {"trust_level": "untrusted"},
+            "/srv": {"trust_level": "untrusted"},
+            "/": {"trust_level": "untrusted"},
+        }
+    }
+
+
+def test_t7_no_mode_but_allow_all_runs_anything_unasked_or_unsandboxed() -> None:
+    for mode in APPROVAL_MODES:
+        policy, sandbox = thread_policy(mode)
+        assert (sandbox == "danger-full-access") == (mode == "allow_all")
+        assert policy in {"untrusted", "never"}

@@ -20,7 +20,7 @@ from app.providers.codex.jsonrpc import (
     RpcError,
     RpcTimeout,
 )
-from app.providers.codex.protocol import Notification, ServerRequest
+from app.providers.codex.protocol import MethodNotAllowed, Notification, ServerRequest
 from app.runtime.process import ProcessRunner, ProcessSpec
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_codex_app_server.py"
@@ -90,8 +90,22 @@ async def test_requests_get_their_own_answers_and_errors(client: JsonRpcClient) 
         client.request("thread/start", {"cwd": "/"}, timeout_s=5),
     )
     assert {first["thread"]["id"], second["thread"]["id"]} == {"thr_1", "thr_2"}
-    with pytest.raises(RpcError, match="unknown variant"):
-        await client.request("bogus/method", {}, timeout_s=5)
+
+
+@pytest.mark.parametrize(
+    "method", ["command/exec", "thread/shellCommand", "fs/readFile", "config/batchWrite"]
+)
+async def test_t15_methods_outside_the_vocabulary_are_never_sent(
+    client: JsonRpcClient, log_path: Path, method: str
+) -> None:
+    await initialize(client)
+    with pytest.raises(MethodNotAllowed):
+        await client.request(method, {"command": ["touch", "/tmp/x"]}, timeout_s=5)
+    with pytest.raises(MethodNotAllowed):
+        await client.notify(method)
+    # The connection is fine and the server never saw the refused method.
+    await client.request("thread/loaded/list", {}, timeout_s=5)
+    assert method not in [message.get("method") for message in received(log_path)]
 
 
 async def test_notifications_reach_only_their_thread_in_order(client: JsonRpcClient) -> None:

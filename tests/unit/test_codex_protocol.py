@@ -7,6 +7,9 @@ import json
 import pytest
 
 from app.providers.codex.protocol import (
+    CLIENT_METHODS,
+    CLIENT_NOTIFICATIONS,
+    MethodNotAllowed,
     Notification,
     Response,
     ServerRequest,
@@ -69,3 +72,23 @@ def test_encoders_write_one_ascii_line() -> None:
         "id": "r",
         "error": {"code": -32601, "message": "no"},
     }
+
+
+def test_t15_only_the_gateway_vocabulary_can_be_encoded() -> None:
+    assert {
+        "initialize",
+        "thread/start",
+        "thread/resume",
+        "thread/unsubscribe",
+        "thread/loaded/list",
+        "turn/start",
+        "turn/interrupt",
+    } == CLIENT_METHODS
+    for method in CLIENT_METHODS:
+        assert json.loads(encode_request(1, method, {}))["method"] == method
+    for method in ("command/exec", "thread/shellCommand", "fs/writeFile", "config/value/write"):
+        with pytest.raises(MethodNotAllowed, match=method):
+            encode_request(1, method, {})
+    assert {"initialized"} == CLIENT_NOTIFICATIONS
+    with pytest.raises(MethodNotAllowed):
+        encode_notification("turn/start")

@@ -15,6 +15,7 @@ import pytest
 
 from app.events import EventData, MessageDelta, RetryScheduled, ToolCompleted, ToolStarted
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
+from app.providers.codex.argv import thread_config
 from app.providers.codex.provider import CodexProvider
 from app.providers.codex.session import CodexSession
 from app.runtime.process import ProcessRunner
@@ -172,6 +173,7 @@ async def test_one_server_serves_every_session_each_on_its_own_thread(
     assert start["approvalPolicy"] == "untrusted"
     assert start["sandbox"] == "read-only"
     assert start["model"] == "gpt-5.5"
+    assert start["config"]["projects"][start["cwd"]] == {"trust_level": "untrusted"}
     assert Path(start["cwd"]).name in {"a", "b"}
     argv = spawns(log_path)[0]["argv"]
     assert argv[1:4] == ["app-server", "--listen", "stdio://"]
@@ -218,6 +220,7 @@ async def test_a_crash_fails_the_turn_then_a_new_server_resumes_the_thread(
     assert resume["params"]["threadId"] == thread
     assert resume["params"]["excludeTurns"] is True
     assert resume["params"]["approvalPolicy"] == "untrusted"
+    assert resume["params"]["config"] == thread_config(Path(resume["params"]["cwd"]))
 
 
 async def test_killing_the_npm_wrapper_ends_the_server_it_started(

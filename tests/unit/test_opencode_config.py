@@ -68,6 +68,26 @@ def test_the_environment_layers_the_knobs_config_and_password_over_the_operators
     }
 
 
+def test_t7_the_workspace_config_and_skills_are_switched_off_whatever_the_operator_says() -> None:
+    env = server_env(
+        overlay={"OPENCODE_DISABLE_PROJECT_CONFIG": "", "OPENCODE_DISABLE_EXTERNAL_SKILLS": "0"},
+        config={},
+        password="secret",
+    )
+    assert env["OPENCODE_DISABLE_PROJECT_CONFIG"] == "1"
+    assert env["OPENCODE_DISABLE_EXTERNAL_SKILLS"] == "1"
+    # This one would make `serve` proxy unknown paths to app.opencode.ai.
+    assert "OPENCODE_DISABLE_EMBEDDED_WEB_UI" not in env
+
+
+def test_t15_the_password_travels_in_the_environment_not_on_the_command_line() -> None:
+    argv = build_argv(executable="/bin/opencode", port=4242)
+    env = server_env(overlay={}, config={}, password="pw-123")
+    assert env["OPENCODE_SERVER_PASSWORD"] == "pw-123"
+    assert not any("pw-123" in arg for arg in argv)
+    assert argv[argv.index("--hostname") + 1] == "127.0.0.1"
+
+
 @pytest.mark.parametrize(
     ("model", "ref"),
     [

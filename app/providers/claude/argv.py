@@ -7,7 +7,10 @@ from typing import assert_never
 
 from app.providers.base import ApprovalMode, SessionSpec
 
-__all__ = ["build_argv", "permission_mode"]
+__all__ = ["NO_MCP_SERVERS", "build_argv", "permission_mode"]
+
+NO_MCP_SERVERS = '{"mcpServers":{}}'
+"""The MCP configuration the gateway gives Claude Code: no servers."""
 
 
 def permission_mode(mode: ApprovalMode) -> str:
@@ -49,13 +52,19 @@ def build_argv(*, executable: str, spec: SessionSpec, extra_args: Sequence[str] 
         # Hidden from `--help` in 2.1.330 but what both official SDKs send: approvals travel
         # as control requests on stdin/stdout.
         "--permission-prompt-tool=stdio",
+        # Always explicit: a settings file's `defaultMode` never decides.
         "--permission-mode",
         permission_mode(spec.approval_mode),
-        # Only the user's own settings (auth, model defaults); a workspace's
-        # .claude/settings*.json must not widen permissions behind the gateway's back.
+        # Only the user's own settings (auth, model defaults). A workspace is untrusted input:
+        # with `user` alone, 2.1.330 loads none of its .claude/settings.json and
+        # settings.local.json (hooks, permission rules, defaultMode), .claude/agents,
+        # .claude/skills, .claude/commands, nor its CLAUDE.md (observed, threat model T7).
         "--setting-sources",
         "user",
-        # No MCP servers from the workspace or user config: the gateway decides what runs.
+        # The gateway's own MCP configuration (none), and nothing else: no .mcp.json from the
+        # workspace, no servers from the user's config. The `=` form keeps this variadic
+        # option from taking the next argument as a second config.
+        f"--mcp-config={NO_MCP_SERVERS}",
         "--strict-mcp-config",
     ]
     if spec.model is not None:

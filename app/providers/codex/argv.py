@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, assert_never
 
 from pydantic import JsonValue
@@ -29,6 +30,7 @@ __all__ = [
     "RetryBudget",
     "build_argv",
     "config_overrides",
+    "thread_config",
     "thread_policy",
     "toml_value",
 ]
@@ -89,6 +91,27 @@ def thread_policy(mode: ApprovalMode) -> tuple[ApprovalPolicy, SandboxMode]:
             return "never", "read-only"
         case _:
             assert_never(mode)
+
+
+def thread_config(workspace: Path) -> dict[str, JsonValue]:
+    """Per-thread config overrides (``thread/start`` and ``thread/resume`` ``config``).
+
+    A workspace is untrusted input (threat model T7). Codex loads a project's
+    ``.codex/config.toml``, ``hooks.json`` and ``rules/*.rules`` only when the user's config
+    marks the project trusted (``projects."<dir>".trust_level``), looking the trust up by each
+    project layer's directory first, then the project and repository roots — all the
+    workspace or its ancestors. Observed with codex-cli 0.169.0 and an operator config that
+    trusts the workspace: the project's MCP servers started, and a project rule
+    ``prefix_rule(pattern=["touch"], decision="allow")`` ran ``touch`` without asking even
+    under ``untrusted``. Marking the workspace and every ancestor untrusted for this thread
+    (thread config outranks the user's file and decides the trust lookup) disables those
+    layers whatever the user trusted elsewhere; the user's file is not touched.
+    """
+    untrusted: dict[str, JsonValue] = {"trust_level": "untrusted"}
+    projects: dict[str, JsonValue] = {
+        str(path): dict(untrusted) for path in (workspace, *workspace.parents)
+    }
+    return {"projects": projects}
 
 
 def toml_value(value: JsonValue, *, key: str = "value") -> str:

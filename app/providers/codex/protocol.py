@@ -16,9 +16,12 @@ from typing import Any, TypeAlias
 from pydantic import JsonValue
 
 __all__ = [
+    "CLIENT_METHODS",
+    "CLIENT_NOTIFICATIONS",
     "ERROR_METHOD_NOT_FOUND",
     "ERROR_SERVER_OVERLOADED",
     "Incoming",
+    "MethodNotAllowed",
     "Notification",
     "RequestId",
     "Response",
@@ -33,6 +36,30 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RequestId: TypeAlias = int | str
+
+CLIENT_METHODS = frozenset(
+    {
+        "initialize",
+        "thread/start",
+        "thread/resume",
+        "thread/unsubscribe",
+        "thread/loaded/list",
+        "turn/start",
+        "turn/interrupt",
+    }
+)
+"""The only requests the gateway ever sends (threat model T15).
+
+codex-cli 0.169.0's app-server accepts 109 client methods (``app-server
+generate-json-schema``), among them ``command/exec``, ``thread/shellCommand``, ``fs/*``,
+``config/value/write`` and ``config/batchWrite`` (which could mark a project trusted),
+``plugin/install`` and ``mcpServer/tool/call``: each runs code or changes state outside a
+thread's sandbox and approvals. Every outgoing request is encoded here, so a method outside
+this set cannot reach the server.
+"""
+
+CLIENT_NOTIFICATIONS = frozenset({"initialized"})
+"""The only notifications the gateway sends."""
 
 ERROR_METHOD_NOT_FOUND = -32601
 ERROR_SERVER_OVERLOADED = -32001
@@ -114,11 +141,25 @@ def parse_line(line: bytes) -> Incoming | None:
     return Response(id=request_id, result=result if isinstance(result, dict) else {})
 
 
+class MethodNotAllowed(ValueError):
+    """A request or notification outside the gateway's vocabulary; nothing was sent."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"{method!r} is not a Codex method the gateway sends")
+        self.method = method
+
+
 def encode_request(request_id: int, method: str, params: dict[str, JsonValue]) -> bytes:
+    """One request line; ``MethodNotAllowed`` unless ``method`` is in ``CLIENT_METHODS``."""
+    if method not in CLIENT_METHODS:
+        raise MethodNotAllowed(method)
     return _encode({"method": method, "id": request_id, "params": params})
 
 
 def encode_notification(method: str, params: dict[str, JsonValue] | None = None) -> bytes:
+    """One notification line; ``MethodNotAllowed`` unless in ``CLIENT_NOTIFICATIONS``."""
+    if method not in CLIENT_NOTIFICATIONS:
+        raise MethodNotAllowed(method)
     message: dict[str, JsonValue] = {"method": method}
     if params is not None:
         message["params"] = params

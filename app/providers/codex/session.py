@@ -19,7 +19,7 @@ from pydantic import JsonValue
 
 from app.events import FailureKind
 from app.providers.base import ProcessInfo, ProviderSession, SessionSpec, TurnHooks, TurnOutcome
-from app.providers.codex.argv import thread_policy
+from app.providers.codex.argv import thread_config, thread_policy
 from app.providers.codex.classifier import error_for_resume, error_for_rpc
 from app.providers.codex.jsonrpc import InboxItem, JsonRpcClient, RpcError, RpcFailure
 from app.providers.codex.protocol import ServerRequest
@@ -96,6 +96,8 @@ class CodexSession(ProviderSession):
             "cwd": str(self._spec.workspace),
             "approvalPolicy": policy,
             "sandbox": sandbox,
+            # The workspace's own .codex/ (config, hooks, rules) never takes effect.
+            "config": thread_config(self._spec.workspace),
         }
         if self._spec.model is not None:
             params["model"] = self._spec.model

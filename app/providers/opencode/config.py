@@ -46,16 +46,25 @@ PASSTHROUGH_ENV = (
 """Model-provider credentials the CLI may need from the gateway's own environment."""
 
 FIXED_ENV: Mapping[str, str] = {
-    # All five exist in 1.18.33 (binary strings); each stops a network call or a download the
-    # gateway did not ask for (reference/offline-testing.md).
+    # Each exists in 1.18.33 (binary strings). These five stop a network call or a download
+    # the gateway did not ask for (reference/offline-testing.md).
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
     "OPENCODE_DISABLE_SHARE": "1",
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-    # A workspace is untrusted input (threat model T7): its opencode.json / .opencode/ could
-    # load plugins or MCP servers and widen permissions, so only the user's own config counts.
+    # A workspace is untrusted input (threat model T7). With this flag 1.18.33 skips the
+    # project's opencode.json(c) (permission, mcp, plugin, instructions), every .opencode/
+    # between the workspace and its worktree root (opencode.json, plugin/, tool/, agent/,
+    # command/), and the project AGENTS.md / CLAUDE.md (observed: without it a project
+    # plugin and custom tool load and project MCP servers start when the workspace boots).
     "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+    # Not covered by the flag above: skills from the workspace's .claude/skills and
+    # .agents/skills (and the same directories in HOME). OpenCode's own skill directories
+    # in its config dir still load.
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    # OPENCODE_DISABLE_EMBEDDED_WEB_UI is deliberately unset: with it, `serve` answers every
+    # unknown path by proxying the request to https://app.opencode.ai.
 }
 """Always set, over ``providers.opencode.env``."""
 
