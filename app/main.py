@@ -116,6 +116,11 @@ def create_app(
         version=__version__,
         summary="One HTTP, SSE and WebSocket API in front of the coding-agent CLIs.",
         lifespan=lifespan,
+        # The document is served by app/api/health.py behind the token; the interactive docs
+        # pages load their scripts from CDNs, so they are not served at all.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     install_access_control(app.state, settings, token)

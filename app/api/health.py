@@ -17,6 +17,12 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+@router.get("/openapi.json", include_in_schema=False)
+async def openapi_document(request: Request, _: Authenticated) -> JSONResponse:
+    """The OpenAPI document; like every route but /healthz, it needs a key."""
+    return JSONResponse(request.app.openapi())
+
+
 @router.get("/readyz", operation_id="readyz")
 async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     """Ready when the database answers and every enabled provider was built."""

@@ -36,7 +36,7 @@ ALICE = "alice-key-0123456789abcdefghijklmnopqrstuvwxyz"
 BOB = "bob-key-0123456789abcdefghijklmnopqrstuvwxyz0123"
 KEYS = {"api_keys": [{"name": "alice", "token": ALICE}, {"name": "bob", "token": BOB}]}
 FAKE_PROVIDER_KEY = "sk-ant-api03-FAKEfakeFAKEfake0123456789-abcdefABCDEF"
-OPEN_ROUTES = {"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+OPEN_ROUTES = {"/healthz"}
 
 
 def assert_problem(
