@@ -148,7 +148,7 @@ async def get_events(
             return Response(status_code=204)
     keepalive = request.app.state.settings.server.sse_keepalive_s
     subscription = await manager.events.open(session_id, after=cursor, heartbeat_s=keepalive)
-    return _SubscriptionResponse(
+    return SubscriptionResponse(
         _sse(subscription),
         subscription,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
@@ -168,8 +168,9 @@ def _check_kept(page: list[LoggedEvent], cursor: int, last: int) -> None:
         )
 
 
-class _SubscriptionResponse(EventSourceResponse):
-    """An SSE response that gives its subscriber slot back however the response ends."""
+class SubscriptionResponse(EventSourceResponse):
+    """An SSE response that gives its subscriber slot back however the response ends
+    (also the ``POST /v1/runs`` stream's)."""
 
     def __init__(
         self, content: AsyncIterator[bytes], subscription: Subscription, **kwargs: Any
@@ -191,21 +192,26 @@ def _control(kind: str, **fields: int | str) -> str:
 async def _sse(items: AsyncIterable[StreamItem]) -> AsyncIterator[bytes]:
     yield format_sse_event(comment="connected", retry=2000)
     async for item in items:
-        match item:
-            case None:
-                yield KEEPALIVE_COMMENT
-            case LoggedEvent(seq=seq, json=envelope):
-                yield format_sse_event(data_str=envelope, id=str(seq))
-            case ResyncRequired(first_seq=first, after=after):
-                # The id moves the client's Last-Event-ID past the gap it was told about.
-                data = _control("resync_required", first_seq=first, after=after)
-                yield format_sse_event(event="resync_required", data_str=data, id=str(first - 1))
-            case Evicted(last_seq_sent=sent, reason=reason):
-                data = _control("evicted", last_seq_sent=sent, reason=reason)
-                yield format_sse_event(event="evicted", data_str=data)
-            case ShuttingDown(retry_ms=retry_ms):
-                data = _control("shutdown", reason="gateway_shutdown", retry_ms=retry_ms)
-                yield format_sse_event(event="shutdown", data_str=data, retry=retry_ms)
+        yield sse_message(item)
+
+
+def sse_message(item: StreamItem) -> bytes:
+    """One stream item on the wire: an event, a named control frame, or a keep-alive."""
+    match item:
+        case None:
+            return KEEPALIVE_COMMENT
+        case LoggedEvent(seq=seq, json=envelope):
+            return format_sse_event(data_str=envelope, id=str(seq))
+        case ResyncRequired(first_seq=first, after=after):
+            # The id moves the client's Last-Event-ID past the gap it was told about.
+            data = _control("resync_required", first_seq=first, after=after)
+            return format_sse_event(event="resync_required", data_str=data, id=str(first - 1))
+        case Evicted(last_seq_sent=sent, reason=reason):
+            data = _control("evicted", last_seq_sent=sent, reason=reason)
+            return format_sse_event(event="evicted", data_str=data)
+        case ShuttingDown(retry_ms=retry_ms):
+            data = _control("shutdown", reason="gateway_shutdown", retry_ms=retry_ms)
+            return format_sse_event(event="shutdown", data_str=data, retry=retry_ms)
 
 
 @router.websocket("/{session_id}/ws", name="session_ws")

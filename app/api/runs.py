@@ -1,4 +1,11 @@
-"""``POST /v1/runs``: one prompt, one answer, with fallback before any output."""
+"""``POST /v1/runs``: one prompt, one answer, with fallback before any output.
+
+With ``Accept: text/event-stream`` the answer is the run session's event stream, a subscriber
+like ``GET /v1/sessions/{id}/events``: capped (429 per session, 503 in all, checked before the
+session is created), and ended visibly by the ``evicted`` and ``shutdown`` control frames
+(``resync_required`` where events were pruned). An evicted client resumes on
+``GET /v1/sessions/{session_id}/events`` with ``Last-Event-ID``; the run goes on meanwhile.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +17,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.api.deps import Manager, admit_session
+from app.api.events import SubscriptionResponse, sse_message
 from app.api.schemas import ModelName, Problem, RetryPolicyIn, TurnStatus
 from app.api.security import Authenticated
+from app.errors import GatewayError
 from app.events import TurnError, Usage
 from app.providers.base import ApprovalMode
+from app.runtime.eventlog import LoggedEvent, ResyncRequired, Subscription
 from app.runtime.runs import Run, start_run
 
 log = logging.getLogger(__name__)
@@ -83,19 +92,23 @@ def _result(run: Run) -> RunResult:
     responses={
         200: {
             "description": "The result, or with `Accept: text/event-stream` the run's events "
-            "as SSE (the stream ends after the run's last event)",
+            "as SSE, like `GET /v1/sessions/{id}/events` (the stream ends after the run's last "
+            "event, or with an `evicted` or `shutdown` control frame)",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
         401: {"model": Problem},
         422: {"model": Problem},
-        429: {"model": Problem},
-        503: {"model": Problem},
+        429: {"model": Problem, "description": "A quota, or (SSE) the session's subscriber cap"},
+        503: {"model": Problem, "description": "At capacity, e.g. (SSE) the subscriber cap"},
     },
 )
 async def create_run(
     body: RunCreate, request: Request, manager: Manager, principal: Authenticated
 ) -> Response:
     """Select a provider, run one turn; before any output, fall back along the chain."""
+    streaming = "text/event-stream" in request.headers.get("accept", "")
+    if streaming:  # refused before any session is created or CLI started
+        manager.events.check_capacity()
     async with admit_session(request, manager, principal):
         run = await start_run(
             manager,
@@ -109,13 +122,31 @@ async def create_run(
             requires=body.requires,
             owner=principal.name,
         )
-    if "text/event-stream" not in request.headers.get("accept", ""):
+    if not streaming:
         await run.finish()
         return Response(_result(run).model_dump_json(), media_type="application/json")
+    keepalive = request.app.state.settings.server.sse_keepalive_s
+    subscription = await _subscribe(run, heartbeat_s=min(keepalive, 1.0))
     task = asyncio.create_task(run.finish(), name=f"run:{run.session.id}")
     task.add_done_callback(_log_failure)
-    keepalive = request.app.state.settings.server.sse_keepalive_s
-    return EventSourceResponse(_stream(run, task, keepalive), headers={"Cache-Control": "no-cache"})
+    return SubscriptionResponse(
+        _stream(run, task, subscription),
+        subscription,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _subscribe(run: Run, *, heartbeat_s: float) -> Subscription:
+    """The stream's subscription; if it is refused, the new session is closed again (no turn
+    has started in it): another stream took the last slot, or shutdown began, meanwhile."""
+    try:
+        return await run.manager.events.open(run.session.id, after=0, heartbeat_s=heartbeat_s)
+    except GatewayError:
+        try:
+            await run.manager.delete(run.session.id)
+        except GatewayError:
+            log.warning("could not close session %s of a refused run stream", run.session.id)
+        raise
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:
@@ -123,21 +154,33 @@ def _log_failure(task: asyncio.Task[Any]) -> None:
         log.error("run %s failed inside the gateway", task.get_name(), exc_info=task.exception())
 
 
-async def _stream(run: Run, task: asyncio.Task[Any], keepalive: float) -> AsyncIterator[bytes]:
-    """The session's events until the run has ended and its last event was sent."""
+def _over(run: Run, task: asyncio.Task[Any]) -> bool:
+    """The run has ended, so its stream ends once its last event was sent. A run that the
+    gateway's shutdown stopped is not: its stream goes on to the ``shutdown`` frame."""
+    if not task.done():
+        return False
+    return task.cancelled() or task.exception() is not None or not run.ended_by_shutdown
+
+
+async def _stream(
+    run: Run, task: asyncio.Task[Any], subscription: Subscription
+) -> AsyncIterator[bytes]:
+    """The session's events and control frames until the run has ended and its last event
+    was sent; ``evicted`` and ``shutdown`` end it earlier."""
     events = run.manager.events
-    subscription = events.subscribe(run.session.id, after=0, heartbeat_s=min(keepalive, 1.0))
     cursor = 0
     try:
-        async for event in subscription:
-            if event is not None:
-                cursor = event.seq
-                yield format_sse_event(data_str=event.json, id=str(event.seq))
-            elif not task.done():
-                yield KEEPALIVE_COMMENT
-            if task.done() and cursor >= await events.last_seq(run.session.id):
+        async for item in subscription:
+            match item:
+                case LoggedEvent(seq=seq):
+                    cursor = seq
+                case ResyncRequired(first_seq=first):
+                    cursor = first - 1
+            if item is not None or not task.done():
+                yield sse_message(item)
+            if _over(run, task) and cursor >= await events.last_seq(run.session.id):
                 break
     finally:
         with contextlib.suppress(Exception):
-            await subscription.aclose()  # type: ignore[attr-defined]
+            await subscription.aclose()
         # A client that leaves does not cancel the run: the turn goes on, as for sessions.

@@ -156,6 +156,11 @@ class Subscription:
     def release(self) -> None:
         self._log._unregister(self._channel, self._subscriber)
 
+    async def aclose(self) -> None:
+        """Stop iterating (for a consumer that leaves before the end) and release."""
+        await self._iterator.aclose()
+        self.release()
+
     def _stop(self) -> Evicted | ShuttingDown | None:
         subscriber = self._subscriber
         if subscriber.stopping is not None:
@@ -363,28 +368,9 @@ class EventLog:
         ``max_subscribers`` (both with ``Retry-After``), ``Unavailable`` once shutdown began.
         """
         channel = await self._channel(session_id)
-        if self._stopping is not None:
-            raise Unavailable(
-                "the gateway is shutting down; reconnect shortly",
-                retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
-            )
+        self._refuse_while_stopping()
         if check_limits:
-            if self._max_per_session is not None and (
-                len(channel.subscribers) >= self._max_per_session
-            ):
-                raise TooManyRequests(
-                    f"this session already has {len(channel.subscribers)} event subscribers "
-                    f"(limits.max_subscribers_per_session); close one or retry later",
-                    retry_after_s=CAP_RETRY_AFTER_S,
-                    limit=self._max_per_session,
-                )
-            if self._max_total is not None and self._total >= self._max_total:
-                raise AtCapacity(
-                    f"the gateway serves its maximum of {self._max_total} event subscribers "
-                    "(limits.max_subscribers); retry later",
-                    retry_after_s=CAP_RETRY_AFTER_S,
-                    limit=self._max_total,
-                )
+            self._refuse_at_caps(len(channel.subscribers))
         subscriber = _Subscriber(
             queue=asyncio.Queue(self._queue_size), baseline=channel.last_seq, cursor=after
         )
@@ -393,6 +379,35 @@ class EventLog:
         return Subscription(
             self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
         )
+
+    def check_capacity(self) -> None:
+        """Raise what ``open()`` would for a subscriber of a session that has none yet,
+        registering nothing: lets a request be refused before it creates that session."""
+        self._refuse_while_stopping()
+        self._refuse_at_caps(0)
+
+    def _refuse_while_stopping(self) -> None:
+        if self._stopping is not None:
+            raise Unavailable(
+                "the gateway is shutting down; reconnect shortly",
+                retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
+            )
+
+    def _refuse_at_caps(self, session_subscribers: int) -> None:
+        if self._max_per_session is not None and session_subscribers >= self._max_per_session:
+            raise TooManyRequests(
+                f"this session already has {session_subscribers} event subscribers "
+                f"(limits.max_subscribers_per_session); close one or retry later",
+                retry_after_s=CAP_RETRY_AFTER_S,
+                limit=self._max_per_session,
+            )
+        if self._max_total is not None and self._total >= self._max_total:
+            raise AtCapacity(
+                f"the gateway serves its maximum of {self._max_total} event subscribers "
+                "(limits.max_subscribers); retry later",
+                retry_after_s=CAP_RETRY_AFTER_S,
+                limit=self._max_total,
+            )
 
     def _unregister(self, channel: _Channel, subscriber: _Subscriber) -> None:
         if subscriber in channel.subscribers:
@@ -406,8 +421,8 @@ class EventLog:
 
         With ``heartbeat_s``, yields ``None`` after that long without an event (keep-alive).
         Not subject to the subscriber caps. Where events were pruned it goes on from the
-        oldest kept one; an eviction or shutdown ends it. Clients get ``open()``'s control
-        items instead.
+        oldest kept one; an eviction or shutdown ends it. Clients' streams use ``open()`` and
+        get its control items instead.
         """
         subscription = await self.open(
             session_id, after=after, heartbeat_s=heartbeat_s, check_limits=False

@@ -63,6 +63,12 @@ class Run:
                 self.session.id, following, reason=f"{kind} before any output"
             )
 
+    @property
+    def ended_by_shutdown(self) -> bool:
+        """The run's last turn was stopped by the gateway's graceful shutdown."""
+        error = (self.turn.error if self.turn else None) or {}
+        return error.get("reason") == "gateway_shutdown"
+
     async def _had_output(self, turn: TurnRow) -> bool:
         events = await self.manager.events.page(self.session.id, after=0, limit=100_000)
         return any(e.turn_id == turn.id and e.type in OUTPUT_TYPES for e in events)
