@@ -3,6 +3,11 @@
 Every test runs the real gateway with the fake ``claude`` (tests/fakes/fake_claude.py), whose
 fault modes are chosen by the prompt text; limits are set small so that each fault is caught
 quickly and nothing can take the machine down.
+
+Most tests share one gateway (``shared``, started once for the module) whose limits are the
+small ones every limit test needs, each in sessions of its own; they find their own CLI
+processes by their session's thread. A test gets a gateway of its own (``make_gateway``) only
+when it kills or restarts the gateway, or needs settings that would change what the others see.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ import os
 import shutil
 import signal
 import statistics
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,11 +28,126 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway import TOKEN, SseReader, follow, is_turn_end
+from tests.gateway import TOKEN, GatewayProcess, SseReader, follow, is_turn_end
 from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
 
 MIB = 1024 * 1024
 NO_RETRY = {"enabled": False}
+WATCH = {"watch_interval_s": 0.2}
+SHARED_LIMITS = {
+    **WATCH,
+    "max_line_bytes": MIB,
+    "max_turn_output_bytes": 32 * MIB,
+    "max_process_rss_bytes": 256 * MIB,
+    "max_process_count": 20,
+    # Every test of the module creates its sessions on the shared gateway within a minute.
+    "session_creates_per_minute": 10_000,
+}
+
+
+class PremigratedGateway(FakeGateway):
+    """Starts on a copy of a database the real ``migrate`` command made once for the module,
+    instead of running that command again (about a second a start); a database already in
+    its data directory (a restart) is at the head revision and is left as it is."""
+
+    template: Path
+
+    def migrate(self) -> None:
+        database = self.data_dir / "gateway.db"
+        if not database.exists():
+            shutil.copyfile(self.template, database)
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database at the head revision, made by ``agent-gateway migrate``."""
+    directory = tmp_path_factory.mktemp("migrated")
+    GatewayProcess(data_dir=directory, config={}).migrate()
+    return directory / "gateway.db"
+
+
+def fake_gateway_in(directory: Path, template: Path, **overrides: Any) -> FakeGateway:
+    """A gateway in ``directory`` whose ``claude`` is the fake, logging every spawn.
+
+    The fake is copied with this interpreter in its ``#!`` line: ``/usr/bin/env python3`` may
+    find a pyenv shim first, which costs ~150 ms of CPU a spawn.
+    """
+    root = directory / "roots"
+    workspace = root / "project"
+    workspace.mkdir(parents=True)
+    executable = directory / "bin" / "claude"
+    executable.parent.mkdir()
+    source = FAKE_CLAUDE.read_text().split("\n", 1)[1]
+    executable.write_text(f"#!{sys.executable}\n{source}")
+    executable.chmod(0o755)
+    spawn_log = directory / "spawns.jsonl"
+    config: dict[str, Any] = {
+        "workspaces": {"roots": [str(root)]},
+        "providers": {
+            "claude_code": {
+                "executable": str(executable),
+                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
+            },
+            "codex": {"enabled": False},
+            "opencode": {"enabled": False},
+        },
+    }
+    for section, values in overrides.items():
+        if section in config["providers"]:
+            config["providers"][section].update(values)
+        else:
+            config.setdefault(section, {}).update(values)
+    gateway = PremigratedGateway(data_dir=directory / "data", config=config)
+    gateway.template = template
+    gateway.spawn_log = spawn_log
+    gateway.workspace = workspace
+    return gateway
+
+
+def gateway_secrets(gateway: FakeGateway) -> dict[str, str]:
+    """Secrets of the gateway's own that its environment holds (none may reach a CLI)."""
+    return {
+        "GATEWAY_SERVER__TOKEN": TOKEN,
+        "GATEWAY_STORAGE__URL": f"sqlite+aiosqlite:///{gateway.data_dir / 'gateway.db'}",
+        "DATABASE_URL": "postgresql://user:db-password@db/gateway",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
+        "AWS_SESSION_TOKEN": "aws-session-value",
+        "GITHUB_TOKEN": "ghp_githubtokenvalue",
+        "OPENAI_API_KEY": "sk-openai-value",
+        "PGPASSWORD": "pg-password-value",
+    }
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, migrated: Path) -> Iterator[FakeGateway]:
+    """One gateway for the tests that need none of their own: small limits, secrets in its
+    environment, a configured CLI variable and the CLI's own credential to pass through."""
+    gateway = fake_gateway_in(
+        tmp_path_factory.mktemp("shared"),
+        migrated,
+        limits=SHARED_LIMITS,
+        sessions={"turn_timeout_s": 120},
+    )
+    gateway.config["providers"]["claude_code"]["env"]["CONFIGURED_FOR_CLI"] = "configured-value"
+    gateway.extra_env = {**gateway_secrets(gateway), "ANTHROPIC_API_KEY": "sk-ant-passthrough"}
+    try:
+        yield gateway.start()
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture
+def make_gateway(tmp_path: Path, migrated: Path) -> Iterator[FakeGatewayFactory]:
+    """Gateways of the test's own, with its settings; stopped at the end of the test."""
+    made: list[FakeGateway] = []
+
+    def make(**overrides: Any) -> FakeGateway:
+        made.append(fake_gateway_in(tmp_path / f"gateway-{len(made)}", migrated, **overrides))
+        return made[-1]
+
+    yield make
+    for gateway in made:
+        gateway.stop()
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
@@ -80,6 +201,18 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def sleeping_children(cli: int) -> list[int]:
+    """The members of the CLI's process group that run ``sleep 1000`` (its ``fork:N``)."""
+    found = []
+    for pid in group_members(cli):
+        try:
+            if pid != cli and Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x001000\x00":
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -116,31 +249,41 @@ def gateway_pid(gateway: FakeGateway) -> int:
     return gateway.process.pid
 
 
-def spawn_env(gateway: FakeGateway, **extra: str) -> dict[str, Any]:
-    return {"env": {"FAKE_CLAUDE_LOG": str(gateway.spawn_log), **extra}}
+def prompts(gateway: FakeGateway) -> list[dict[str, Any]]:
+    path = Path(f"{gateway.spawn_log}.prompts")
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def cli_pids(gateway: FakeGateway, client: httpx.Client, session_id: str) -> list[int]:
+    """The CLI processes that took the session's prompts (by its thread), oldest first."""
+    thread = client.get(f"/v1/sessions/{session_id}").json()["thread_id"]
+    assert thread, "the session has no thread yet"
+    return list(dict.fromkeys(e["pid"] for e in prompts(gateway) if e["thread"] == thread))
+
+
+def grandchildren(gateway: FakeGateway) -> list[int]:
+    path = Path(f"{gateway.spawn_log}.grandchildren")
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def close_sessions(gateway: FakeGateway, session_ids: list[str]) -> None:
+    """Delete sessions (stopping their CLIs) so that they take nothing from later tests."""
+
+    def close(session_id: str) -> None:
+        with gateway.client() as own:
+            assert own.delete(f"/v1/sessions/{session_id}").status_code == 200
+
+    with ThreadPoolExecutor(10) as pool:
+        list(pool.map(close, session_ids))
 
 
 # --- T9 ---------------------------------------------------------------------------------------
 
 
-def test_t9_the_cli_environment_holds_none_of_the_gateways_secrets(
-    make_fake_gateway: FakeGatewayFactory, tmp_path: Path
-) -> None:
-    gateway = make_fake_gateway()
-    gateway.config["providers"]["claude_code"]["env"]["CONFIGURED_FOR_CLI"] = "configured-value"
-    database_url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'gateway.db'}"
-    secrets = {
-        "GATEWAY_SERVER__TOKEN": TOKEN,
-        "GATEWAY_STORAGE__URL": database_url,
-        "DATABASE_URL": "postgresql://user:db-password@db/gateway",
-        "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
-        "AWS_SESSION_TOKEN": "aws-session-value",
-        "GITHUB_TOKEN": "ghp_githubtokenvalue",
-        "OPENAI_API_KEY": "sk-openai-value",
-        "PGPASSWORD": "pg-password-value",
-    }
-    gateway.extra_env = {**secrets, "ANTHROPIC_API_KEY": "sk-ant-passthrough"}
-    gateway.start()
+def test_t9_the_cli_environment_holds_none_of_the_gateways_secrets(shared: FakeGateway) -> None:
+    gateway = shared
+    secrets = gateway_secrets(gateway)
+    assert all(gateway.extra_env[name] == value for name, value in secrets.items())
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         events = run_turn(client, sid, "dump-env")
@@ -159,10 +302,9 @@ def test_t9_the_cli_environment_holds_none_of_the_gateways_secrets(
 # --- T10 / R6: lines and output ---------------------------------------------------------------
 
 
-def test_t10_r6_an_oversize_line_fails_the_turn_as_line_too_long(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
-    gateway = make_fake_gateway(limits={"max_line_bytes": MIB}).start()
+def test_t10_r6_an_oversize_line_fails_the_turn_as_line_too_long(shared: FakeGateway) -> None:
+    gateway = shared
+    assert gateway.config["limits"]["max_line_bytes"] == MIB
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         started = time.monotonic()
@@ -176,7 +318,7 @@ def test_t10_r6_an_oversize_line_fails_the_turn_as_line_too_long(
             False,
         )
         assert "limits.max_line_bytes" in error["message"]
-        assert not alive(gateway.spawns()[0]["pid"])
+        assert not alive(cli_pids(gateway, client, sid)[0])
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
         # The stream goes on: the next turn resumes the thread on a new process.
         assert terminal(run_turn(client, sid, "hi"))["type"] == "turn.completed"
@@ -184,10 +326,10 @@ def test_t10_r6_an_oversize_line_fails_the_turn_as_line_too_long(
 
 
 def test_r6_malformed_lines_become_bounded_warnings_and_the_turn_goes_on(
-    fake_gateway: FakeGateway,
+    shared: FakeGateway,
 ) -> None:
-    with fake_gateway.client() as client:
-        sid = new_session(client, fake_gateway.workspace)
+    with shared.client() as client:
+        sid = new_session(client, shared.workspace)
         events = run_turn(client, sid, "malformed")
     assert terminal(events)["type"] == "turn.completed"
     warnings = [e["data"] for e in events if e["type"] == "warning"]
@@ -199,10 +341,11 @@ def test_r6_malformed_lines_become_bounded_warnings_and_the_turn_goes_on(
 
 
 def test_r7_t10_an_output_flood_is_stopped_while_another_session_keeps_answering(
-    make_fake_gateway: FakeGatewayFactory,
+    shared: FakeGateway,
 ) -> None:
-    limit = 32 * MIB
-    gateway = make_fake_gateway(limits={"max_turn_output_bytes": limit}).start()
+    gateway = shared
+    limit = gateway.config["limits"]["max_turn_output_bytes"]
+    assert limit == 32 * MIB
     pid = gateway_pid(gateway)
     with gateway.client() as client:
         flooding, other = (
@@ -249,11 +392,11 @@ def test_r7_t10_an_output_flood_is_stopped_while_another_session_keeps_answering
 
 
 def test_t10_events_over_the_turn_budget_fail_the_turn_across_attempts(
-    make_fake_gateway: FakeGatewayFactory,
+    make_gateway: FakeGatewayFactory,
 ) -> None:
     # Each attempt prints ~410 KB (under the 1 MiB raw budget of an attempt) and fails with a
     # retryable 529; the events of the whole turn cross 1 MiB on the third attempt.
-    gateway = make_fake_gateway(
+    gateway = make_gateway(
         limits={"max_turn_output_bytes": MIB},
         retry={"strategies": {"default": {"delays_s": [0.05] * 6}}},
     ).start()
@@ -277,43 +420,39 @@ def test_t10_events_over_the_turn_budget_fail_the_turn_across_attempts(
 
 # --- T10: memory and process count ------------------------------------------------------------
 
-WATCH = {"watch_interval_s": 0.2}
 
-
-def test_t10_a_cli_over_the_memory_limit_is_killed_with_its_tree(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
-    limits = {**WATCH, "max_process_rss_bytes": 256 * MIB}
-    gateway = make_fake_gateway(limits=limits).start()
+def test_t10_a_cli_over_the_memory_limit_is_killed_with_its_tree(shared: FakeGateway) -> None:
+    gateway = shared
+    assert gateway.config["limits"]["max_process_rss_bytes"] == 256 * MIB
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         failed = terminal(run_turn(client, sid, "allocate:1024", retry=NO_RETRY))
         error = failed["data"]["error"]
         assert (error["kind"], error["reason"]) == ("resource_limit", "memory_limit")
         assert "limits.max_process_rss_bytes" in error["message"]
-        assert not alive(gateway.spawns()[0]["pid"])
+        assert not alive(cli_pids(gateway, client, sid)[0])
         assert terminal(run_turn(client, sid, "hi"))["type"] == "turn.completed"
 
 
-def test_t10_a_cli_over_the_process_limit_is_killed_with_its_tree(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
-    gateway = make_fake_gateway(limits={**WATCH, "max_process_count": 20}).start()
+def test_t10_a_cli_over_the_process_limit_is_killed_with_its_tree(shared: FakeGateway) -> None:
+    gateway = shared
+    assert gateway.config["limits"]["max_process_count"] == 20
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         failed = terminal(run_turn(client, sid, "fork:100", retry=NO_RETRY))
         error = failed["data"]["error"]
         assert (error["kind"], error["reason"]) == ("resource_limit", "process_limit")
         assert "limits.max_process_count" in error["message"]
-        cli = gateway.spawns()[0]["pid"]
+        cli = cli_pids(gateway, client, sid)[0]
         wait_until(lambda: not group_members(cli), timeout=10)
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
 
 
 def test_t10_max_live_processes_closes_the_longest_idle_first_then_answers_503(
-    make_fake_gateway: FakeGatewayFactory,
+    make_gateway: FakeGatewayFactory,
 ) -> None:
-    gateway = make_fake_gateway(limits={"max_live_processes": 2}).start()
+    # Its own gateway: every live CLI process of the gateway counts against the cap.
+    gateway = make_gateway(limits={"max_live_processes": 2}).start()
     with gateway.client() as client:
         first, second, third = (new_session(client, gateway.workspace) for _ in range(3))
         for sid in (first, second):
@@ -350,34 +489,30 @@ def test_t10_max_live_processes_closes_the_longest_idle_first_then_answers_503(
 # --- T11 / R10 / R3: process trees ------------------------------------------------------------
 
 
-def grandchildren(gateway: FakeGateway) -> list[int]:
-    path = Path(str(gateway.spawn_log) + ".grandchildren")
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-def test_t11_r10_a_setsid_escapee_dies_with_its_session(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
-    gateway = make_fake_gateway(limits=WATCH).start()
+def test_t11_r10_a_setsid_escapee_dies_with_its_session(shared: FakeGateway) -> None:
+    gateway = shared
     pid = gateway_pid(gateway)
+    escaped_before = len(grandchildren(gateway))
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         assert terminal(run_turn(client, sid, "setsid-grandchild"))["type"] == "turn.completed"
-        [escapee] = grandchildren(gateway)
+        [escapee] = grandchildren(gateway)[escaped_before:]
         cli = client.get(f"/v1/sessions/{sid}").json()["process"]["pid"]
         assert alive(escapee)
         assert escapee not in group_members(cli)  # it left the CLI's process group
         # Its parent exited at once; as a child subreaper the gateway adopted it.
         assert escapee in descendants(pid)
+        own = {cli, escapee, *descendants(cli)}
         assert client.delete(f"/v1/sessions/{sid}").status_code == 200
         wait_until(lambda: not alive(escapee) and not alive(cli))
-        wait_until(lambda: descendants(pid) == {}, timeout=10)  # reaped too: no zombies
+        # Reaped too: none of them is left below the gateway, not even as a zombie.
+        wait_until(lambda: not own & descendants(pid).keys(), timeout=10)
 
 
 def test_r3_t11_after_a_sigkilled_gateway_the_restart_sweeps_its_orphans(
-    make_fake_gateway: FakeGatewayFactory,
+    make_gateway: FakeGatewayFactory,
 ) -> None:
-    gateway = make_fake_gateway().start()
+    gateway = make_gateway().start()
     with gateway.client() as client:
         escaping, forking = (
             new_session(client, gateway.workspace),
@@ -388,9 +523,8 @@ def test_r3_t11_after_a_sigkilled_gateway_the_restart_sweeps_its_orphans(
         )
         assert client.post(f"/v1/sessions/{forking}/turns", json={"prompt": "fork:3"}).is_success
         cli = wait_until(lambda: client.get(f"/v1/sessions/{forking}").json()["process"])["pid"]
-        members = wait_until(lambda: m if len(m := group_members(cli)) == 4 else None)
+        sleepers = wait_until(lambda: s if len(s := sleeping_children(cli)) == 3 else None)
     [escapee] = grandchildren(gateway)
-    sleepers = [p for p in members if p != cli]
     assert gateway.process is not None
     gateway.process.send_signal(signal.SIGKILL)
     gateway.process.wait(timeout=10)
@@ -409,9 +543,10 @@ def test_r3_t11_after_a_sigkilled_gateway_the_restart_sweeps_its_orphans(
     [("exit:3", 3, "exited with code 3"), ("segv", -11, "SIGSEGV"), ("sigkill", -9, "SIGKILL")],
 )
 def test_r4_a_crashed_cli_fails_the_turn_once_and_the_session_stays_usable(
-    make_fake_gateway: FakeGatewayFactory, prompt: str, exit_code: int, words: str
+    shared: FakeGateway, prompt: str, exit_code: int, words: str
 ) -> None:
-    gateway = make_fake_gateway().start()
+    gateway = shared
+    logged = len(gateway.log())
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
         headers = {"Accept": "text/event-stream", "Last-Event-ID": "2"}
@@ -439,13 +574,14 @@ def test_r4_a_crashed_cli_fails_the_turn_once_and_the_session_stays_usable(
             # The same subscriber sees the next turn: the stream was not broken.
             assert client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"}).is_success
             assert reader.until(is_turn_end)[-1]["type"] == "turn.completed"
-    assert "Traceback" not in gateway.log()
+    assert "Traceback" not in gateway.log()[logged:]
 
 
 def test_r5_a_hung_cli_hits_the_idle_timeout_and_its_group_is_killed(
-    make_fake_gateway: FakeGatewayFactory,
+    make_gateway: FakeGatewayFactory,
 ) -> None:
-    gateway = make_fake_gateway(claude_code={"turn_idle_timeout_s": 1.0, "stop_grace_s": 0.5})
+    # Its own gateway: a one-second idle timeout would fail the others' slow turns.
+    gateway = make_gateway(claude_code={"turn_idle_timeout_s": 1.0, "stop_grace_s": 0.5})
     gateway.start()
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
@@ -467,9 +603,9 @@ def zombies_of(pid: int) -> list[int]:
 
 
 def test_r14_a_missing_cli_is_a_clear_503_with_no_session_row(
-    make_fake_gateway: FakeGatewayFactory,
+    make_gateway: FakeGatewayFactory,
 ) -> None:
-    gateway = make_fake_gateway(claude_code={"executable": "claude-not-installed-here"}).start()
+    gateway = make_gateway(claude_code={"executable": "claude-not-installed-here"}).start()
     with gateway.client() as client:
         refused = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)})
         assert refused.status_code == 503
@@ -480,24 +616,24 @@ def test_r14_a_missing_cli_is_a_clear_503_with_no_session_row(
 
 
 def test_r14_a_cli_that_turned_unexecutable_or_a_removed_workspace_fail_clearly(
-    make_fake_gateway: FakeGatewayFactory, tmp_path: Path
+    shared: FakeGateway, tmp_path: Path
 ) -> None:
-    executable = tmp_path / "bin" / "claude"
-    executable.parent.mkdir()
-    shutil.copy(FAKE_CLAUDE, executable)
-    executable.chmod(0o755)
-    gateway = make_fake_gateway(claude_code={"executable": str(executable)}).start()
+    gateway = shared
+    executable = Path(gateway.config["providers"]["claude_code"]["executable"])
     pid = gateway_pid(gateway)
-    doomed = gateway.workspace.parent / "doomed"
+    logged = len(gateway.log())
+    doomed = gateway.workspace.parent / f"doomed-{tmp_path.name}"
     doomed.mkdir()
     with gateway.client() as client:
         sid = new_session(client, gateway.workspace)
-        executable.chmod(0o644)
-        failed = terminal(run_turn(client, sid, "hi"))["data"]["error"]
+        try:  # the shared gateway's CLI: executable again whatever happens here
+            executable.chmod(0o644)
+            failed = terminal(run_turn(client, sid, "hi"))["data"]["error"]
+        finally:
+            executable.chmod(0o755)
         assert (failed["kind"], failed["reason"]) == ("cli_missing", "permission_denied")
         assert "not executable" in failed["message"]
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
-        executable.chmod(0o755)
         assert terminal(run_turn(client, sid, "hi"))["type"] == "turn.completed"
 
         gone = new_session(client, doomed)
@@ -511,18 +647,30 @@ def test_r14_a_cli_that_turned_unexecutable_or_a_removed_workspace_fail_clearly(
             assert answer.headers["content-type"].startswith("application/problem+json")
         assert client.get(f"/v1/sessions/{gone}").json()["process"] is None
     wait_until(lambda: not zombies_of(pid))
-    assert "Traceback" not in gateway.log()
+    assert "Traceback" not in gateway.log()[logged:]
 
 
 # --- R16: a spawn storm -----------------------------------------------------------------------
 
 
-def test_r16_fifty_sessions_start_their_first_turn_at_once(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
-    gateway = make_fake_gateway(sessions={"turn_timeout_s": 120}).start()
-    with gateway.client() as client:
-        sessions = [new_session(client, gateway.workspace) for _ in range(50)]
+def test_r16_fifty_sessions_start_their_first_turn_at_once(shared: FakeGateway) -> None:
+    gateway = shared
+    spawned_before = len(gateway.spawns())
+
+    def create(_: int) -> str:
+        with gateway.client() as own:
+            return new_session(own, gateway.workspace)
+
+    with ThreadPoolExecutor(10) as pool:
+        sessions = list(pool.map(create, range(50)))
+    try:
+        storm(gateway, sessions, spawned_before)
+    finally:
+        close_sessions(gateway, sessions)
+
+
+def storm(gateway: FakeGateway, sessions: list[str], spawned_before: int) -> None:
+    """Start the first turn of every session at once, probing /healthz meanwhile."""
     lags: list[float] = []
     storm_over = threading.Event()
 
@@ -548,7 +696,11 @@ def test_r16_fifty_sessions_start_their_first_turn_at_once(
         storm_s = time.monotonic() - started
         pinging.result(timeout=30)
     assert ends == ["turn.completed"] * 50
-    assert len({s["pid"] for s in gateway.spawns()}) == 50
+    assert len({s["pid"] for s in gateway.spawns()[spawned_before:]}) == 50
+    with gateway.client() as client:
+        threads = {client.get(f"/v1/sessions/{sid}").json()["thread_id"] for sid in sessions}
+    assert len(threads) == 50
+    assert len({e["pid"] for e in prompts(gateway) if e["thread"] in threads}) == 50
     quantiles = statistics.quantiles(lags, n=100)
     p50, p99 = statistics.median(lags), quantiles[98]
     print(
