@@ -66,11 +66,14 @@ def spawn_error(exc: SpawnError, *, cli: str, provider: str) -> TurnError:
     """Why a CLI could not be started, with what to fix.
 
     A missing or non-executable CLI is ``cli_missing`` (``reason`` says which); a workspace
-    that is no longer a directory is ``invalid_request`` (``bad_cwd``); anything else (out of
-    memory or processes) is ``cli_crashed``, which a later attempt may get past.
+    that is no longer a directory is ``invalid_request`` (``bad_cwd``), and one that no
+    longer leads to its own directory inside a root is ``workspace_error``'s; anything else
+    (out of memory or processes) is ``cli_crashed``, which a later attempt may get past.
     """
     argv0 = exc.argv0
     match exc.kind:
+        case "cwd_rejected":
+            return workspace_error(exc.detail, cli=cli, provider=provider)
         case "cli_missing":
             kind: FailureKind = "cli_missing"
             message = (
@@ -99,5 +102,24 @@ def spawn_error(exc: SpawnError, *, cli: str, provider: str) -> TurnError:
         reason=exc.kind,
         message=message,
         retryable=kind == "cli_crashed",
+        provider=provider,
+    )
+
+
+def workspace_error(detail: str, *, cli: str, provider: str) -> TurnError:
+    """A session's workspace no longer is the directory it was created on, inside a root.
+
+    ``invalid_request`` with reason ``workspace_rejected``, never retryable: the CLI was not
+    started in it or pointed at it, and another attempt would find the same.
+    """
+    return TurnError(
+        kind="invalid_request",
+        reason="workspace_rejected",
+        message=(
+            f"{cli} was not run: the session's workspace no longer resolves to the directory "
+            f"it was created on inside a configured root ({detail}); restore the directory "
+            "or create a new session"
+        ),
+        retryable=False,
         provider=provider,
     )

@@ -28,6 +28,8 @@ def build_providers(
     turns fail as ``cli_missing``) and the registry reports it unavailable with the fix.
     """
     providers: dict[str, Provider] = {}
+    # Every provider checks a session's workspace again right where a CLI gets it.
+    roots = tuple(settings.workspaces.roots)
     for name, provider_settings in settings.providers.items():
         if not provider_settings.enabled:
             continue
@@ -42,11 +44,16 @@ def build_providers(
                 parent_env=parent_env,
                 retry=settings.retry,
                 limits=settings.limits,
+                workspace_roots=roots,
             )
         elif issubclass(provider_class, OpenCodeProvider):
             # OpenCode 1.18.33 has no retry knob (5 retries, honouring retry-after).
             providers[name] = provider_class(
-                settings=provider_settings, executable=found, runner=runner, parent_env=parent_env
+                settings=provider_settings,
+                executable=found,
+                runner=runner,
+                parent_env=parent_env,
+                workspace_roots=roots,
             )
         else:
             providers[name] = provider_class(
@@ -55,5 +62,6 @@ def build_providers(
                 runner=runner,
                 parent_env=parent_env,
                 retry=settings.retry,
+                workspace_roots=roots,
             )
     return providers

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -35,10 +36,13 @@ from typing import Literal, cast
 
 from app.runtime import proctree
 from app.runtime.orphans import TAG_ENV, ProcessLedger
+from app.runtime.workspaces import WorkspaceMoved, open_confined
 
 logger = logging.getLogger(__name__)
 
-SpawnFailure = Literal["cli_missing", "permission_denied", "bad_cwd", "spawn_failed"]
+SpawnFailure = Literal[
+    "cli_missing", "permission_denied", "bad_cwd", "cwd_rejected", "spawn_failed"
+]
 LimitReason = Literal["output_limit", "line_too_long", "memory_limit", "process_limit"]
 
 BASE_ALLOWED: frozenset[str] = frozenset(
@@ -60,6 +64,10 @@ _STDOUT_HIGH_WATER = 1024 * 1024
 _STDERR_SETTLE_S = 0.25
 # SIGKILL cannot be caught, so this only covers a child stuck in uninterruptible sleep.
 _KILL_WAIT_S = 5.0
+# A confined child changes into the directory the runner opened, by its descriptor: in the
+# forked child (before exec closes it) this names that very directory, whatever its path
+# leads to by then.
+_FD_DIR = Path("/proc/self/fd")
 
 
 class ProcessError(Exception):
@@ -116,6 +124,10 @@ class ProcessSpec:
     env: Mapping[str, str]
     max_line_bytes: int | None = None
     stderr_tail_bytes: int = 16 * 1024
+    confine_to: tuple[Path, ...] | None = None
+    """Roots ``cwd`` must lie in. Then ``cwd`` must be a real path: ``spawn`` opens it without
+    following symlinks (``workspaces.open_confined``) and starts the child in the directory it
+    opened, or refuses with ``cwd_rejected`` (``bad_cwd`` if it is gone)."""
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -527,27 +539,30 @@ class ProcessRunner:
         if self._closed:
             raise ProcessError("the process runner is closed")
         argv0 = spec.argv[0]
-        if not spec.cwd.is_dir():
-            raise SpawnError(kind="bad_cwd", argv0=argv0, detail=f"not a directory: {spec.cwd}")
+        cwd_fd = _open_cwd(spec)
+        cwd = spec.cwd if cwd_fd is None else _FD_DIR / str(cwd_fd)
         pipes = _Pipes(stderr_tail_bytes=spec.stderr_tail_bytes)
         tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
         self._spawning += 1
         try:
+            # Returns once the child has exec'd (or failed to), so it has left cwd_fd behind.
             transport, _ = await asyncio.get_running_loop().subprocess_exec(
                 lambda: pipes,
                 *spec.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=spec.cwd,
+                cwd=cwd,
                 env={**spec.env, TAG_ENV: tag},
                 start_new_session=True,
             )
         except OSError as exc:
-            kind = _spawn_failure(exc, spec.cwd)
+            kind = _spawn_failure(exc, cwd)
             raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
         finally:
             self._spawning -= 1
+            if cwd_fd is not None:
+                os.close(cwd_fd)
         process = ManagedProcess(
             spec=spec,
             transport=transport,
@@ -581,6 +596,31 @@ class ProcessRunner:
                 logger.error("could not stop a child: %s", result)
         if self.ledger is not None and not self._children:
             self.ledger.discard()
+
+
+def _open_cwd(spec: ProcessSpec) -> int | None:
+    """Check ``spec.cwd``; for a confined spec, the descriptor the child is to start in.
+
+    None when the child is to start in ``spec.cwd`` by path: the spec is not confined, or
+    ``/proc`` is missing (then the path was checked, but a swap right after is not covered).
+    """
+    argv0 = spec.argv[0]
+    if spec.confine_to is None:
+        if not spec.cwd.is_dir():
+            raise SpawnError(kind="bad_cwd", argv0=argv0, detail=f"not a directory: {spec.cwd}")
+        return None
+    try:
+        fd = open_confined(spec.cwd, spec.confine_to)
+    except WorkspaceMoved as exc:
+        kind: SpawnFailure = "bad_cwd" if exc.missing else "cwd_rejected"
+        raise SpawnError(kind=kind, argv0=argv0, detail=exc.detail) from None
+    if not _FD_DIR.is_dir():
+        os.close(fd)
+        return None
+    if fd < 3:  # the child's stdio is set up first and would replace it
+        low, fd = fd, fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.close(low)
+    return fd
 
 
 def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:

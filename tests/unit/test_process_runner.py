@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,7 +57,7 @@ def fake_cli(directory: Path, name: str, body: str, *, interpreter: str = sys.ex
     return path
 
 
-def spec_for(executable: Path, *args: str, **overrides: int) -> ProcessSpec:
+def spec_for(executable: Path, *args: str, **overrides: Any) -> ProcessSpec:
     env = child_environment(os.environ, passthrough=(), overlay={})
     return ProcessSpec(argv=(str(executable), *args), cwd=executable.parent, env=env, **overrides)
 

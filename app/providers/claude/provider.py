@@ -16,7 +16,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,13 +126,18 @@ class ClaudeCodeProvider(Provider):
         parent_env: Mapping[str, str] | None = None,
         retry: RetrySettings | None = None,
         limits: LimitsSettings | None = None,
+        workspace_roots: Sequence[Path] | None = None,
     ) -> None:
+        """``workspace_roots``: every spawn checks that the session's workspace is still its
+        directory inside one of them (``ProcessSpec.confine_to``); None checks only that it
+        is a directory."""
         self.settings = settings
         self.executable = executable
         self.runner = runner
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
         self.retry = RetrySettings() if retry is None else retry
         self.limits = LimitsSettings() if limits is None else limits
+        self.workspace_roots = None if workspace_roots is None else tuple(workspace_roots)
         self._sessions: set[ClaudeSession] = set()
 
     def child_env(self, workspace: Path) -> dict[str, str]:
@@ -206,7 +211,12 @@ class ClaudeSession(ProviderSession):
         env = self._provider.child_env(spec.workspace)
         try:
             process = await self._provider.runner.spawn(
-                ProcessSpec(argv=tuple(argv), cwd=spec.workspace, env=env)
+                ProcessSpec(
+                    argv=tuple(argv),
+                    cwd=spec.workspace,
+                    env=env,
+                    confine_to=self._provider.workspace_roots,
+                )
             )
         except SpawnError as exc:
             return TurnOutcome(status="failed", error=spawn_error(exc, cli=CLI, provider=NAME))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from app.providers.base import Capabilities, Provider, SessionSpec
@@ -54,13 +55,17 @@ class CodexProvider(Provider):
         runner: ProcessRunner,
         parent_env: Mapping[str, str] | None = None,
         retry: RetrySettings | None = None,
+        workspace_roots: Sequence[Path] | None = None,
     ) -> None:
         """Raises ``ConfigError`` when ``settings.config`` holds what a ``-c`` cannot carry.
 
         ``retry`` (default ``RetrySettings()``) gives Codex's own retry budgets, set on the
         custom model provider ``settings.config`` selects (``argv.config_overrides``).
+        ``workspace_roots``: before a thread is started or prompted, its workspace must still
+        be its directory inside one of them (None: not checked).
         """
         self.settings = settings
+        self.workspace_roots = None if workspace_roots is None else tuple(workspace_roots)
         self.executable = executable
         self.retry = RetrySettings() if retry is None else retry
         budget = RetryBudget(

@@ -20,7 +20,7 @@ from pydantic import JsonValue
 from app.events import FailureKind
 from app.providers.base import ProcessInfo, ProviderSession, SessionSpec, TurnHooks, TurnOutcome
 from app.providers.codex.argv import thread_config, thread_policy
-from app.providers.codex.classifier import error_for_resume, error_for_rpc
+from app.providers.codex.classifier import PROVIDER, error_for_resume, error_for_rpc
 from app.providers.codex.jsonrpc import InboxItem, JsonRpcClient, RpcError, RpcFailure
 from app.providers.codex.protocol import ServerRequest
 from app.providers.codex.server import ServerUnavailable
@@ -31,6 +31,8 @@ from app.providers.codex.turn import (
     server_failure,
     turn_error,
 )
+from app.providers.exits import workspace_error
+from app.runtime.workspaces import WorkspaceMoved, check_confined
 
 if TYPE_CHECKING:
     from app.providers.codex.provider import CodexProvider
@@ -67,6 +69,13 @@ class CodexSession(ProviderSession):
         except ServerUnavailable as exc:
             kind: FailureKind = "cli_missing" if exc.missing else "cli_crashed"
             return failed(turn_error(kind, str(exc), stderr_tail=exc.stderr_tail or None))
+        roots = self._provider.workspace_roots
+        if roots is not None:
+            # thread/start, thread/resume and turn/start hand Codex the workspace by path.
+            try:
+                check_confined(self._spec.workspace, roots)
+            except WorkspaceMoved as exc:
+                return failed(workspace_error(exc.detail, cli="Codex", provider=PROVIDER))
         not_loaded = await self._load_thread(client, hooks)
         if not_loaded is not None:
             return not_loaded

@@ -10,7 +10,8 @@ A thread outlives the server process and the gateway: the next turn just prompts
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from app.providers.base import Capabilities, Provider, SessionSpec
 from app.providers.opencode.server import OpenCodeServer
@@ -40,8 +41,12 @@ class OpenCodeProvider(Provider):
         executable: str,
         runner: ProcessRunner,
         parent_env: Mapping[str, str] | None = None,
+        workspace_roots: Sequence[Path] | None = None,
     ) -> None:
+        """``workspace_roots``: before a thread is created or prompted, its workspace must
+        still be its directory inside one of them (None: not checked)."""
         self.settings = settings
+        self.workspace_roots = None if workspace_roots is None else tuple(workspace_roots)
         self.server = OpenCodeServer(
             executable=executable,
             settings=settings,

@@ -24,12 +24,14 @@ from app.providers.base import (
     TurnHooks,
     TurnOutcome,
 )
+from app.providers.exits import workspace_error
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER
 from app.providers.opencode.config import model_ref
 from app.providers.opencode.follow import TurnFollower, failed_outcome
 from app.providers.opencode.permissions import permission_ruleset
 from app.providers.opencode.server import Delivery, ServerUnavailable
+from app.runtime.workspaces import WorkspaceMoved, check_confined
 
 if TYPE_CHECKING:
     from app.providers.opencode.provider import OpenCodeProvider
@@ -118,6 +120,13 @@ class OpenCodeSession(ProviderSession):
             return failed_outcome(kind, str(exc), retryable=not exc.missing)
         self._attached = True
         spec = self._spec
+        if self._provider.workspace_roots is not None:
+            # Every request hands OpenCode the workspace by path (?directory=).
+            try:
+                check_confined(spec.workspace, self._provider.workspace_roots)
+            except WorkspaceMoved as exc:
+                error = workspace_error(exc.detail, cli="OpenCode", provider=PROVIDER)
+                return TurnOutcome(status="failed", error=error)
         thread_id = self._thread_id
         if thread_id is None:
             try:
