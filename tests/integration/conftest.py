@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,20 @@ import pytest
 from tests.gateway import GatewayProcess
 
 FAKE_CLAUDE = Path(__file__).resolve().parent.parent / "fakes" / "fake_claude.py"
+
+
+def fake_claude_in(directory: Path) -> Path:
+    """A copy of the fake ``claude`` at ``directory/claude`` run by this interpreter.
+
+    ``/usr/bin/env python3`` may find a pyenv shim first, which costs ~150 ms of CPU a spawn
+    and briefly puts the shim's helpers in the CLI's process group.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    executable = directory / "claude"
+    source = FAKE_CLAUDE.read_text().split("\n", 1)[1]
+    executable.write_text(f"#!{sys.executable}\n{source}")
+    executable.chmod(0o755)
+    return executable
 
 
 class FakeGateway(GatewayProcess):
@@ -29,34 +44,46 @@ class FakeGateway(GatewayProcess):
 FakeGatewayFactory = Callable[..., FakeGateway]
 
 
+def fake_gateway_at(
+    base: Path, gateway_class: type[FakeGateway] = FakeGateway, **overrides: Any
+) -> FakeGateway:
+    """A gateway under ``base`` (not started) whose ``claude`` is the fake, logging every spawn.
+
+    The workspace is ``base/roots/project``, the only root ``base/roots``; ``overrides`` are
+    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in.
+    """
+    root = base / "roots"
+    workspace = root / "project"
+    workspace.mkdir(parents=True, exist_ok=True)
+    spawn_log = base / "spawns.jsonl"
+    config: dict[str, Any] = {
+        "workspaces": {"roots": [str(root)]},
+        "providers": {
+            "claude_code": {
+                "executable": str(fake_claude_in(base / "bin")),
+                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
+            },
+            "codex": {"enabled": False},
+            "opencode": {"enabled": False},
+        },
+    }
+    for section, values in overrides.items():
+        if section in config["providers"]:
+            config["providers"][section].update(values)
+        else:
+            config.setdefault(section, {}).update(values)
+    gateway = gateway_class(data_dir=base / "data", config=config)
+    gateway.spawn_log = spawn_log
+    gateway.workspace = workspace
+    return gateway
+
+
 @pytest.fixture
 def make_fake_gateway(tmp_path: Path) -> Iterator[FakeGatewayFactory]:
     started: list[FakeGateway] = []
-    root = tmp_path / "roots"
-    workspace = root / "project"
-    workspace.mkdir(parents=True)
 
     def make(**overrides: Any) -> FakeGateway:
-        spawn_log = tmp_path / "spawns.jsonl"
-        config: dict[str, Any] = {
-            "workspaces": {"roots": [str(root)]},
-            "providers": {
-                "claude_code": {
-                    "executable": str(FAKE_CLAUDE),
-                    "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-                },
-                "codex": {"enabled": False},
-                "opencode": {"enabled": False},
-            },
-        }
-        for section, values in overrides.items():
-            if section in config["providers"]:
-                config["providers"][section].update(values)
-            else:
-                config.setdefault(section, {}).update(values)
-        gateway = FakeGateway(data_dir=tmp_path / "data", config=config)
-        gateway.spawn_log = spawn_log
-        gateway.workspace = workspace
+        gateway = fake_gateway_at(tmp_path, **overrides)
         started.append(gateway)
         return gateway
 

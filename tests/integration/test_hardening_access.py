@@ -29,7 +29,7 @@ from websockets.sync.client import ClientConnection, connect
 from app.main import create_app
 from app.settings import load_settings
 from tests.gateway import ROOT, TOKEN, SseReader, follow
-from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
+from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
 PROBLEM = "application/problem+json"
 ALICE = "alice-key-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -145,25 +145,11 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
 
     Its failure budget is raised: these tests send many unauthenticated requests.
     """
-    base = tmp_path_factory.mktemp("shared")
-    workspace = base / "roots" / "project"
-    workspace.mkdir(parents=True)
-    spawn_log = base / "spawns.jsonl"
-    config: dict[str, Any] = {
-        "server": KEYS,
-        "limits": {"auth_failures_per_minute": 100_000},
-        "workspaces": {"roots": [str(workspace.parent)]},
-        "providers": {
-            "claude_code": {
-                "executable": str(FAKE_CLAUDE),
-                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-            },
-            "codex": {"enabled": False},
-            "opencode": {"enabled": False},
-        },
-    }
-    gateway = FakeGateway(data_dir=base / "data", config=config)
-    gateway.spawn_log, gateway.workspace = spawn_log, workspace
+    gateway = fake_gateway_at(
+        tmp_path_factory.mktemp("shared"),
+        server=KEYS,
+        limits={"auth_failures_per_minute": 100_000},
+    )
     gateway.start()
     yield gateway
     gateway.stop()

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ import httpx
 import pytest
 
 from tests.gateway import TOKEN, GatewayProcess, SseReader, follow, is_turn_end
-from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
+from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
 MIB = 1024 * 1024
 NO_RETRY = {"enabled": False}
@@ -67,40 +66,10 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fake_gateway_in(directory: Path, template: Path, **overrides: Any) -> FakeGateway:
-    """A gateway in ``directory`` whose ``claude`` is the fake, logging every spawn.
-
-    The fake is copied with this interpreter in its ``#!`` line: ``/usr/bin/env python3`` may
-    find a pyenv shim first, which costs ~150 ms of CPU a spawn.
-    """
-    root = directory / "roots"
-    workspace = root / "project"
-    workspace.mkdir(parents=True)
-    executable = directory / "bin" / "claude"
-    executable.parent.mkdir()
-    source = FAKE_CLAUDE.read_text().split("\n", 1)[1]
-    executable.write_text(f"#!{sys.executable}\n{source}")
-    executable.chmod(0o755)
-    spawn_log = directory / "spawns.jsonl"
-    config: dict[str, Any] = {
-        "workspaces": {"roots": [str(root)]},
-        "providers": {
-            "claude_code": {
-                "executable": str(executable),
-                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-            },
-            "codex": {"enabled": False},
-            "opencode": {"enabled": False},
-        },
-    }
-    for section, values in overrides.items():
-        if section in config["providers"]:
-            config["providers"][section].update(values)
-        else:
-            config.setdefault(section, {}).update(values)
-    gateway = PremigratedGateway(data_dir=directory / "data", config=config)
+    """A gateway in ``directory`` whose ``claude`` is the fake, on a pre-migrated database."""
+    gateway = fake_gateway_at(directory, PremigratedGateway, **overrides)
+    assert isinstance(gateway, PremigratedGateway)
     gateway.template = template
-    gateway.spawn_log = spawn_log
-    gateway.workspace = workspace
     return gateway
 
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.gateway import TOKEN, SseEvent, SseReader
-from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
+from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
 from tests.integration.test_hardening_delivery import (
     RetryRecordingReader,
     alive,
@@ -40,28 +40,11 @@ MAX_LAG = 100
 
 @pytest.fixture(scope="module")
 def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
-    base = tmp_path_factory.mktemp("runs")
-    workspace = base / "roots" / "project"
-    workspace.mkdir(parents=True)
-    spawn_log = base / "spawns.jsonl"
-    gateway = FakeGateway(
-        data_dir=base / "data",
-        config={
-            "workspaces": {"roots": [str(workspace.parent)]},
-            "providers": {
-                "claude_code": {
-                    "executable": str(FAKE_CLAUDE),
-                    "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-                },
-                "codex": {"enabled": False},
-                "opencode": {"enabled": False},
-            },
-            "limits": {"subscriber_max_lag_events": MAX_LAG},
-            "server": {"shutdown_grace_s": GRACE_S},
-        },
+    gateway = fake_gateway_at(
+        tmp_path_factory.mktemp("runs"),
+        limits={"subscriber_max_lag_events": MAX_LAG},
+        server={"shutdown_grace_s": GRACE_S},
     )
-    gateway.spawn_log = spawn_log
-    gateway.workspace = workspace
     yield gateway
     gateway.stop()
 
