@@ -376,3 +376,36 @@ async def test_aclose_stops_every_child_and_refuses_new_spawns(tmp_path: Path) -
     assert (stubborn.returncode, echo.returncode, sleeper.returncode) == (-9, 0, -15)
     with pytest.raises(ProcessError):
         await runner.spawn(spec_for(Path("/bin/sleep"), "1000"))
+
+
+async def test_r16_many_spawns_at_once_leave_the_loop_free_between_them(tmp_path: Path) -> None:
+    """A burst of spawns must not hold the loop for the whole burst: each fork and exec is
+    synchronous, so they take turns and the loop runs other work between two of them.
+
+    Counted in loop iterations, not milliseconds: a probe task that yields once per iteration
+    ticks between spawns only if the loop is free between them.
+    """
+    runner = ProcessRunner()
+    spec = ProcessSpec(argv=("/bin/sleep", "30"), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    ticks = 0
+    storm_over = False
+
+    async def probe() -> None:
+        nonlocal ticks
+        while not storm_over:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    probing = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    ticks = 0
+    try:
+        children = await asyncio.gather(*(runner.spawn(spec) for _ in range(50)))
+        storm_over = True
+        await probing
+        assert len({child.pid for child in children}) == 50
+        # One iteration or more between consecutive spawns (held for the whole burst: ~1).
+        assert ticks >= 49, f"the loop ran only {ticks} iterations during 50 spawns"
+    finally:
+        storm_over = True
+        await runner.aclose(grace_s=0.1)
