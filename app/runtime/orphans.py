@@ -170,3 +170,20 @@ def reap_adopted(table: Mapping[int, proctree.ProcStat], owned: Collection[int])
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     reaped.append(pid)
     return reaped
+
+
+def child_tree(
+    root: int, start: int | None, tag: str, recorded: Mapping[int, int]
+) -> dict[int, int]:
+    """``pid → starttime`` of the live processes of a child's tree, the child itself included.
+
+    Roots: the child (if still the same process), processes tagged with its ``tag`` and the
+    recorded descendants that are still the same processes; then everything below them.
+    """
+    table = proctree.snapshot()
+    roots = {pid for pid in recorded if pid in table and table[pid].starttime == recorded[pid]}
+    if root in table and table[root].starttime == start:
+        roots.add(root)
+    roots.update(proctree.tagged(table, TAG_ENV, lambda value: value == tag))
+    members = proctree.subtree(proctree.children_of(table), roots) - {os.getpid()}
+    return {pid: table[pid].starttime for pid in members if pid in table and not table[pid].zombie}

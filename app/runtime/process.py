@@ -3,13 +3,15 @@
 Every child runs without a shell, in its own session (so its pid is also its process-group id),
 with a complete, allow-listed environment plus ``AGENT_GATEWAY_PROCESS`` (a tag its descendants
 inherit, see app/runtime/orphans.py). Its stdout is framed into newline-terminated lines, its
-stderr is kept only as a bounded tail for error reports, and ``stop()`` ends it as stdin EOF →
-grace → SIGTERM to the group → SIGKILL to the group, then SIGKILLs the descendants that left
-the group (``setsid``), found by parent pid, by the tag and by what the watchdog recorded.
+stderr is kept only as a bounded tail for error reports (app/runtime/pipes.py), and ``stop()`` ends
+it as stdin EOF → grace → SIGTERM to the group → SIGKILL to the group, then SIGKILLs the
+descendants that left the group (``setsid``), found by parent pid, by the tag and by what the
+watchdog recorded.
 
 A child that breaks a limit (``ProcessLimits``: a line too long, too much output in one turn;
 the watchdog adds memory and process count) is SIGKILLed with its group at once and carries
-the reason in ``ManagedProcess.exceeded``.
+the reason in ``ManagedProcess.exceeded``. What to run and the limits themselves are values
+in app/runtime/childspec.py, re-exported here.
 
 Errors::
 
@@ -27,38 +29,45 @@ import logging
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
 from app.runtime import proctree
-from app.runtime.orphans import TAG_ENV, ProcessLedger
+from app.runtime.childspec import (
+    BASE_ALLOWED,
+    LimitExceeded,
+    LimitReason,
+    ProcessLimits,
+    ProcessSpec,
+    child_environment,
+)
+from app.runtime.orphans import TAG_ENV, ProcessLedger, child_tree
+from app.runtime.pipes import STDOUT_HIGH_WATER, ChildPipes
 from app.runtime.workspaces import WorkspaceMoved, open_confined
+
+__all__ = [
+    "BASE_ALLOWED",
+    "LimitExceeded",
+    "LimitReason",
+    "LineTooLong",
+    "ManagedProcess",
+    "ProcessError",
+    "ProcessLimits",
+    "ProcessRunner",
+    "ProcessSpec",
+    "SpawnError",
+    "SpawnFailure",
+    "child_environment",
+]
 
 logger = logging.getLogger(__name__)
 
 SpawnFailure = Literal[
     "cli_missing", "permission_denied", "bad_cwd", "cwd_rejected", "spawn_failed"
 ]
-LimitReason = Literal["output_limit", "line_too_long", "memory_limit", "process_limit"]
 
-BASE_ALLOWED: frozenset[str] = frozenset(
-    {
-        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR"),
-        *("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"),
-        *("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
-        *("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS"),
-        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
-    }
-)
-"""Environment names every child may inherit; credentials must be named per provider."""
-
-# Past this many unread stdout bytes we stop reading the pipe, so a child that outpaces its
-# reader blocks on write instead of growing our memory.
-_STDOUT_HIGH_WATER = 1024 * 1024
 # After the child exits, how long wait()/stop() give its last stderr bytes to arrive; a
 # grandchild holding the pipe open must not stall them.
 _STDERR_SETTLE_S = 0.25
@@ -92,142 +101,6 @@ class LineTooLong(ProcessError):
         self.limit = limit
 
 
-@dataclass(frozen=True, kw_only=True)
-class LimitExceeded:
-    """Which limit a child broke: ``observed`` against ``limit`` (bytes or processes)."""
-
-    reason: LimitReason
-    limit: int
-    observed: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProcessLimits:
-    """Bounds the runner applies to every child (``limits.*`` in the gateway's settings)."""
-
-    max_line_bytes: int = 16 * 1024 * 1024
-    max_rss_bytes: int | None = None
-    """Resident memory of the child's whole tree; checked by the watchdog."""
-    max_processes: int | None = None
-    """Processes in the child's whole tree; checked by the watchdog."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProcessSpec:
-    """What to run: ``argv`` is executed directly (never through a shell) with ``env``.
-
-    ``max_line_bytes`` None means the runner's ``ProcessLimits.max_line_bytes``.
-    """
-
-    argv: tuple[str, ...]
-    cwd: Path
-    env: Mapping[str, str]
-    max_line_bytes: int | None = None
-    stderr_tail_bytes: int = 16 * 1024
-    confine_to: tuple[Path, ...] | None = None
-    """Roots ``cwd`` must lie in. Then ``cwd`` must be a real path: ``spawn`` opens it without
-    following symlinks (``workspaces.open_confined``) and starts the child in the directory it
-    opened, or refuses with ``cwd_rejected`` (``bad_cwd`` if it is gone)."""
-
-    def __post_init__(self) -> None:
-        if not self.argv:
-            raise ValueError("argv must name an executable")
-        if (self.max_line_bytes is not None and self.max_line_bytes < 1) or (
-            self.stderr_tail_bytes < 0
-        ):
-            raise ValueError("max_line_bytes must be positive and stderr_tail_bytes non-negative")
-
-
-def child_environment(
-    parent: Mapping[str, str], *, passthrough: Iterable[str], overlay: Mapping[str, str]
-) -> dict[str, str]:
-    """Return ``BASE_ALLOWED`` and ``passthrough`` names found in ``parent``, then ``overlay``."""
-    allowed = BASE_ALLOWED.union(passthrough)
-    env = {name: value for name, value in parent.items() if name in allowed}
-    env.update(overlay)
-    return env
-
-
-class _Pipes(asyncio.SubprocessProtocol):
-    """Receives the child's pipe traffic and exit from the event loop."""
-
-    def __init__(self, *, stderr_tail_bytes: int) -> None:
-        self.transport: asyncio.SubprocessTransport | None = None
-        self.stdout = bytearray()
-        self.stdout_eof = False
-        self.stdout_ready = asyncio.Event()
-        self.stderr_tail = bytearray()
-        self.stderr_done = asyncio.Event()
-        self.exited = asyncio.Event()
-        self.stdin_lost = False
-        self.writable = asyncio.Event()  # cleared while the stdin pipe buffer is over its limit
-        self.writable.set()
-        self.last_output_at = time.monotonic()
-        self.stdout_bytes = 0
-        self.output_limit: int | None = None  # a value of stdout_bytes not to exceed
-        self.on_output_limit: Callable[[], None] | None = None
-        self._stderr_tail_bytes = stderr_tail_bytes
-        self._stdout_paused = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not registered with asyncio's ABCs: no isinstance checks.
-        self.transport = cast(asyncio.SubprocessTransport, transport)
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self.last_output_at = time.monotonic()
-        if fd == 1:
-            self.stdout += data
-            self.stdout_ready.set()
-            self.stdout_bytes += len(data)
-            limit = self.output_limit
-            if limit is not None and self.stdout_bytes > limit and self.on_output_limit:
-                self.on_output_limit()
-            if len(self.stdout) >= _STDOUT_HIGH_WATER:
-                self.pause_stdout(paused=True)
-        elif fd == 2:
-            tail = self.stderr_tail
-            tail += data
-            if len(tail) > self._stderr_tail_bytes:
-                del tail[: len(tail) - self._stderr_tail_bytes]
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 0:
-            self.stdin_lost = True
-            self.writable.set()  # wake a writer waiting to drain, so it sees the loss
-        elif fd == 1:
-            self.stdout_eof = True
-            self.stdout_ready.set()
-        elif fd == 2:
-            self.stderr_done.set()
-
-    def process_exited(self) -> None:
-        if self.transport is not None:
-            pid, returncode = self.transport.get_pid(), self.transport.get_returncode()
-            logger.info("process exited pid=%d returncode=%s", pid, returncode)
-        self.exited.set()
-        self.writable.set()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        # Exited with every pipe closed: release the transport, as asyncio's own streams do.
-        if self.transport is not None:
-            self.transport.close()
-
-    def pause_writing(self) -> None:
-        self.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.writable.set()
-
-    def pause_stdout(self, *, paused: bool) -> None:
-        pipe = cast(
-            "asyncio.ReadTransport | None",
-            self.transport.get_pipe_transport(1) if self.transport else None,
-        )
-        if pipe is not None and paused != self._stdout_paused:
-            self._stdout_paused = paused
-            pipe.pause_reading() if paused else pipe.resume_reading()
-
-
 async def _set_within(event: asyncio.Event, timeout_s: float) -> bool:
     """Wait up to ``timeout_s`` for ``event``; return whether it is set."""
     try:
@@ -249,7 +122,7 @@ class ManagedProcess:
         *,
         spec: ProcessSpec,
         transport: asyncio.SubprocessTransport,
-        pipes: _Pipes,
+        pipes: ChildPipes,
         on_stopped: Callable[[ManagedProcess], None],
         tag: str,
         max_line_bytes: int,
@@ -360,7 +233,7 @@ class ManagedProcess:
                         LimitExceeded(reason="line_too_long", limit=limit, observed=len(line))
                     )
                     raise LineTooLong(limit=limit)
-                if len(buf) < _STDOUT_HIGH_WATER:
+                if len(buf) < STDOUT_HIGH_WATER:
                     pipes.pause_stdout(paused=False)
                 return line
             if pipes.stdout_eof:
@@ -450,7 +323,7 @@ class ManagedProcess:
         """SIGKILL descendants that left the group: by parent pid, by tag, and as recorded."""
         try:
             found = await asyncio.to_thread(
-                _tree, self.pid, self.start_ticks, self.tag, dict(self.descendants)
+                child_tree, self.pid, self.start_ticks, self.tag, dict(self.descendants)
             )
         except (OSError, RuntimeError) as exc:  # no /proc, or the executor is shut down
             logger.warning("cannot scan the process tree of pid %d: %s", self.pid, exc)
@@ -473,21 +346,6 @@ class ManagedProcess:
         if returncode is None:
             raise ProcessError(f"pid {self.pid} has not exited")
         return returncode
-
-
-def _tree(root: int, start: int | None, tag: str, recorded: Mapping[int, int]) -> dict[int, int]:
-    """``pid → starttime`` of the live processes of a child's tree, the child itself included.
-
-    Roots: the child (if still the same process), processes tagged with its ``tag`` and the
-    recorded descendants that are still the same processes; then everything below them.
-    """
-    table = proctree.snapshot()
-    roots = {pid for pid in recorded if pid in table and table[pid].starttime == recorded[pid]}
-    if root in table and table[root].starttime == start:
-        roots.add(root)
-    roots.update(proctree.tagged(table, TAG_ENV, lambda value: value == tag))
-    members = proctree.subtree(proctree.children_of(table), roots) - {os.getpid()}
-    return {pid: table[pid].starttime for pid in members if pid in table and not table[pid].zombie}
 
 
 class ProcessRunner:
@@ -545,7 +403,7 @@ class ProcessRunner:
         argv0 = spec.argv[0]
         cwd_fd = _open_cwd(spec)
         cwd = spec.cwd if cwd_fd is None else _FD_DIR / str(cwd_fd)
-        pipes = _Pipes(stderr_tail_bytes=spec.stderr_tail_bytes)
+        pipes = ChildPipes(stderr_tail_bytes=spec.stderr_tail_bytes)
         tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
         self._spawning += 1
         try:
