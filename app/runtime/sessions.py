@@ -1,9 +1,10 @@
 """The session manager: creates sessions, runs their turns, and owns their live CLI links.
 
-Each gateway session has at most one ``LiveSession`` in memory, holding the provider's
-session handle (and through it the CLI process), the running turn's task and the pending
-approvals. Everything a client can see is in the store and the event log, so a live session
-can be dropped (idle, crash, restart) and rebuilt from its binding on the next turn.
+Each gateway session has at most one ``LiveSession`` (app/runtime/live.py) in memory, holding
+the provider's session handle (and through it the CLI process), the running turn's task and
+the pending approvals. Everything a client can see is in the store and the event log, so a
+live session can be dropped (idle, crash, restart) and rebuilt from its binding on the next
+turn.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,14 +22,12 @@ from pydantic import JsonValue
 
 from app.errors import (
     ApprovalNotPending,
-    AtCapacity,
     InvalidRequest,
     NotFound,
     NoTurnRunning,
     ProviderUnavailable,
     SessionClosed,
     TurnInProgress,
-    WorkspaceRejected,
 )
 from app.events import (
     ApprovalDecision,
@@ -47,13 +45,13 @@ from app.providers.base import (
     ApprovalMode,
     ProcessInfo,
     Provider,
-    ProviderSession,
     SessionSpec,
 )
 from app.providers.registry import ProviderRegistry
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
+from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import recover
 from app.runtime.selector import (
     NoProviderAvailable,
@@ -64,34 +62,12 @@ from app.runtime.selector import (
     select,
 )
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, run_turn
-from app.runtime.workspaces import resolve_workspace
+from app.runtime.workspaces import recheck_workspace, resolve_workspace
 from app.settings import Settings
 from app.store.repository import Store
 from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow
 
 log = logging.getLogger(__name__)
-
-CAPACITY_RETRY_AFTER_S = 5.0
-"""The ``Retry-After`` of a 503 ``at_capacity`` when every CLI process is busy."""
-
-
-@dataclass(eq=False)
-class LiveSession:
-    """The in-memory side of a session that has run (or is running) a turn."""
-
-    session_id: str
-    provider: str
-    handle: ProviderSession
-    approvals: ApprovalBroker
-    thread_id: str | None
-    turn_task: asyncio.Task[None] | None = None
-    turn_id: str | None = None
-    last_active: float = field(default_factory=time.monotonic)
-    stop_reason: str = "interrupted by the client"
-    busy: bool = False
-    """A turn is running; cleared just before its terminal event is published."""
-    coordinator: TurnCoordinator | None = None
-    """The running turn's coordinator (attempts, retry waits, interrupts)."""
 
 
 class SessionManager:
@@ -302,7 +278,7 @@ class SessionManager:
             row = await self.get(session_id, owner=owner)
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
-            self._recheck_workspace(row)
+            recheck_workspace(row.id, row.workspace, self.settings.workspaces.roots)
             live = await self._live_session(row)
             if live.busy:
                 raise TurnInProgress(
@@ -310,7 +286,12 @@ class SessionManager:
                     "wait for it to end or interrupt it",
                     turn_id=live.turn_id,
                 )
-            await self._make_room(live)
+            await make_room(
+                live,
+                self._live.values(),
+                providers=self.providers,
+                max_live_processes=self.settings.limits.max_live_processes,
+            )
             policy = resolve_policy(retry, row.retry, self.settings.retry)
             now = self.clock()
             turn = TurnRow(
@@ -342,69 +323,6 @@ class SessionManager:
                 name=f"turn:{turn.id}",
             )
         return turn
-
-    def _recheck_workspace(self, row: SessionRow) -> None:
-        """Before a turn can spawn or drive a CLI: the workspace still resolves to the real
-        path it had at creation, inside a root (a directory swapped for a symlink is refused).
-        """
-        try:
-            resolved = resolve_workspace(row.workspace, self.settings.workspaces.roots)
-        except WorkspaceRejected as exc:
-            raise WorkspaceRejected(
-                f"the session's workspace no longer resolves inside a configured root "
-                f"({exc.detail}); the turn was not started",
-                workspace=row.workspace,
-            ) from None
-        if str(resolved) != row.workspace:
-            log.warning(
-                "session %s: workspace %s now resolves to %s; turn refused",
-                row.id,
-                row.workspace,
-                resolved,
-            )
-            raise WorkspaceRejected(
-                "the session's workspace now resolves to another directory (it was replaced "
-                "by a symlink); the turn was not started",
-                workspace=row.workspace,
-            )
-
-    def _own_process(self, live: LiveSession) -> bool:
-        """Whether the session's provider runs one CLI process per session."""
-        provider = self.providers.get(live.provider)
-        return provider is not None and not provider.capabilities.shared_process
-
-    async def _make_room(self, live: LiveSession) -> None:
-        """Keep per-session CLI processes within ``limits.max_live_processes``.
-
-        A turn of a session without a live process will spawn one. At the cap, the longest-idle
-        sessions' processes are closed first (they resume from their bindings later); when
-        too few are idle, 503 ``at_capacity`` before anything is spawned.
-        """
-        if not self._own_process(live) or live.handle.process is not None:
-            return
-        holders = [
-            other
-            for other in self._live.values()
-            if other is not live
-            and self._own_process(other)
-            and (other.busy or other.handle.process is not None)
-        ]
-        excess = len(holders) + 1 - self.settings.limits.max_live_processes
-        if excess <= 0:
-            return
-        idle = sorted(
-            (h for h in holders if not h.busy and h.handle.process is not None),
-            key=lambda h: h.last_active,
-        )
-        if len(idle) < excess:
-            raise AtCapacity(
-                f"all {len(holders)} CLI processes this gateway may run "
-                "(limits.max_live_processes) are busy; retry later",
-                retry_after_s=CAPACITY_RETRY_AFTER_S,
-            )
-        for other in idle[:excess]:
-            log.info("closing the idle CLI of session %s to make room", other.session_id)
-            await other.handle.suspend()
 
     async def _live_session(self, row: SessionRow) -> LiveSession:
         live = self._live.get(row.id)

@@ -35,7 +35,8 @@ from app.store.repository import json_dict
 from app.store.tables import TurnRow
 
 if TYPE_CHECKING:
-    from app.runtime.sessions import LiveSession, SessionManager
+    from app.runtime.live import LiveSession
+    from app.runtime.sessions import SessionManager
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,15 @@ must still be that same directory whenever a CLI is started in it or pointed at 
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from app.errors import WorkspaceRejected
+
+log = logging.getLogger(__name__)
 
 
 def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
@@ -127,3 +130,29 @@ def _moved(walked: Path, part: str, parent_fd: int, exc: OSError) -> WorkspaceMo
     if not stat.S_ISDIR(st.st_mode):
         return WorkspaceMoved(f"{walked} is no longer a directory", missing=True)
     return WorkspaceMoved(f"cannot open {walked}: {exc.strerror or exc}")
+
+
+def recheck_workspace(session_id: str, workspace: str, roots: Sequence[Path]) -> None:
+    """Before a turn can spawn or drive a CLI: the workspace still resolves to the real
+    path it had at creation, inside a root (a directory swapped for a symlink is refused).
+    """
+    try:
+        resolved = resolve_workspace(workspace, roots)
+    except WorkspaceRejected as exc:
+        raise WorkspaceRejected(
+            f"the session's workspace no longer resolves inside a configured root "
+            f"({exc.detail}); the turn was not started",
+            workspace=workspace,
+        ) from None
+    if str(resolved) != workspace:
+        log.warning(
+            "session %s: workspace %s now resolves to %s; turn refused",
+            session_id,
+            workspace,
+            resolved,
+        )
+        raise WorkspaceRejected(
+            "the session's workspace now resolves to another directory (it was replaced "
+            "by a symlink); the turn was not started",
+            workspace=workspace,
+        )
