@@ -15,6 +15,7 @@ What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
 - ``result`` → ``UsageReported`` then ``TurnEnded``
 - ``control_request`` → ``ApprovalAsked`` (can_use_tool) or ``UnsupportedControlRequest``;
   ``control_cancel_request`` → ``ApprovalWithdrawn``; ``control_response`` → ``ControlReply``
+  (the control messages are parsed in control.py)
 
 Everything else is dropped: known noise silently, unknown types with a debug log. Lines that
 are not JSON objects (binary, invalid UTF-8, a truncated last line) are dropped too; with
@@ -29,7 +30,6 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from app.events import ApprovalDecision as _Decision
 from app.events import (
     RetryScheduled,
     ToolCompleted,
@@ -38,13 +38,14 @@ from app.events import (
     UsageReported,
     Warning,
 )
-from app.providers.base import ApprovalRequest, TurnOutcome
+from app.providers.base import TurnOutcome
 from app.providers.claude.blocks import BlockKind, ContentBlocks
 from app.providers.claude.classifier import (
     error_for_result,
     interrupted_error,
     kind_for_api_retry,
 )
+from app.providers.claude.control import control_request, control_response
 from app.providers.claude.items import (
     ApprovalAsked,
     ApprovalWithdrawn,
@@ -122,7 +123,6 @@ _INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
 # The marker the CLI writes as a user line when an interrupt lands (2.1.330, obs); also
 # "[Request interrupted by user for tool use]".
 _INTERRUPT_MARKER = "[Request interrupted by user"
-_ALL_OPTIONS: tuple[_Decision, ...] = ("allow", "deny", "allow_session")
 MAX_PARSE_WARNINGS = 5
 """Unparseable lines reported one by one per turn; later ones are only counted."""
 _PREVIEW_CHARS = 120
@@ -210,9 +210,9 @@ class ClaudeNormalizer:
         if kind == "result":
             return self._result(raw)
         if kind == "control_request":
-            return self._control_request(raw)
+            return control_request(raw)
         if kind == "control_response":
-            return self._control_response(raw)
+            return control_response(raw)
         if kind == "control_cancel_request":
             request_id = as_str(raw.get("request_id"))
             return [ApprovalWithdrawn(request_id=request_id)] if request_id else []
@@ -438,49 +438,6 @@ class ClaudeNormalizer:
         if total is None:
             return None
         return max(total - previous, 0.0) if previous is not None else total
-
-    # --- control protocol -----------------------------------------------------------------
-
-    def _control_request(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        request_id = as_str(raw.get("request_id"))
-        if not request_id:
-            logger.debug("claude: control_request without request_id")
-            return []
-        request = as_dict(raw.get("request"))
-        subtype = as_str(request.get("subtype")) or ""
-        if subtype != "can_use_tool":
-            return [UnsupportedControlRequest(request_id=request_id, subtype=subtype)]
-        options = _ALL_OPTIONS
-        if request.get("suppress_always_allow_rule") is True:
-            options = ("allow", "deny")
-        approval = ApprovalRequest(
-            request_id=request_id,
-            tool=as_str(request.get("tool_name")) or "",
-            input=as_dict(request.get("input")),
-            options=options,
-            # `title` is the full prompt sentence when present (reference §1.5).
-            title=as_str(request.get("title")) or as_str(request.get("description")),
-            tool_id=as_str(request.get("tool_use_id")),
-        )
-        return [
-            ApprovalAsked(
-                request=approval, suggestions=as_list(request.get("permission_suggestions"))
-            )
-        ]
-
-    def _control_response(self, raw: dict[str, Any]) -> list[ClaudeItem]:
-        response = as_dict(raw.get("response"))
-        request_id = as_str(response.get("request_id"))
-        if not request_id:
-            return []
-        if response.get("subtype") == "success":
-            return [
-                ControlReply(
-                    request_id=request_id, ok=True, payload=as_dict(response.get("response"))
-                )
-            ]
-        error = as_str(response.get("error")) or "control request failed"
-        return [ControlReply(request_id=request_id, ok=False, error=error)]
 
 
 # --- block helpers --------------------------------------------------------------------------
