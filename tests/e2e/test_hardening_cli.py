@@ -33,6 +33,7 @@ from app.providers.opencode.config import build_argv as opencode_argv
 from app.settings import PINNED_CLI_BIN
 from tests.e2e import providers
 from tests.e2e.conftest import GatewayFactory
+from tests.e2e.test_contract import descendants
 from tests.gateway import GatewayProcess, SseReader, free_port, is_turn_end
 from tests.stub_llm import StubLLM
 
@@ -130,28 +131,6 @@ def wait_for_marks(markers: Path, expected: set[str], timeout: float = 20.0) -> 
 
 
 # --- processes and sockets under the gateway --------------------------------------------------
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid``, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(") ", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found: set[int] = set()
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add(child)
-            stack.append(child)
-    return found
 
 
 def gateway_children(gateway: GatewayProcess) -> set[int]:
