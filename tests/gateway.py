@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -215,6 +215,21 @@ class SseReader:
         raise AssertionError(
             f"stream ended before the expected event; got {[e['type'] for e in seen]}"
         )
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout``.
+
+    For state outside the test's reach (the store, a pid, a file): the poll interval is
+    bounded by the deadline, it does not make a race pass.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout} s: {what or condition}")
 
 
 def is_turn_end(envelope: dict[str, Any]) -> bool:

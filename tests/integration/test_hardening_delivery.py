@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from app.runtime.eventlog import EventLog
 from app.settings import Settings
 from app.store.db import upgrade_async
 from tests.gateway import TOKEN, SseEvent, SseReader, is_turn_end
+from tests.gateway import wait_until as poll_until
 from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -51,15 +53,7 @@ PROBLEM = "application/problem+json"
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)  # polling an outside state (the store, a pid); bounded by the deadline
-    raise AssertionError(f"timed out waiting for {what or condition}")
+wait_until = partial(poll_until, timeout=20.0)
 
 
 def new_session(client: httpx.Client, gateway: FakeGateway) -> str:

@@ -19,8 +19,9 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import httpx
 import pytest
 
 from tests.gateway import TOKEN, GatewayProcess, SseReader, follow, is_turn_end
+from tests.gateway import wait_until as poll_until
 from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
 MIB = 1024 * 1024
@@ -119,15 +121,7 @@ def make_gateway(tmp_path: Path, migrated: Path) -> Iterator[FakeGatewayFactory]
         gateway.stop()
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
+wait_until = partial(poll_until, timeout=15.0)
 
 
 def stat_fields(pid: int) -> list[str] | None:

@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
-from tests.gateway import SseReader, follow, is_turn_end
+from tests.gateway import SseReader, follow, is_turn_end, wait_until
 from tests.integration.conftest import FakeGateway, FakeGatewayFactory
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def new_session(client: httpx.Client, gateway: FakeGateway) -> str:
