@@ -99,6 +99,8 @@ class ServerSettings(_Section):
     """Open connections and requests beyond which the server answers 503."""
     shutdown_grace_s: float = Field(default=10.0, gt=0)
     """On SIGTERM: how long streams and CLI processes get to end before they are cut."""
+    metrics_public: bool = False
+    """Serve ``GET /metrics`` without a key (for a scraper on a trusted network)."""
 
     @field_validator("api_keys")
     @classmethod
@@ -293,6 +295,8 @@ class Settings(BaseSettings):
     sessions: SessionSettings = SessionSettings()
     limits: LimitsSettings = LimitsSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "json"
+    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
 
     @classmethod
     def settings_customise_sources(
