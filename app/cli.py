@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-import logging
 import os
 import sys
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from app.api.security import load_or_create_token
 from app.doctor import render, run_doctor
+from app.observability.logs import configure_logging
 from app.redaction import Redactor, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import SchemaError, check_schema, create_engine, upgrade
@@ -107,9 +107,7 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
             update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
         )
         settings = settings.model_copy(update={"server": server})
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=settings.log_level, log_format=settings.log_format)
     if not _is_loopback(settings.server.host) and settings.server.token is None:
         raise ConfigError(
             f"server.host {settings.server.host!r} is reachable from other machines: set an "
@@ -121,7 +119,9 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     asyncio.run(_check(settings))
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)
-    install_log_redaction(Redactor(secrets_of(settings, token)))
+    redactor = Redactor(secrets_of(settings, token))
+    install_log_redaction(redactor)
+    configure_logging(level=settings.log_level, log_format=settings.log_format, redactor=redactor)
     app = create_app(settings)
     shown_host = (
         f"[{settings.server.host}]" if ":" in settings.server.host else settings.server.host

@@ -1,0 +1,1 @@
+"""What the gateway tells its operators: structured logs and Prometheus metrics."""
