@@ -1,4 +1,5 @@
-"""``agent-gateway``: serve, migrate, cleanup and doctor."""
+"""``agent-gateway``: serve, migrate, cleanup, doctor, and the admin commands (token, sessions,
+probe; implemented in ``app.admin``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.api.security import load_or_create_token
+from app.admin import (
+    PROBE_TIMEOUT_S,
+    SESSION_STATUSES,
+    list_sessions,
+    probe,
+    rotate_token,
+    session_statuses,
+    show_token,
+)
+from app.api.security import load_or_create_token, read_token_file, token_path
 from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
 from app.redaction import Redactor, install_log_redaction, secrets_of
@@ -19,17 +29,178 @@ from app.store.db import SchemaError, check_schema, create_engine, upgrade
 from app.store.retention import cleanup
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agent-gateway", description=__doc__)
+def _parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="agent-gateway",
+        description=(
+            "Agent Gateway: one HTTP, SSE and WebSocket API in front of the coding-agent CLIs.\n"
+            "Serve it, manage its database, its admin token and its sessions."
+        ),
+        epilog=(
+            "Settings come from the TOML file (--config or GATEWAY_CONFIG) and GATEWAY_*\n"
+            "variables (sections joined by '__', e.g. GATEWAY_SERVER__PORT=8765).\n"
+            "Exit status: 0 success, 1 the command ran and failed (details on stderr),\n"
+            "2 unusable configuration, database schema or arguments.\n"
+            "Run `agent-gateway <command> --help` for one command."
+        ),
+        formatter_class=formatter,
+    )
     parser.add_argument("--config", type=Path, help="TOML configuration file (or GATEWAY_CONFIG)")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the gateway")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(
+        group: argparse._SubParsersAction[argparse.ArgumentParser],
+        name: str,
+        summary: str,
+        description: str,
+        epilog: str,
+    ) -> argparse.ArgumentParser:
+        return group.add_parser(
+            name, help=summary, description=description, epilog=epilog, formatter_class=formatter
+        )
+
+    serve = command(
+        commands,
+        "serve",
+        "run the gateway",
+        "Serve the API on server.host:server.port until SIGTERM or SIGINT.",
+        "Without server.token, the admin token is read from <storage.data_dir>/token, or\n"
+        "generated there (mode 600) and printed once on the first start. A host other than\n"
+        "loopback is refused while no token exists yet: configure server.token or run\n"
+        "`agent-gateway token rotate` first. Refuses to run as root unless server.allow_root.\n"
+        "Exit status: 0 after a graceful stop, 2 when the configuration or schema is unusable.",
+    )
     serve.add_argument("--host", help="override server.host")
     serve.add_argument("--port", type=int, help="override server.port")
-    commands.add_parser("migrate", help="upgrade the database schema to this version")
-    commands.add_parser("cleanup", help="delete bindings past storage.retention_days now")
-    commands.add_parser("doctor", help="check every provider and say how to fix what fails")
-    args = parser.parse_args(argv)
+    command(
+        commands,
+        "migrate",
+        "upgrade the database schema to this version",
+        "Upgrade the database (storage.url, default <storage.data_dir>/gateway.db) to the\n"
+        "schema this version needs, creating it if missing.",
+        "Safe to run again; it prints where the database is.",
+    )
+    command(
+        commands,
+        "cleanup",
+        "delete bindings past storage.retention_days now",
+        "Run the retention task once: delete thread bindings unused for\n"
+        "storage.retention_days with their ended sessions' events, and prune events past\n"
+        "storage.max_events_per_session.",
+        "Prints what it deleted. Exit status 2 when the database schema is not this version's.",
+    )
+    command(
+        commands,
+        "doctor",
+        "check every provider and say how to fix what fails",
+        "Probe every configured provider's CLI (installed, version, health).",
+        "Prints one line per check with the fix for each failure. Exit status 1 when the\n"
+        "default provider or the whole fallback chain is unusable.",
+    )
+
+    token = command(
+        commands,
+        "token",
+        "show or rotate the admin token",
+        "The admin token is the bearer key with access to every session: server.token when\n"
+        "configured (file or GATEWAY_SERVER__TOKEN), else the token in\n"
+        "<storage.data_dir>/token.",
+        "Run `agent-gateway token show --help` or `agent-gateway token rotate --help`.",
+    )
+    token_commands = token.add_subparsers(dest="action", required=True, metavar="action")
+    command(
+        token_commands,
+        "show",
+        "print the admin token",
+        "Print the admin token on stdout, alone on its line, e.g.\n"
+        '  curl -H "Authorization: Bearer $(agent-gateway token show)" ...',
+        "Exit status 1 (with how to create one on stderr) when there is no token yet.",
+    )
+    command(
+        token_commands,
+        "rotate",
+        "replace the token file with a new random token",
+        "Write a new random token to <storage.data_dir>/token (atomically, mode 600) and\n"
+        "print it once on stdout. A running gateway accepts the new token from its next\n"
+        "request and refuses the old one; no restart is needed.",
+        "Exit status 2 when server.token is configured: that token is changed in the\n"
+        "configuration, not here. Also creates the first token before serving beyond loopback.",
+    )
+
+    sessions = command(
+        commands,
+        "sessions",
+        "inspect the stored sessions",
+        "Read the gateway's database (a running gateway may keep serving meanwhile).",
+        "Run `agent-gateway sessions list --help`.",
+    )
+    session_commands = sessions.add_subparsers(
+        dest="action", required=True, metavar="action"
+    )
+    listing = command(
+        session_commands,
+        "list",
+        "print the most recently updated sessions",
+        "Print sessions, most recently updated first, as a table: id, provider, status,\n"
+        "owner (the API key that created it), workspace, updated_at (UTC), last_seq.",
+        f"Statuses: {', '.join(SESSION_STATUSES)}.\n"
+        "Exit status 1 when there is no database yet, 2 for an unknown status or a database\n"
+        "schema of another version.",
+    )
+    listing.add_argument(
+        "--status",
+        action="append",
+        type=_statuses,
+        default=[],
+        metavar="STATUS[,STATUS]",
+        help="only sessions in these statuses (repeatable or a comma list)",
+    )
+    listing.add_argument(
+        "--limit", type=_positive, default=50, help="at most this many sessions (default 50)"
+    )
+    listing.add_argument(
+        "--json", action="store_true", help="print one JSON array instead of the table"
+    )
+
+    probe_command = command(
+        commands,
+        "probe",
+        "health check: is the local gateway ready?",
+        "GET /readyz on this machine's gateway (server.port; 127.0.0.1 for a 0.0.0.0 bind,\n"
+        "::1 for ::, else server.host) with the admin token, for container health checks.",
+        "Exit status 0 when it answers 200; 1 otherwise, with one line on stderr saying why\n"
+        "(not listening, timed out, token refused, not ready). Prints nothing on success.",
+    )
+    probe_command.add_argument(
+        "--timeout",
+        type=float,
+        default=PROBE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up after this long (default {PROBE_TIMEOUT_S:g})",
+    )
+    return parser
+
+
+def _statuses(value: str) -> list[str]:
+    try:
+        return session_statuses(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return number
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         settings = load_settings(args.config)
         if args.command == "serve":
@@ -40,6 +211,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "doctor":
             return asyncio.run(_doctor(settings))
+        if args.command == "token":
+            if args.action == "show":
+                return show_token(settings)
+            return rotate_token(settings)
+        if args.command == "sessions":
+            statuses = [status for group in args.status for status in group]
+            return list_sessions(settings, statuses=statuses, limit=args.limit, as_json=args.json)
+        if args.command == "probe":
+            return probe(settings, timeout_s=args.timeout)
         return asyncio.run(_cleanup(settings))
     except (ConfigError, SchemaError) as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
@@ -98,6 +278,25 @@ def root_refusal(euid: int, *, allow_root: bool) -> str | None:
     )
 
 
+def exposure_refusal(settings: Settings) -> str | None:
+    """Why ``serve`` refuses ``server.host``, or None when it may bind there.
+
+    Beyond loopback, a token must exist before the first start: configured, or in the
+    token file (written by an operator or ``token rotate``). Otherwise serving would
+    generate a token that nobody has seen yet on a reachable port.
+    """
+    host = settings.server.host
+    if _is_loopback(host) or settings.server.token is not None:
+        return None
+    if read_token_file(token_path(settings.storage.data_dir)) is not None:
+        return None
+    return (
+        f"server.host {host!r} is reachable from other machines and no admin token exists "
+        "yet. Set server.token (or GATEWAY_SERVER__TOKEN), or create the token file with "
+        "`agent-gateway token rotate` (it prints the token), then serve again"
+    )
+
+
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     from app.main import create_app
     from app.server import run
@@ -108,11 +307,9 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
         )
         settings = settings.model_copy(update={"server": server})
     configure_logging(level=settings.log_level, log_format=settings.log_format)
-    if not _is_loopback(settings.server.host) and settings.server.token is None:
-        raise ConfigError(
-            f"server.host {settings.server.host!r} is reachable from other machines: set an "
-            "explicit server.token (or GATEWAY_SERVER__TOKEN) to serve beyond loopback"
-        )
+    exposure = exposure_refusal(settings)
+    if exposure is not None:
+        raise ConfigError(exposure)
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)

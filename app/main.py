@@ -15,7 +15,7 @@ from app import __version__
 from app.api import events, health, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
-from app.api.security import install_access_control, load_or_create_token
+from app.api.security import install_access_control, load_or_create_token, token_path
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.runtime.eventlog import EventLog
@@ -123,7 +123,10 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
-    install_access_control(app.state, settings, token)
+    # A token from the file follows the file (a rotation needs no restart); a configured
+    # one changes with the configuration only.
+    token_file = None if configured else token_path(settings.storage.data_dir)
+    install_access_control(app.state, settings, token, token_file=token_file)
     problems.install(app)
     app.include_router(health.router)
     app.include_router(providers_api.router)

@@ -7,17 +7,22 @@ route (``GET`` with ``Accept: text/event-stream``) and the WebSocket route only.
 no cookie authentication, so cross-site requests cannot ride on a browser's credentials.
 
 The dependency answers the request's ``Principal``: ``server.token`` is the admin key (name
-``admin``), ``server.api_keys`` are named keys. A non-admin key sees only its own sessions.
+``admin``) — when it is not configured, the token in ``<data_dir>/token``, re-read whenever
+that file changes (``agent-gateway token rotate``) — and ``server.api_keys`` are named
+keys. A non-admin key sees only its own sessions.
 A client address that keeps presenting wrong keys gets 429 for its failures (correct keys
 still pass) once it is over ``limits.auth_failures_per_minute``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import secrets
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +40,55 @@ TOKEN_QUERY = "access_token"  # noqa: S105 - a parameter name, not a secret
 ADMIN = "admin"
 
 
+TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
+MIN_TOKEN_CHARS = 32
+"""A token file holding less is treated as holding none."""
+
+log = logging.getLogger(__name__)
+
+
+def token_path(data_dir: Path) -> Path:
+    """Where the admin token lives when ``server.token`` is not configured."""
+    return data_dir / TOKEN_FILE
+
+
+def read_token_file(path: Path) -> str | None:
+    """The token in ``path``, or None when it is missing, unreadable or too short."""
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return token if len(token) >= MIN_TOKEN_CHARS else None
+
+
+def write_token_file(path: Path) -> str:
+    """Replace ``path`` with a new random token, atomically, mode 600; return the token.
+
+    The token is written to a temporary file in the same directory, synced and renamed
+    over ``path``: a reader (a running gateway) sees the old token or the new one, never
+    a partial file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mode 600
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # the rename itself survives a crash
+    finally:
+        os.close(directory)
+    return token
+
+
 def load_or_create_token(configured: str | None, data_dir: Path) -> tuple[str, bool]:
     """The configured token, else the one in ``<data_dir>/token`` (created with mode 600).
 
@@ -42,18 +96,11 @@ def load_or_create_token(configured: str | None, data_dir: Path) -> tuple[str, b
     """
     if configured:
         return configured, False
-    path = data_dir / "token"
-    if path.exists():
-        token = path.read_text().strip()
-        if len(token) >= 32:
-            return token, False
-    data_dir.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
-    os.chmod(path, 0o600)
-    return token, True
+    path = token_path(data_dir)
+    token = read_token_file(path)
+    if token is not None:
+        return token, False
+    return write_token_file(path), True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,33 +116,96 @@ class Principal:
         return None if self.admin else self.name
 
 
+_ADMIN_PRINCIPAL = Principal(name=ADMIN, admin=True)
+
+
 def _digest(value: str) -> bytes:
     # Hashing first makes the comparison independent of the presented value's length.
     return hashlib.sha256(value.encode()).digest()
 
 
-class KeyRing:
-    """The keys this gateway accepts, compared in constant time against every one of them."""
+class TokenFile:
+    """The admin token as the token file says it now: re-read when the file changes.
 
-    def __init__(self, keys: Mapping[str, tuple[str, bool]]) -> None:
+    ``digest()`` stats the file on every call and re-reads it when its (inode, mtime, size)
+    differ from the last look, so ``agent-gateway token rotate`` takes effect on the next
+    request. A file that is gone, unreadable or too short keeps the last good token (never
+    none, never any) and logs a warning once per change.
+    """
+
+    def __init__(self, path: Path, token: str) -> None:
+        self.path = path
+        self._digest = _digest(token)
+        self._seen = self._signature()
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            status = self.path.stat()
+        except OSError:
+            return None
+        return status.st_ino, status.st_mtime_ns, status.st_size
+
+    def digest(self) -> bytes:
+        """The SHA-256 of the current admin token."""
+        signature = self._signature()
+        if signature != self._seen:
+            self._seen = signature
+            token = read_token_file(self.path)
+            if token is None:
+                log.warning(
+                    "the admin token file %s is missing, unreadable or shorter than %d "
+                    "characters; the admin key stays the last good token until it is fixed "
+                    "(agent-gateway token rotate writes a new one)",
+                    self.path,
+                    MIN_TOKEN_CHARS,
+                )
+            else:
+                fresh = _digest(token)
+                if not hmac.compare_digest(fresh, self._digest):
+                    log.info("admin token changed in %s; the old one is refused", self.path)
+                self._digest = fresh
+        return self._digest
+
+
+class KeyRing:
+    """The keys this gateway accepts, compared in constant time against every one of them.
+
+    With ``admin_file``, the admin key is whatever that file holds now (see ``TokenFile``).
+    """
+
+    def __init__(
+        self, keys: Mapping[str, tuple[str, bool]], *, admin_file: TokenFile | None = None
+    ) -> None:
         self._keys = [
             (_digest(token), Principal(name=name, admin=admin))
             for name, (token, admin) in keys.items()
         ]
+        self._admin_file = admin_file
 
     @classmethod
-    def from_settings(cls, settings: Settings, admin_token: str) -> KeyRing:
-        keys = {ADMIN: (admin_token, True)}
+    def from_settings(
+        cls, settings: Settings, admin_token: str, *, token_file: Path | None = None
+    ) -> KeyRing:
+        """``server.api_keys`` and the admin key; ``token_file``: the admin key follows it."""
+        keys: dict[str, tuple[str, bool]] = {}
+        admin_file = None
+        if token_file is None:
+            keys[ADMIN] = (admin_token, True)
+        else:
+            admin_file = TokenFile(token_file, admin_token)
         for key in settings.server.api_keys:
             keys[key.name] = (key.token.get_secret_value(), key.admin)
-        return cls(keys)
+        return cls(keys, admin_file=admin_file)
 
     def authenticate(self, presented: str) -> Principal | None:
         if not presented:
             return None
         digest = _digest(presented)
+        keys = self._keys
+        if self._admin_file is not None:
+            keys = [(self._admin_file.digest(), _ADMIN_PRINCIPAL), *keys]
         found: Principal | None = None
-        for expected, principal in self._keys:  # no early exit: every key is compared
+        for expected, principal in keys:  # no early exit: every key is compared
             if hmac.compare_digest(digest, expected):
                 found = principal
         return found
@@ -110,11 +220,17 @@ class AccessControl:
     sessions: SessionQuota
 
 
-def install_access_control(app_state: object, settings: Settings, admin_token: str) -> None:
-    """Put the key ring and the limiters on ``app.state.access``."""
+def install_access_control(
+    app_state: object, settings: Settings, admin_token: str, *, token_file: Path | None = None
+) -> None:
+    """Put the key ring and the limiters on ``app.state.access``.
+
+    ``token_file``: where ``admin_token`` was read from, when it came from a file (not
+    ``server.token``); the admin key then follows that file without a restart.
+    """
     limits = settings.limits
     app_state.access = AccessControl(  # type: ignore[attr-defined]
-        keys=KeyRing.from_settings(settings, admin_token),
+        keys=KeyRing.from_settings(settings, admin_token, token_file=token_file),
         auth_failures=KeyedBuckets(capacity=limits.auth_failures_per_minute, period_s=60.0),
         sessions=SessionQuota(limits),
     )

@@ -243,30 +243,49 @@ def test_t1_serve_refuses_to_run_as_root_unless_allowed(tmp_path: Path) -> None:
     assert "Traceback" not in refused.stderr
 
 
-# --- T2: no network exposure without an explicit token --------------------------------------
+# --- T2: no network exposure before a token exists ------------------------------------------
 
 
-def test_t2_non_loopback_bind_without_an_explicit_token_refuses(tmp_path: Path) -> None:
+def serve_on(tmp_path: Path, host: str) -> subprocess.CompletedProcess[str]:
+    """``serve --host <host>`` with no server.token, data in ``tmp_path``, no database yet."""
     config = tmp_path / "gateway.toml"
     config.write_text(
         f"[server]\nallow_root = true\n"
         f'[storage]\ndata_dir = "{tmp_path}"\n[workspaces]\nroots = ["{tmp_path}"]\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app", "--config", str(config), "serve", "--host", host],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_t2_non_loopback_bind_without_any_token_yet_refuses(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "192.0.2.10"):  # noqa: S104 - the refusal is the point
-        refused = subprocess.run(
-            [sys.executable, "-m", "app", "--config", str(config), "serve", "--host", host],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        refused = serve_on(tmp_path, host)
         assert refused.returncode == 2, refused.stderr
+        assert "reachable from other machines" in refused.stderr
         assert "server.token" in refused.stderr
+        assert "GATEWAY_SERVER__TOKEN" in refused.stderr
+        assert "agent-gateway token rotate" in refused.stderr
         assert "Traceback" not in refused.stderr
     assert not (tmp_path / "token").exists()
+
+
+def test_t2_a_token_file_made_before_the_start_counts_as_explicit(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("operator-token-0123456789abcdefghijklmnopqrstuvwxyz\n")
+    # No database: serving stops at the schema gate, after the exposure check, before binding
+    # (192.0.2.10 is a documentation address no machine here has).
+    passed = serve_on(tmp_path, "192.0.2.10")
+    assert passed.returncode == 2, passed.stderr
+    assert "reachable from other machines" not in passed.stderr
+    assert "has no schema: run `agent-gateway migrate`" in passed.stderr
+    assert "Traceback" not in passed.stderr
 
 
 # --- T3: the Host allow-list, first, everywhere ---------------------------------------------
