@@ -210,7 +210,8 @@ def place_token(path: Path, environ: Mapping[str, str], *, require: bool) -> boo
     except FileNotFoundError:
         raise Refused(
             "the gateway listens beyond loopback in a container and needs a token, and "
-            f"{path} does not exist yet: {HOW_TO_SET_IT}"
+            f"{path} does not exist yet: {HOW_TO_SET_IT} (or create the file with "
+            "`agent-gateway token rotate` in the container, which prints the new token)"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise Refused(f"cannot read the token file {path}: {exc}") from None

@@ -104,15 +104,17 @@ if ((as_root)); then
   uid="$(id -u "$agent_user")"
   gid="$(id -g "$agent_user")"
 
-  # own DIR [-R]: give DIR (and with -R all below it) to the agent unless it already has it.
+  # own PATH [-R]: give PATH (and with -R all below it) to the agent unless it already has it.
+  # A symlink is never followed: the agent could have planted it to get root to chown a
+  # file elsewhere (chown -R does not follow links below PATH either).
   own() {
-    [[ -e "$1" ]] || return 0
+    [[ -e "$1" && ! -L "$1" ]] || return 0
     [[ "$(stat -c %u:%g "$1")" == "$uid:$gid" ]] && return 0
     if [[ "${2:-}" == -R ]]; then
       say "giving $1 to uid $uid:$gid"
       chown -R "$uid:$gid" "$1"
     else
-      chown "$uid:$gid" "$1"
+      chown -h "$uid:$gid" "$1"
     fi
   }
   for dir in "$agent_home" "$agent_home/.config" "$agent_home/.local" \
@@ -123,6 +125,13 @@ if ((as_root)); then
     "$data_dir"; do
     own "$dir" -R
   done
+  # The database and token files themselves too: an admin command run as root (`docker exec`
+  # without `-u agent`) leaves root-owned files in a data directory the agent still owns.
+  shopt -s nullglob dotglob
+  for file in "$data_dir"/*; do
+    own "$file"
+  done
+  shopt -u nullglob dotglob
   as_agent() { setpriv --reuid="$uid" --regid="$gid" --init-groups -- "$@"; }
 else
   if [[ -n "${PUID:-}${PGID:-}" && "${PUID:-$(id -u)}:${PGID:-$(id -g)}" != "$(id -u):$(id -g)" ]]; then

@@ -332,19 +332,35 @@ def test_a_bad_or_root_puid_stops_start_up_before_any_change(box: Box, value: st
 
 
 def test_volumes_and_data_dir_are_given_to_the_agent_but_never_the_workspace(box: Box) -> None:
+    (box.data / "gateway.db").write_bytes(b"")
+    (box.workspace / "main.py").write_text("print('mine')\n")
     run = box.start("agent-gateway", "serve")
     _final(run)
 
     owner = f"{AGENT_UID}:{AGENT_GID}"
     recursive = {c.args[-1] for c in run.named("chown") if c.args[:2] == ("-R", owner)}
     assert recursive == {str(d) for d in box.volume_dirs()}
-    top_only = {c.args[-1] for c in run.named("chown") if c.args[0] == owner}
-    assert str(box.home) in top_only
+    top_only = {c.args[-1] for c in run.named("chown") if c.args[:2] == ("-h", owner)}
+    assert {str(box.home), str(box.data / "gateway.db")} <= top_only
     touched = [a for c in run.named("chown") for a in c.args]
     assert not [a for a in touched if a.startswith(str(box.workspace))]
 
 
+def test_symlinks_the_agent_could_plant_are_never_chowned(box: Box) -> None:
+    outside = box.root / "outside"
+    outside.write_text("root's file\n")
+    (box.data / "evil").symlink_to(outside)
+    shutil.rmtree(box.home / ".codex")
+    (box.home / ".codex").symlink_to(box.root, target_is_directory=True)
+    run = box.start("agent-gateway", "serve")
+    _final(run)
+    touched = {c.args[-1] for c in run.named("chown")}
+    assert str(box.data / "evil") not in touched
+    assert str(box.home / ".codex") not in touched
+
+
 def test_nothing_is_chowned_when_the_agent_already_owns_it(box: Box) -> None:
+    (box.data / "gateway.db").write_bytes(b"")
     box.set_ids(self_ids=(0, 0), agent_ids=(os.getuid(), os.getgid()))
     run = box.start("agent-gateway", "serve")
     assert_exec_as_agent(run, ["agent-gateway", "serve"], (os.getuid(), os.getgid()))
