@@ -80,6 +80,10 @@ def test_it_is_built_here_and_restarts_unless_stopped(gateway: dict[str, Any]) -
     assert gateway["restart"] == "unless-stopped"
 
 
+def test_no_process_can_regain_root_through_setuid(gateway: dict[str, Any]) -> None:
+    assert "no-new-privileges:true" in gateway["security_opt"]
+
+
 def test_the_port_is_published_on_host_loopback_only(gateway: dict[str, Any]) -> None:
     assert gateway["ports"] == ["127.0.0.1:${GATEWAY_PORT:-8765}:8765"]
     for port in gateway["ports"]:
