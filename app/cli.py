@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import logging
 import os
 import sys
 from datetime import UTC, datetime
@@ -27,6 +28,8 @@ from app.redaction import Redactor, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import SchemaError, check_schema, create_engine, upgrade
 from app.store.retention import cleanup
+
+log = logging.getLogger("app.cli")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -135,9 +138,7 @@ def _parser() -> argparse.ArgumentParser:
         "Read the gateway's database (a running gateway may keep serving meanwhile).",
         "Run `agent-gateway sessions list --help`.",
     )
-    session_commands = sessions.add_subparsers(
-        dest="action", required=True, metavar="action"
-    )
+    session_commands = sessions.add_subparsers(dest="action", required=True, metavar="action")
     listing = command(
         session_commands,
         "list",
@@ -320,21 +321,26 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     install_log_redaction(redactor)
     configure_logging(level=settings.log_level, log_format=settings.log_format, redactor=redactor)
     app = create_app(settings)
-    shown_host = (
-        f"[{settings.server.host}]" if ":" in settings.server.host else settings.server.host
-    )
-    print(f"Agent Gateway on http://{shown_host}:{settings.server.port}", file=sys.stderr)
-    if generated:
-        # Shown once, when it is created; afterwards only its location is printed.
-        print(
-            f"Token (new, saved in {settings.storage.data_dir / 'token'}): {token}", file=sys.stderr
-        )
-    elif configured:
-        print("Token: the configured server.token", file=sys.stderr)
-    else:
-        print(f"Token: in {settings.storage.data_dir / 'token'}", file=sys.stderr)
+    _announce(settings, token, generated=generated, configured=configured is not None)
     run(app, settings)
     return 0
+
+
+def _announce(settings: Settings, token: str, *, generated: bool, configured: bool) -> None:
+    """Say where the gateway listens and where its token is. A token generated just now is
+    printed once, and only to a terminal: never into a log that is collected."""
+    host = settings.server.host
+    url = f"http://{f'[{host}]' if ':' in host else host}:{settings.server.port}"
+    token_file = settings.storage.data_dir / "token"
+    if configured:
+        where = "the configured server.token"
+    elif generated:
+        where = f"new, saved in {token_file} (print it with `agent-gateway token show`)"
+    else:
+        where = f"in {token_file}"
+    log.info("Agent Gateway on %s; token: %s", url, where, extra={"event": "server.starting"})
+    if generated and sys.stderr.isatty():
+        print(f"Token (new, saved in {token_file}): {token}", file=sys.stderr)
 
 
 if __name__ == "__main__":

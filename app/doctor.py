@@ -127,7 +127,7 @@ async def check_provider(
     checks.append(Check(provider=name, name="executable", status="ok", detail=resolved))
     env = child_environment(environ, passthrough=(), overlay=provider.env)
     try:
-        version = await cli_version(runner, resolved, env, Path.cwd())
+        version = await cli_version(runner, resolved, env, Path.cwd(), label=name)
     except ProcessError as exc:
         checks.append(
             Check(

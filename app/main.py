@@ -12,10 +12,12 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.api import events, health, problems, runs, sessions
+from app.api import events, health, metrics, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.security import install_access_control, load_or_create_token, token_path
+from app.observability.metrics import GatewayMetrics
+from app.observability.observer import EventObserver
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.runtime.eventlog import EventLog
@@ -61,7 +63,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url)
-        runner, watchdog = await supervised_runner(settings)
+        runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
         try:
             await check_schema(engine)
             store = Store(engine)
@@ -73,7 +75,7 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = _event_log(settings, store, clock)
+            event_log = _event_log(settings, store, clock, gateway_metrics)
             manager = SessionManager(
                 settings=settings,
                 store=store,
@@ -84,6 +86,7 @@ def create_app(
             )
             await manager.recover()
             app.state.store = store
+            app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
             app.state.manager = manager
@@ -123,16 +126,13 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.metrics = gateway_metrics = GatewayMetrics()
     # A token from the file follows the file (a rotation needs no restart); a configured
     # one changes with the configuration only.
     token_file = None if configured else token_path(settings.storage.data_dir)
     install_access_control(app.state, settings, token, token_file=token_file)
     problems.install(app)
-    app.include_router(health.router)
-    app.include_router(providers_api.router)
-    app.include_router(sessions.router)
-    app.include_router(events.router)
-    app.include_router(runs.router)
+    _include_routers(app, settings)
     if settings.server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -149,7 +149,18 @@ def create_app(
     return app
 
 
-def _event_log(settings: Settings, store: Store, clock: Callable[[], datetime]) -> EventLog:
+def _include_routers(app: FastAPI, settings: Settings) -> None:
+    app.include_router(health.router)
+    app.include_router(providers_api.router)
+    app.include_router(sessions.router)
+    app.include_router(events.router)
+    app.include_router(runs.router)
+    app.include_router(metrics.build_router(public=settings.server.metrics_public))
+
+
+def _event_log(
+    settings: Settings, store: Store, clock: Callable[[], datetime], metrics: GatewayMetrics
+) -> EventLog:
     return EventLog(
         store,
         queue_size=settings.server.subscriber_queue_size,
@@ -158,6 +169,8 @@ def _event_log(settings: Settings, store: Store, clock: Callable[[], datetime]) 
         max_lag_events=settings.limits.subscriber_max_lag_events,
         max_subscribers_per_session=settings.limits.max_subscribers_per_session,
         max_subscribers=settings.limits.max_subscribers,
+        observer=EventObserver(metrics),
+        metrics=metrics,
     )
 
 

@@ -50,6 +50,8 @@ def run(app: FastAPI, settings: Settings) -> None:
         host=settings.server.host,
         port=settings.server.port,
         log_level=settings.log_level,
+        # The root logger's handler (app.observability.logs) formats uvicorn's lines too.
+        log_config=None,
         ws_max_size=settings.server.ws_max_message_bytes,
         timeout_graceful_shutdown=math.ceil(settings.server.shutdown_grace_s),
         limit_concurrency=settings.server.limit_concurrency,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -244,3 +245,27 @@ def follow(
     with client.stream("GET", f"/v1/sessions/{session_id}/events", headers=headers) as response:
         assert response.status_code == 200, response.read()
         return SseReader(response).until(predicate)
+
+
+def scrape(client: httpx.Client) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """``GET /metrics`` as ``{(sample name, labels): value}``."""
+    response = client.get("/metrics")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def metric(
+    samples: Mapping[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
+) -> float:
+    """One sample's value; 0 when the series does not exist yet."""
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def log_lines(gateway: GatewayProcess) -> list[dict[str, Any]]:
+    """The gateway's JSON log lines, parsed (``log_format = "json"``)."""
+    return [json.loads(line) for line in gateway.log().splitlines() if line.startswith("{")]

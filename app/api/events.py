@@ -147,7 +147,9 @@ async def get_events(
         if cursor >= last:
             return Response(status_code=204)
     keepalive = request.app.state.settings.server.sse_keepalive_s
-    subscription = await manager.events.open(session_id, after=cursor, heartbeat_s=keepalive)
+    subscription = await manager.events.open(
+        session_id, after=cursor, heartbeat_s=keepalive, transport="sse"
+    )
     return SubscriptionResponse(
         _sse(subscription),
         subscription,
@@ -226,7 +228,7 @@ async def session_ws(
         await manager.get(session_id, owner=principal.owner_filter)
         cursor = parse_cursor(after, name="after") or 0
         await _checked_cursor(manager, session_id, cursor)
-        subscription = await manager.events.open(session_id, after=cursor)
+        subscription = await manager.events.open(session_id, after=cursor, transport="ws")
     except GatewayError as exc:
         await websocket.send_denial_response(
             JSONResponse(

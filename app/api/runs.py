@@ -140,7 +140,9 @@ async def _subscribe(run: Run, *, heartbeat_s: float) -> Subscription:
     """The stream's subscription; if it is refused, the new session is closed again (no turn
     has started in it): another stream took the last slot, or shutdown began, meanwhile."""
     try:
-        return await run.manager.events.open(run.session.id, after=0, heartbeat_s=heartbeat_s)
+        return await run.manager.events.open(
+            run.session.id, after=0, heartbeat_s=heartbeat_s, transport="runs"
+        )
     except GatewayError:
         try:
             await run.manager.delete(run.session.id)

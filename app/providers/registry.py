@@ -64,11 +64,17 @@ def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
 
 
 async def cli_version(
-    runner: ProcessRunner, executable: str, env: Mapping[str, str], cwd: Path
+    runner: ProcessRunner, executable: str, env: Mapping[str, str], cwd: Path, *, label: str
 ) -> str:
     """The version ``executable --version`` prints; raises ``ProcessError`` when it cannot."""
     process = await runner.spawn(
-        ProcessSpec(argv=(executable, "--version"), cwd=cwd, env=env, max_line_bytes=64 * 1024)
+        ProcessSpec(
+            argv=(executable, "--version"),
+            cwd=cwd,
+            env=env,
+            max_line_bytes=64 * 1024,
+            label=label,
+        )
     )
     try:
         await process.close_stdin()
@@ -168,7 +174,7 @@ class ProviderRegistry:
             )
         env = child_environment(self.parent_env, passthrough=(), overlay=settings.env)
         try:
-            version = await cli_version(self.runner, executable, env, Path.cwd())
+            version = await cli_version(self.runner, executable, env, Path.cwd(), label=name)
         except ProcessError as exc:
             return Health(available=False, reason=str(exc), version=None, checked_at=now)
         provider = self.providers.get(name)

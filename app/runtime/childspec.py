@@ -57,6 +57,8 @@ class ProcessSpec:
     env: Mapping[str, str]
     max_line_bytes: int | None = None
     stderr_tail_bytes: int = 16 * 1024
+    label: str = "unknown"
+    """Who the child works for (a provider name), in log lines and metrics."""
     confine_to: tuple[Path, ...] | None = None
     """Roots ``cwd`` must lie in. Then ``cwd`` must be a real path: ``spawn`` opens it without
     following symlinks (``workspaces.open_confined``) and starts the child in the directory it

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from typing import Any
 
 from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import EventData, EventType
+from app.observability.metrics import GatewayMetrics
 from app.store.repository import EventRecord, Store
 
 log = logging.getLogger(__name__)
@@ -48,9 +50,11 @@ class LoggedEvent:
     type: EventType
     turn_id: str | None
     json: str
+    appended_at: float | None = None
+    """``time.monotonic()`` of the append, on events handed to live subscribers (not replays)."""
 
     @classmethod
-    def from_record(cls, record: EventRecord) -> LoggedEvent:
+    def from_record(cls, record: EventRecord, *, appended_at: float | None = None) -> LoggedEvent:
         envelope: dict[str, Any] = {
             "seq": record.seq,
             "session_id": record.session_id,
@@ -67,6 +71,7 @@ class LoggedEvent:
             type=record.type,
             turn_id=record.turn_id,
             json=json.dumps(envelope, separators=(",", ":"), ensure_ascii=False),
+            appended_at=appended_at,
         )
 
 
@@ -100,6 +105,8 @@ StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
 class _Subscriber:
     queue: asyncio.Queue[LoggedEvent | None]
     baseline: int
+    transport: str = "internal"
+    """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
     """The newest seq when the subscription opened: older events are history it may replay
     at its own pace; only events appended since count towards its lag."""
     cursor: int = 0
@@ -222,6 +229,7 @@ class Subscription:
                     if item is None or item.seq <= cursor:
                         continue
                     cursor = subscriber.cursor = item.seq
+                    self._log._delivered(subscriber, item)
                     yield item
                 log.debug(
                     "subscriber of %s fell behind at %d; catching up", self._session_id, cursor
@@ -243,8 +251,12 @@ class EventLog:
         max_lag_events: int | None = None,
         max_subscribers_per_session: int | None = None,
         max_subscribers: int | None = None,
+        observer: Callable[[EventRecord], None] | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self._store = store
+        self._observer = observer
+        self._metrics = metrics
         self._queue_size = queue_size
         self._clock = clock
         self._max_events = max_events_per_session
@@ -315,7 +327,7 @@ class EventLog:
             channel.last_seq = record.seq
             if prune_through is not None:
                 channel.first_seq = prune_through + 1
-            event = LoggedEvent.from_record(record)
+            event = LoggedEvent.from_record(record, appended_at=time.monotonic())
             for subscriber in list(channel.subscribers):
                 lag = record.seq - max(subscriber.cursor, subscriber.baseline)
                 if self._max_lag is not None and lag > self._max_lag:
@@ -327,7 +339,14 @@ class EventLog:
                     subscriber.queue.put_nowait(event)
                 except asyncio.QueueFull:
                     subscriber.overflowed = True
+        if self._observer is not None:
+            self._observer(record)
         return event
+
+    def _delivered(self, subscriber: _Subscriber, event: LoggedEvent) -> None:
+        if self._metrics is not None and event.appended_at is not None:
+            lag_s = time.monotonic() - event.appended_at
+            self._metrics.delivery_lag.labels(transport=subscriber.transport).observe(lag_s)
 
     def _prune_point(self, channel: _Channel, seq: int) -> int | None:
         """Prune in batches of a tenth of the cap, so most appends delete nothing."""
@@ -361,6 +380,7 @@ class EventLog:
         after: int,
         heartbeat_s: float | None = None,
         check_limits: bool = True,
+        transport: str = "internal",
     ) -> Subscription:
         """Register a subscriber of the session's events with ``seq > after``.
 
@@ -372,7 +392,10 @@ class EventLog:
         if check_limits:
             self._refuse_at_caps(len(channel.subscribers))
         subscriber = _Subscriber(
-            queue=asyncio.Queue(self._queue_size), baseline=channel.last_seq, cursor=after
+            queue=asyncio.Queue(self._queue_size),
+            baseline=channel.last_seq,
+            cursor=after,
+            transport=transport,
         )
         channel.subscribers.add(subscriber)
         self._total += 1
@@ -459,3 +482,10 @@ class EventLog:
             return self._total
         channel = self._channels.get(session_id)
         return len(channel.subscribers) if channel else 0
+
+    def subscribers_by_transport(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for channel in self._channels.values():
+            for subscriber in channel.subscribers:
+                counts[subscriber.transport] = counts.get(subscriber.transport, 0) + 1
+        return counts

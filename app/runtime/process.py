@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
+from app.observability.logs import bound_ids
+from app.observability.metrics import GatewayMetrics
 from app.runtime import proctree
 from app.runtime.childspec import (
     BASE_ALLOWED,
@@ -77,6 +79,14 @@ _KILL_WAIT_S = 5.0
 # forked child (before exec closes it) this names that very directory, whatever its path
 # leads to by then.
 _FD_DIR = Path("/proc/self/fd")
+_ABSENT = object()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class ProcessError(Exception):
@@ -132,6 +142,11 @@ class ManagedProcess:
         self.start_ticks = proctree.starttime(self.pid)
         """The child's ``/proc`` start time: with ``pid``, its identity (None if already gone)."""
         self.argv = spec.argv
+        self.label = spec.label
+        self.log_ids = bound_ids()
+        """The session, turn and provider ids of the context that started it, for its exit line."""
+        self.peak_rss_bytes: int | None = None
+        """The largest tree RSS the watchdog sampled (None until its first sample)."""
         self.tag = tag
         """This child's ``AGENT_GATEWAY_PROCESS`` value, inherited by its descendants."""
         self.descendants: dict[int, int] = {}
@@ -356,10 +371,15 @@ class ProcessRunner:
     """
 
     def __init__(
-        self, *, limits: ProcessLimits | None = None, ledger: ProcessLedger | None = None
+        self,
+        *,
+        limits: ProcessLimits | None = None,
+        ledger: ProcessLedger | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.limits = limits or ProcessLimits()
         self.ledger = ledger
+        self.metrics = metrics
         self._children: dict[ManagedProcess, None] = {}  # a set that keeps spawn order
         self._closed = False
         self._spawning = 0
@@ -435,7 +455,20 @@ class ProcessRunner:
             max_line_bytes=spec.max_line_bytes or self.limits.max_line_bytes,
         )
         self.spawn_count += 1
-        logger.info("spawned %s pid=%d cwd=%s", Path(argv0).name, process.pid, spec.cwd)
+        if self.metrics is not None:
+            self.metrics.process_starts.labels(provider=spec.label).inc()
+        logger.info(
+            "process started: %s pid=%d cwd=%s",
+            Path(argv0).name,
+            process.pid,
+            spec.cwd,
+            extra={
+                "event": "process.started",
+                "pid": process.pid,
+                "cli": Path(argv0).name,
+                "provider": spec.label,
+            },
+        )
         if self._closed:  # aclose() ran while this spawn was in flight
             await process.stop(grace_s=0, term_s=0)
             raise ProcessError("the process runner is closed")
@@ -444,8 +477,45 @@ class ProcessRunner:
         return process
 
     def _forget(self, process: ManagedProcess) -> None:
-        self._children.pop(process, None)
+        if self._children.pop(process, _ABSENT) is not _ABSENT:
+            self._exited(process)
         self.sync_ledger()
+
+    def _exited(self, process: ManagedProcess) -> None:
+        returncode = process.returncode
+        if process.exceeded is not None:
+            outcome = "limit"
+        elif returncode is None or returncode < 0:
+            outcome = "signalled"
+        else:
+            outcome = "exited" if returncode == 0 else "failed"
+        if self.metrics is not None:
+            self.metrics.process_exits.labels(provider=process.label, outcome=outcome).inc()
+            if process.peak_rss_bytes is not None:
+                self.metrics.process_peak_rss.labels(provider=process.label).observe(
+                    process.peak_rss_bytes
+                )
+        fields: dict[str, object] = {
+            **process.log_ids,
+            "event": "process.exited",
+            "pid": process.pid,
+            "cli": Path(process.argv[0]).name,
+            "provider": process.label,
+            "outcome": outcome,
+            "lifetime_s": round((datetime.now(UTC) - process.started_at).total_seconds(), 3),
+            "peak_rss_bytes": process.peak_rss_bytes,
+        }
+        if returncode is not None and returncode < 0:
+            fields["signal"] = _signal_name(-returncode)
+        else:
+            fields["exit_code"] = returncode
+        logger.info(
+            "process exited: %s pid=%d %s",
+            fields["cli"],
+            process.pid,
+            f"signal {fields['signal']}" if "signal" in fields else f"exit code {returncode}",
+            extra=fields,
+        )
 
     async def aclose(self, *, grace_s: float = 2.0) -> None:
         """Refuse further spawns and stop every live child concurrently, in bounded time."""

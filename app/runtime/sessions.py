@@ -40,6 +40,7 @@ from app.events import (
 from app.events import (
     SessionClosed as SessionClosedEvent,
 )
+from app.observability.logs import bind_ids
 from app.providers.base import (
     ApprovalAnswer,
     ApprovalMode,
@@ -318,10 +319,12 @@ class SessionManager:
                 sleep=self.sleep,
                 monotonic=self.monotonic,
             )
-            live.turn_task = asyncio.create_task(
-                run_turn(self, live, turn, live.coordinator, clock=self.clock),
-                name=f"turn:{turn.id}",
-            )
+            # The task copies this context: every line it logs names the session and turn.
+            with bind_ids(session_id=session_id, turn_id=turn.id, provider=row.provider):
+                live.turn_task = asyncio.create_task(
+                    run_turn(self, live, turn, live.coordinator, clock=self.clock),
+                    name=f"turn:{turn.id}",
+                )
         return turn
 
     async def _live_session(self, row: SessionRow) -> LiveSession:

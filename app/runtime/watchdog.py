@@ -26,6 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.observability.metrics import GatewayMetrics
 from app.runtime import proctree
 from app.runtime.orphans import TAG_ENV, ProcessLedger, become_subreaper, reap_adopted, sweep
 from app.runtime.process import LimitExceeded, ManagedProcess, ProcessLimits, ProcessRunner
@@ -108,6 +109,8 @@ class ProcessWatchdog:
             if child.returncode is not None or child.exceeded is not None:
                 continue
             child.descendants.update({p: s for p, s in tree.members.items() if p != pid})
+            if child.peak_rss_bytes is None or tree.rss_bytes > child.peak_rss_bytes:
+                child.peak_rss_bytes = tree.rss_bytes
             self._enforce(child, tree)
         self.runner.sync_ledger()
         if self.reap:
@@ -136,7 +139,9 @@ class ProcessWatchdog:
             )
 
 
-async def supervised_runner(settings: Settings) -> tuple[ProcessRunner, ProcessWatchdog]:
+async def supervised_runner(
+    settings: Settings, *, metrics: GatewayMetrics | None = None
+) -> tuple[ProcessRunner, ProcessWatchdog]:
     """The gateway's runner and watchdog, after sweeping what earlier instances left behind.
 
     Sweeps ``storage.data_dir`` (see ``orphans.sweep``) before anything is spawned, makes this
@@ -153,5 +158,6 @@ async def supervised_runner(settings: Settings) -> tuple[ProcessRunner, ProcessW
             max_processes=limits.max_process_count,
         ),
         ledger=ProcessLedger(data_dir),
+        metrics=metrics,
     )
     return runner, ProcessWatchdog(runner, interval_s=limits.watch_interval_s, reap=subreaper)

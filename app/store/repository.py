@@ -91,6 +91,12 @@ class Store:
         async with self._read() as db:
             return (await db.scalars(query)).all()
 
+    async def session_status_counts(self) -> dict[str, int]:
+        """How many sessions the database holds in each status."""
+        query = select(SessionRow.status, func.count()).group_by(SessionRow.status)
+        async with self._read() as db:
+            return {status: int(count) for status, count in (await db.execute(query)).all()}
+
     async def count_open_sessions(self, owner: str) -> int:
         """Sessions of ``owner`` that are not closed or failed."""
         query = (

@@ -12,7 +12,7 @@ from websockets.sync.client import connect
 
 from tests.e2e.conftest import GatewayFactory
 from tests.e2e.test_contract import SSE, create_session, run_turn, start_turn
-from tests.gateway import TOKEN, GatewayProcess, SseReader, is_turn_end
+from tests.gateway import TOKEN, GatewayProcess, SseReader, is_turn_end, log_lines, metric, scrape
 
 pytestmark = pytest.mark.e2e
 
@@ -106,3 +106,52 @@ def _ws_until(ws: Any, predicate: Any) -> list[dict[str, Any]]:
         frames.append(frame)
         if predicate(frame):
             return frames
+
+
+def test_metrics_and_logs_after_a_real_turn(gateway: GatewayProcess, workspace: Path) -> None:
+    with gateway.client() as client:
+        before = scrape(client)
+        session = create_session(client, workspace)
+        sid = session["id"]
+        headers = {**SSE, "Last-Event-ID": str(session["last_seq"])}
+        with client.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
+            reader = SseReader(response)
+            turn = start_turn(client, sid, "say hello")
+            events = reader.until(is_turn_end)
+            during = scrape(client)  # this stream is still open
+        after = scrape(client)
+    assert events[-1]["type"] == "turn.completed"
+
+    def grew(name: str, **labels: str) -> float:
+        return metric(after, name, **labels) - metric(before, name, **labels)
+
+    # Turns
+    assert grew("agent_gateway_turns_total", provider="claude_code", outcome="completed") == 1
+    assert (
+        grew(
+            "agent_gateway_turn_duration_seconds_count", provider="claude_code", outcome="completed"
+        )
+        == 1
+    )
+    assert (
+        grew("agent_gateway_turn_duration_seconds_sum", provider="claude_code", outcome="completed")
+        > 0
+    )
+    assert grew("agent_gateway_events_total", type="turn.completed") == 1
+    # Processes: the session's CLI started and is kept for the next turn.
+    assert grew("agent_gateway_process_starts_total", provider="claude_code") >= 1
+    assert metric(after, "agent_gateway_live_processes", provider="claude_code") == 1
+    assert metric(after, "agent_gateway_sessions", status="idle") == 1
+    # Delivery: every event of the turn reached the open stream live, and was timed.
+    assert grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse") == len(events)
+    assert metric(during, "agent_gateway_event_subscribers", transport="sse") == 1
+
+    lines = [line for line in log_lines(gateway) if line.get("session_id") == sid]
+    finished = next(line for line in lines if line.get("event") == "turn.finished")
+    assert finished["turn_id"] == turn["id"]
+    assert finished["provider"] == "claude_code"
+    assert finished["outcome"] == "completed"
+    assert finished["duration_ms"] >= 0
+    started = next(line for line in lines if line.get("event") == "process.started")
+    assert started["turn_id"] == turn["id"]
+    assert started["cli"] == "claude"

@@ -8,7 +8,8 @@ text deltas as fast as it can (at most a million) and answers; anything else ans
 ``fake reply``. An ``interrupt`` control request ends
 the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
 
-Fault prompts, for the gateway's retries: ``fail-auth`` ends the turn with an API 401;
+Fault prompts, for the gateway's retries: ``fail-auth`` ends the turn with an API 401
+(``fail-auth-echo`` quotes ``$ANTHROPIC_API_KEY`` in it, as a careless CLI might);
 ``flaky:N`` fails this turn and the thread's next N-1 turns (whatever their prompt, e.g. the
 gateway's continuation prompt) with a retryable API 529, then answers ``fake reply``;
 ``fail-retryable`` does the same without end. The per-thread failure budget is kept in
@@ -266,6 +267,10 @@ def turn(prompt: str) -> None:
         return
     if prompt == "fail-auth":
         result("API Error: 401 invalid x-api-key", is_error=True, reason="api_error", status=401)
+        return
+    if prompt == "fail-auth-echo":  # a CLI that repeats the key it was given in its error
+        key = os.environ.get("ANTHROPIC_API_KEY", "")
+        result(f"API Error: 401 invalid x-api-key {key}", is_error=True, reason="api_error", status=401)
         return
     if failures_left(prompt):
         result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)

@@ -51,3 +51,16 @@ def test_every_api_route_depends_on_the_token(tmp_path: Path) -> None:
         else:
             raise AssertionError(f"unexpected route {route!r}: every route must be an API route")
     assert checked >= 15
+
+
+def test_metrics_answer_without_a_key_only_when_metrics_public_is_set(tmp_path: Path) -> None:
+    for public in (False, True):
+        settings = load_settings(
+            server={"metrics_public": public}, storage={"data_dir": str(tmp_path)}
+        )
+        (route,) = [
+            r
+            for r in _flatten(list(create_app(settings).routes))
+            if isinstance(r, APIRoute) and r.path == "/metrics"
+        ]
+        assert bool(AUTH_DEPENDENCIES & _calls(route.dependant)) is not public

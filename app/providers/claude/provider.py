@@ -216,6 +216,7 @@ class ClaudeSession(ProviderSession):
                     cwd=spec.workspace,
                     env=env,
                     confine_to=self._provider.workspace_roots,
+                    label=NAME,
                 )
             )
         except SpawnError as exc:

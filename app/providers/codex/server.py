@@ -21,6 +21,7 @@ from pathlib import Path
 from app import __version__
 from app.providers.base import ProcessInfo
 from app.providers.codex.approvals import refusal
+from app.providers.codex.classifier import PROVIDER
 from app.providers.codex.jsonrpc import JsonRpcClient, RpcError, RpcFailure, RpcTimeout
 from app.runtime.process import (
     ManagedProcess,
@@ -107,7 +108,7 @@ class CodexServer:
     async def _start(self) -> _Up:
         # The server is shared: its working directory means nothing (every thread names its
         # own cwd), so it runs from "/" rather than from whichever workspace came first.
-        spec = ProcessSpec(argv=self._argv, cwd=Path("/"), env=self._env)
+        spec = ProcessSpec(argv=self._argv, cwd=Path("/"), env=self._env, label=PROVIDER)
         try:
             process = await self._runner.spawn(spec)
         except SpawnError as exc:

@@ -33,7 +33,7 @@ import httpx
 from app.events import TurnError
 from app.providers.base import ProcessInfo
 from app.providers.opencode.api import ApiError, OpenCodeApi
-from app.providers.opencode.classifier import error_for_exit
+from app.providers.opencode.classifier import PROVIDER, error_for_exit
 from app.providers.opencode.config import PASSTHROUGH_ENV, SERVER_USERNAME, build_argv, server_env
 from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
 from app.runtime.process import (
@@ -211,7 +211,7 @@ class OpenCodeServer:
         )
         # Shared by every workspace, the server's own cwd means nothing: each request names
         # its directory.
-        spec = ProcessSpec(argv=tuple(argv), cwd=Path("/"), env=env)
+        spec = ProcessSpec(argv=tuple(argv), cwd=Path("/"), env=env, label=PROVIDER)
         try:
             process = await self._runner.spawn(spec)
         except SpawnError as exc:

@@ -1,0 +1,155 @@
+"""Prometheus metrics, one registry per app (so two apps in one process never mix counts).
+
+Counters and histograms are updated where things happen (the event observer, the process
+runner, the streams); the gauges that describe a state — sessions by status, live processes,
+subscribers — are read from their owners when ``GET /metrics`` is scraped, so they can never
+drift from the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from app.store.tables import SessionStatus
+
+__all__ = ["CONTENT_TYPE", "GatewayMetrics"]
+
+SESSION_STATUSES: tuple[SessionStatus, ...] = (
+    "idle",
+    "running",
+    "awaiting_approval",
+    "retrying",
+    "closed",
+    "failed",
+)
+TRANSPORTS = ("sse", "ws", "runs")
+
+
+class GatewayMetrics:
+    """Every metric the gateway exports, named ``agent_gateway_*``."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        self.sessions = Gauge(
+            "agent_gateway_sessions",
+            "Sessions in the database, by status",
+            ["status"],
+            registry=registry,
+        )
+        self.live_processes = Gauge(
+            "agent_gateway_live_processes",
+            "CLI processes running now, by provider",
+            ["provider"],
+            registry=registry,
+        )
+        self.subscribers = Gauge(
+            "agent_gateway_event_subscribers",
+            "Open event streams, by transport",
+            ["transport"],
+            registry=registry,
+        )
+        self.turns = Counter(
+            "agent_gateway_turns",
+            "Turns that ended, by provider and outcome (completed, failed, interrupted)",
+            ["provider", "outcome"],
+            registry=registry,
+        )
+        self.turn_duration = Histogram(
+            "agent_gateway_turn_duration_seconds",
+            "Time from a turn's start to its end, by provider and outcome",
+            ["provider", "outcome"],
+            buckets=(0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+            registry=registry,
+        )
+        self.turn_failures = Counter(
+            "agent_gateway_turn_failures",
+            "Failed turns, by provider and failure kind",
+            ["provider", "kind"],
+            registry=registry,
+        )
+        self.retries = Counter(
+            "agent_gateway_retries",
+            "Retries scheduled, by provider, source (cli or gateway) and failure kind",
+            ["provider", "source", "kind"],
+            registry=registry,
+        )
+        self.fallbacks = Counter(
+            "agent_gateway_fallbacks",
+            "Switches to the next provider of a fallback chain",
+            ["from_provider", "to_provider"],
+            registry=registry,
+        )
+        self.approvals = Counter(
+            "agent_gateway_approvals",
+            "Approvals resolved, by provider, decision and who decided (client, policy, gateway)",
+            ["provider", "decision", "by"],
+            registry=registry,
+        )
+        self.approval_wait = Histogram(
+            "agent_gateway_approval_wait_seconds",
+            "Time an approval waited for its decision, by provider",
+            ["provider"],
+            buckets=(0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600),
+            registry=registry,
+        )
+        self.events = Counter(
+            "agent_gateway_events",
+            "Events appended to the event log, by type",
+            ["type"],
+            registry=registry,
+        )
+        self.delivery_lag = Histogram(
+            "agent_gateway_event_delivery_lag_seconds",
+            "Time from an event's append to its hand-over to a live stream, by transport",
+            ["transport"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=registry,
+        )
+        self.process_starts = Counter(
+            "agent_gateway_process_starts",
+            "CLI processes started, by provider",
+            ["provider"],
+            registry=registry,
+        )
+        self.process_exits = Counter(
+            "agent_gateway_process_exits",
+            "CLI processes ended, by provider and outcome (exited, failed, signalled, limit)",
+            ["provider", "outcome"],
+            registry=registry,
+        )
+        self.process_peak_rss = Histogram(
+            "agent_gateway_process_peak_rss_bytes",
+            "Largest sampled memory (RSS) of a CLI process tree over its life, by provider",
+            ["provider"],
+            buckets=tuple(mib * 1024 * 1024 for mib in (32, 64, 128, 256, 512, 1024, 2048, 4096)),
+            registry=registry,
+        )
+        for status in SESSION_STATUSES:
+            self.sessions.labels(status=status).set(0)
+        for transport in TRANSPORTS:
+            self.subscribers.labels(transport=transport).set(0)
+
+    def set_states(
+        self,
+        *,
+        sessions: Mapping[str, int],
+        processes: Iterable[str],
+        subscribers: Mapping[str, int],
+    ) -> None:
+        """Refresh the state gauges (called on scrape)."""
+        for status in {*SESSION_STATUSES, *sessions}:
+            self.sessions.labels(status=status).set(sessions.get(status, 0))
+        counts: dict[str, int] = {}
+        for provider in processes:
+            counts[provider] = counts.get(provider, 0) + 1
+        self.live_processes.clear()
+        for provider, count in counts.items():
+            self.live_processes.labels(provider=provider).set(count)
+        for transport in {*TRANSPORTS, *subscribers}:
+            self.subscribers.labels(transport=transport).set(subscribers.get(transport, 0))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

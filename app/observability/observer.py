@@ -1,0 +1,195 @@
+"""Turns every stored event of interest into a log line and metric updates.
+
+The event log calls the observer once per event, after it is stored, so logs and metrics
+describe exactly what clients can read back: a provider selected, skipped or switched, a turn
+started and finished (with its duration), a retry, an approval asked and answered (with the
+wait). Every line carries the event's session, turn and provider ids, and an ``event`` name a
+log query can select on.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from app.observability.metrics import GatewayMetrics
+from app.store.repository import EventRecord
+
+log = logging.getLogger("app.events")
+
+MAX_TRACKED = 10_000
+"""Started turns and pending approvals remembered for their durations (oldest dropped)."""
+
+_TURN_ENDS = {
+    "turn.completed": "completed",
+    "turn.failed": "failed",
+    "turn.interrupted": "interrupted",
+}
+
+
+class EventObserver:
+    """Logs and counts the events of interest; never raises into the event log."""
+
+    def __init__(self, metrics: GatewayMetrics) -> None:
+        self.metrics = metrics
+        self._turn_started: dict[str, datetime] = {}
+        self._approval_asked: dict[str, datetime] = {}
+
+    def __call__(self, record: EventRecord) -> None:
+        try:
+            self._observe(record)
+        except Exception:
+            log.exception("could not observe event %s of session %s", record.seq, record.session_id)
+
+    def _observe(self, record: EventRecord) -> None:
+        self.metrics.events.labels(type=record.type).inc()
+        data = record.data
+        provider = record.provider or str(data.get("provider") or "unknown")
+        ids: dict[str, Any] = {"session_id": record.session_id, "provider": provider}
+        if record.turn_id is not None:
+            ids["turn_id"] = record.turn_id
+        kind = record.type
+        if kind == "session.provider_selected":
+            self._selected(record, ids)
+        elif kind == "provider.switched":
+            self.metrics.fallbacks.labels(
+                from_provider=data["from_provider"], to_provider=data["to_provider"]
+            ).inc()
+            log.warning(
+                "provider %s failed before any output; switching to %s: %s",
+                data["from_provider"],
+                data["to_provider"],
+                data["reason"],
+                extra={
+                    **ids,
+                    "event": "provider.switched",
+                    **_pick(data, "from_provider", "to_provider", "reason"),
+                },
+            )
+        elif kind == "turn.started":
+            _remember(self._turn_started, record.turn_id, record.at)
+            log.info(
+                "turn started (attempt %s)",
+                record.attempt or 1,
+                extra={**ids, "event": "turn.started", "attempt": record.attempt or 1},
+            )
+        elif kind in _TURN_ENDS:
+            self._turn_ended(record, ids, _TURN_ENDS[kind])
+        elif kind == "retry.scheduled":
+            self.metrics.retries.labels(
+                provider=provider, source=data["source"], kind=data["kind"]
+            ).inc()
+            log.warning(
+                "%s retry %s scheduled after %s: %s",
+                data["source"],
+                data["attempt"],
+                data["kind"],
+                data.get("message") or "",
+                extra={
+                    **ids,
+                    "event": "retry.scheduled",
+                    **_pick(data, "source", "attempt", "max_attempts", "delay_s", "kind"),
+                },
+            )
+        elif kind == "approval.requested":
+            _remember(self._approval_asked, data["approval_id"], record.at)
+            log.info(
+                "approval requested for %s",
+                data["tool"],
+                extra={**ids, "event": "approval.requested", **_pick(data, "approval_id", "tool")},
+            )
+        elif kind == "approval.resolved":
+            self._approval_resolved(record, ids, provider)
+        elif kind == "session.closed":
+            log.info(
+                "session closed: %s",
+                data["reason"],
+                extra={**ids, "event": "session.closed", "reason": data["reason"]},
+            )
+
+    def _selected(self, record: EventRecord, ids: dict[str, Any]) -> None:
+        data = record.data
+        ids["provider"] = data["provider"]
+        for skipped in data.get("skipped") or []:
+            log.warning(
+                "provider %s skipped: %s",
+                skipped["provider"],
+                skipped["reason"],
+                extra={
+                    **ids,
+                    "event": "provider.skipped",
+                    "skipped_provider": skipped["provider"],
+                    "reason": skipped["reason"],
+                },
+            )
+        log.info(
+            "provider %s selected (%s)",
+            data["provider"],
+            data["reason"],
+            extra={**ids, "event": "provider.selected", "reason": data["reason"]},
+        )
+
+    def _turn_ended(self, record: EventRecord, ids: dict[str, Any], outcome: str) -> None:
+        provider = ids["provider"]
+        started = self._turn_started.pop(record.turn_id or "", None)
+        duration_s = (record.at - started).total_seconds() if started is not None else None
+        self.metrics.turns.labels(provider=provider, outcome=outcome).inc()
+        if duration_s is not None:
+            self.metrics.turn_duration.labels(provider=provider, outcome=outcome).observe(
+                duration_s
+            )
+        fields: dict[str, Any] = {**ids, "event": "turn.finished", "outcome": outcome}
+        if duration_s is not None:
+            fields["duration_ms"] = round(duration_s * 1000)
+        data = record.data
+        if outcome == "failed":
+            error = data["error"]
+            self.metrics.turn_failures.labels(provider=provider, kind=error["kind"]).inc()
+            fields.update(
+                event="provider.failed",
+                kind=error["kind"],
+                retryable=error.get("retryable"),
+                reason=error.get("reason"),
+            )
+            log.warning("turn failed: %s: %s", error["kind"], error["message"], extra=fields)
+        elif outcome == "interrupted":
+            log.info(
+                "turn interrupted: %s", data["reason"], extra={**fields, "reason": data["reason"]}
+            )
+        else:
+            usage = data.get("usage")
+            if usage:
+                fields["usage"] = usage
+            log.info("turn completed", extra=fields)
+
+    def _approval_resolved(self, record: EventRecord, ids: dict[str, Any], provider: str) -> None:
+        data = record.data
+        asked = self._approval_asked.pop(data["approval_id"], None)
+        self.metrics.approvals.labels(
+            provider=provider, decision=data["decision"], by=data["by"]
+        ).inc()
+        fields: dict[str, Any] = {
+            **ids,
+            "event": "approval.resolved",
+            **_pick(data, "approval_id", "decision", "by", "reason"),
+        }
+        if asked is not None:
+            wait_s = (record.at - asked).total_seconds()
+            self.metrics.approval_wait.labels(provider=provider).observe(wait_s)
+            fields["wait_ms"] = round(wait_s * 1000)
+        log.info(
+            "approval %s by %s (%s)", data["decision"], data["by"], data["reason"], extra=fields
+        )
+
+
+def _pick(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: data.get(name) for name in names}
+
+
+def _remember(table: dict[str, datetime], key: str | None, at: datetime) -> None:
+    if key is None:
+        return
+    table[key] = at
+    while len(table) > MAX_TRACKED:
+        table.pop(next(iter(table)))
