@@ -270,7 +270,9 @@ def turn(prompt: str) -> None:
         return
     if prompt == "fail-auth-echo":  # a CLI that repeats the key it was given in its error
         key = os.environ.get("ANTHROPIC_API_KEY", "")
-        result(f"API Error: 401 invalid x-api-key {key}", is_error=True, reason="api_error", status=401)
+        result(
+            f"API Error: 401 invalid x-api-key {key}", is_error=True, reason="api_error", status=401
+        )
         return
     if failures_left(prompt):
         result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)
