@@ -1,0 +1,158 @@
+"""Persistence cost: the event log on disk vs on tmpfs, and vs a store that keeps nothing.
+
+Two measurements, because a separate gateway process cannot use an in-memory database:
+
+- end to end: the relay throughput benchmark's gateway with ``storage.data_dir`` on the
+  disk vs on ``/dev/shm`` (tmpfs: the same SQLite work, no device writes);
+- in process: ``app.runtime.eventlog.EventLog`` appending message deltas to one session, with
+  the real ``Store`` on a migrated SQLite file vs a store stub whose writes do nothing (what
+  the event log itself costs: numbering, encoding, fan-out bookkeeping).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from app.events import MessageDelta
+from app.runtime.eventlog import EventLog
+from app.store.db import create_engine, upgrade_async
+from app.store.repository import EventRecord, Store
+from app.store.tables import SessionRow
+from benchmarks.harness import (
+    Section,
+    Table,
+    Target,
+    bench_gateway,
+    ratio,
+    running,
+    scratch,
+)
+from benchmarks.relay import through_gateway, warm
+from benchmarks.settings import RunConfig
+
+TMPFS = "/dev/shm"  # noqa: S108 - a tmpfs on purpose: SQLite without device writes
+MEASURES = __doc__.split("\n\n", 1)[1].strip() if __doc__ else ""
+
+
+class NullStore:
+    """Accepts every write and keeps nothing; reads find an empty session."""
+
+    async def insert_event(self, record: EventRecord, *, prune_through: int | None = None) -> None:
+        return None
+
+    async def insert_events(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def event_bounds(self, session_id: str) -> tuple[int, int]:
+        return 1, 0
+
+    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        return []
+
+
+async def real_store(directory: Path) -> Store:
+    url = f"sqlite+aiosqlite:///{directory / 'gateway.db'}"
+    await upgrade_async(url)
+    store = Store(create_engine(url))
+    now = datetime.now(UTC)
+    await store.add(
+        SessionRow(
+            id="ses_bench",
+            provider="claude_code",
+            workspace=str(directory),
+            model=None,
+            approval_mode="ask",
+            status="running",
+            retry=None,
+            metadata_=None,
+            selection=None,
+            created_at=now,
+            updated_at=now,
+            closed_at=None,
+        )
+    )
+    return store
+
+
+async def appends_per_s(store: Store, n: int, *, concurrent: int = 1) -> float:
+    """``n`` appends of one session's deltas, ``concurrent`` awaited together (1: one after
+    the other), then whatever flush the log offers."""
+    log = EventLog(store)
+    start = time.perf_counter()
+    for i in range(0, n, concurrent):
+        await asyncio.gather(
+            *(
+                log.append("ses_bench", MessageDelta(message_id="m", text=f"i={j} "))
+                for j in range(i, min(n, i + concurrent))
+            )
+        )
+    for name in ("flush", "aclose"):
+        method = getattr(log, name, None)
+        if method is not None:
+            outcome = method()
+            if inspect.isawaitable(outcome):
+                await outcome
+    return round(n / (time.perf_counter() - start), 1)
+
+
+async def run(config: RunConfig) -> Section:
+    n = config.pick(quick=2000, full=10000)
+    section = Section(name="persistence", title="6. Persistence cost", measures=MEASURES)
+    results: dict[str, float] = {}
+    for label, base in (
+        ("gateway, SQLite on disk", None),
+        ("gateway, SQLite on tmpfs", TMPFS),
+    ):
+        with scratch("persistence", base=base) as directory:
+            async with running(bench_gateway(directory)) as api:
+                session = await api.create_session()
+                await warm(api, session)
+                result = await through_gateway(api, session, n=n, limit_s=config.timeout(n))
+                results[label] = result.events_per_s
+    floor = config.shared.get("floor_events_per_s")
+    rows: list[dict[str, object]] = [
+        {"what": label, "events/s": rate, "x floor": ratio(rate, floor) if floor else "-"}
+        for label, rate in results.items()
+    ]
+    in_process: dict[str, float] = {}
+    m = config.pick(quick=500, full=2000)
+    for where, base in (("disk", None), ("tmpfs", TMPFS)):
+        for concurrent in (1, 100):
+            with scratch("eventlog", base=base) as directory:
+                store = await real_store(directory)
+                label = f"EventLog + real Store ({where}), {concurrent} at a time"
+                in_process[label] = await appends_per_s(store, m, concurrent=concurrent)
+                await store.engine.dispose()
+    for concurrent in (1, 100):
+        in_process[
+            f"EventLog + store stub (keeps nothing), {concurrent} at a time"
+        ] = await appends_per_s(cast(Store, NullStore()), m, concurrent=concurrent)
+    rows += [
+        {"what": label, "events/s": rate, "x floor": "-"} for label, rate in in_process.items()
+    ]
+    section.tables.append(Table(title=f"{n} deltas end to end, {m} appends in process", rows=rows))
+    if floor:
+        tmpfs = ratio(results["gateway, SQLite on tmpfs"], floor)
+        disk = ratio(results["gateway, SQLite on disk"], floor)
+        section.targets += [
+            Target(
+                name="throughput without persistence (tmpfs)",
+                goal=">= 0.5x floor",
+                value=f"{tmpfs}x",
+                met=tmpfs >= 0.5,
+            ),
+            Target(
+                name="throughput with persistence (disk)",
+                goal=">= 0.3x floor",
+                value=f"{disk}x",
+                met=disk >= 0.3,
+            ),
+        ]
+    else:
+        section.notes.append("Run with the throughput benchmark to compare with the floor.")
+    return section

@@ -1,0 +1,102 @@
+"""Run the benchmarks and write docs/benchmarks.{json,md,png}.
+
+    python -m benchmarks.run [--quick] [--only NAME ...] [--out DIR]
+
+Each benchmark starts its own gateway (``python -m app serve`` on loopback, a fresh SQLite
+file) and measures a floor in the same run; see docs/benchmarks.md for what each measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import machine, report
+from benchmarks.settings import RunConfig
+
+BENCHMARKS = (
+    "throughput",
+    "latency",
+    "fanout",
+    "turns",
+    "memory",
+    "persistence",
+    "spawn",
+    "replay",
+    "slow_consumer",
+    "soak",
+)
+"""In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
+
+
+def say(message: str) -> None:
+    sys.stderr.write(f"[bench] {message}\n")
+    sys.stderr.flush()
+
+
+async def run_all(names: list[str], config: RunConfig) -> dict[str, Any]:
+    sections: dict[str, Any] = {}
+    for name in names:
+        say(f"{name} …")
+        started = time.monotonic()
+        module = importlib.import_module(f"benchmarks.{name}")
+        try:
+            section = await module.run(config)
+        except Exception:  # one broken benchmark must not lose the others
+            sections[name] = {"name": name, "error": traceback.format_exc()}
+            say(sections[name]["error"])
+            continue
+        section.seconds = round(time.monotonic() - started, 1)
+        sections[name] = section.as_json()
+        say(f"{name} done in {section.seconds} s")
+    return sections
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller counts (about 2 minutes)")
+    parser.add_argument(
+        "--only", nargs="+", choices=BENCHMARKS, metavar="NAME", help=", ".join(BENCHMARKS)
+    )
+    parser.add_argument("--out", type=Path, default=machine.ROOT / "docs", help="where to write")
+    args = parser.parse_args(argv)
+    names = [n for n in BENCHMARKS if not args.only or n in args.only]
+    command = "python -m benchmarks.run" + (" --quick" if args.quick else "")
+    if args.only:
+        command += " --only " + " ".join(args.only)
+    results: dict[str, Any] = {
+        "command": command,
+        "quick": args.quick,
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_start": machine.load(),
+        "machine": machine.describe(),
+    }
+    started = time.monotonic()
+    runner = asyncio.run
+    try:
+        import uvloop  # noqa: PLC0415 - the clients run on uvloop when it is there, like uvicorn
+
+        runner = uvloop.run
+        results["client_loop"] = "uvloop"
+    except ImportError:
+        results["client_loop"] = "asyncio"
+    results["benchmarks"] = runner(run_all(names, RunConfig(quick=args.quick)))
+    results["load_end"] = machine.load()
+    results["seconds"] = round(time.monotonic() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
+    report.write(args.out)
+    say(f"wrote {args.out}/benchmarks.{{json,md,png}} in {results['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
