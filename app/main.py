@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.api import events, health, metrics, problems, runs, sessions
+from app.api import console, events, health, metrics, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.security import install_access_control, load_or_create_token, token_path
@@ -104,6 +104,7 @@ def create_app(
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 await manager.aclose()
+                await event_log.aclose()
                 for provider in providers.values():
                     await provider.aclose()
         finally:
@@ -156,6 +157,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(events.router)
     app.include_router(runs.router)
     app.include_router(metrics.build_router(public=settings.server.metrics_public))
+    app.include_router(console.router)
 
 
 def _event_log(

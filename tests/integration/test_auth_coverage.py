@@ -11,8 +11,9 @@ from app.api.security import AUTH_DEPENDENCIES
 from app.main import create_app
 from app.settings import load_settings
 
-OPEN_ROUTES = {"/healthz"}
-"""Routes that answer without a token; /healthz says nothing but "ok"."""
+OPEN_ROUTES = {"/healthz", "/console", "/console/", "/console/{name}"}
+"""Routes that answer without a token: /healthz says nothing but "ok"; the console's routes
+serve its static files only (app/api/console.py; the page asks for a key itself)."""
 
 
 def _calls(dependant: object) -> set[object]:
@@ -37,10 +38,13 @@ def test_every_api_route_depends_on_the_token(tmp_path: Path) -> None:
     )
     app = create_app(settings)
     checked = 0
+    open_routes: set[str] = set()
     for route in _flatten(list(app.routes)):
         if isinstance(route, APIRoute):
             if route.path in OPEN_ROUTES:
                 assert not AUTH_DEPENDENCIES & _calls(route.dependant)
+                assert route.methods == {"GET"}, f"{route.path} is open for reading only"
+                open_routes.add(route.path)
                 continue
             assert AUTH_DEPENDENCIES & _calls(route.dependant), f"{route.path} has no token check"
             checked += 1
@@ -51,6 +55,7 @@ def test_every_api_route_depends_on_the_token(tmp_path: Path) -> None:
         else:
             raise AssertionError(f"unexpected route {route!r}: every route must be an API route")
     assert checked >= 15
+    assert open_routes == OPEN_ROUTES
 
 
 def test_metrics_answer_without_a_key_only_when_metrics_public_is_set(tmp_path: Path) -> None:

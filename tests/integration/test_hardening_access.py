@@ -36,7 +36,8 @@ ALICE = "alice-key-0123456789abcdefghijklmnopqrstuvwxyz"
 BOB = "bob-key-0123456789abcdefghijklmnopqrstuvwxyz0123"
 KEYS = {"api_keys": [{"name": "alice", "token": ALICE}, {"name": "bob", "token": BOB}]}
 FAKE_PROVIDER_KEY = "sk-ant-api03-FAKEfakeFAKEfake0123456789-abcdefABCDEF"
-OPEN_ROUTES = {"/healthz"}
+OPEN_ROUTES = {"/healthz", "/console", "/console/", "/console/{name}"}
+"""/healthz, and the console's static files (app/api/console.py); every other route needs a key."""
 
 
 def assert_problem(
@@ -216,6 +217,10 @@ def test_t1_every_route_sse_and_websocket_without_a_token_is_401(
             assert refused.response.status_code == 401
     untouched(gateway, session_id)
     assert httpx.get(gateway.base_url + "/healthz").json() == {"status": "ok"}
+    assert {path for _, path in http} >= OPEN_ROUTES
+    assert all(method == "GET" for method, path in http if path in OPEN_ROUTES)
+    for path in ("/console/", "/console/app.js", "/console/app.css"):  # static, no data
+        assert httpx.get(gateway.base_url + path).status_code == 200
 
 
 def test_t1_serve_refuses_to_run_as_root_unless_allowed(tmp_path: Path) -> None:
