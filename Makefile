@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint audit test test-fast clean
+.PHONY: run setup lint audit browser test test-fast clean
 
 ## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
 run: setup
@@ -36,9 +36,22 @@ lint: setup
 audit: setup
 	$(BIN)/python scripts/audit_deps.py
 
+## Debian's Chromium for the browser tests (tests/browser drives it with Playwright):
+## installed with apt-get when it is missing and this runs as root; otherwise says how.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "$(CHROMIUM) is missing: the browser tests (tests/browser) will fail;" \
+	    "install it with: sudo apt-get install chromium" >&2; \
+	fi
+
 ## The whole suite: setup, lint, type checks, the dependency audit, then every test
-## (real CLIs, loopback only).
-test: lint audit
+## (real CLIs and a real browser, loopback only).
+test: lint audit browser
 	scripts/run-tests.sh
 
 ## Unit and integration tests only (no real CLI).
