@@ -250,7 +250,8 @@ async function openSession(id) {
   $("log").replaceChildren();
   showError("turn-error", "");
   for (const button of document.querySelectorAll(".session-item")) {
-    button.toggleAttribute("aria-current", button.dataset.sessionId === id);
+    if (button.dataset.sessionId === id) button.setAttribute("aria-current", "true");
+    else button.removeAttribute("aria-current");
   }
   let session;
   try {
@@ -440,6 +441,11 @@ function updateControls() {
   const running = Boolean(state.activeTurn);
   $("session-status").textContent = state.session ? state.status : "";
   $("session-status").className = `badge status-${state.status || "none"}`;
+  const listed = document.querySelector('.session-item[aria-current="true"] .badge');
+  if (listed && state.status) {
+    listed.textContent = state.status;
+    listed.className = `badge status-${state.status}`;
+  }
   $("prompt").disabled = !open;
   $("send").disabled = !open || running;
   $("interrupt").disabled = !running;

@@ -1,0 +1,112 @@
+"""Browser fixtures: one real gateway for the package (the pinned Claude Code CLI against the
+stub model, as in tests/e2e) and a headless Chromium driven by Playwright.
+
+Chromium is Debian's ``/usr/bin/chromium`` (``make test`` installs it when it runs as root);
+Playwright's own browser downloads are never used. Each test gets a fresh browser context (its
+own sessionStorage) and leaves a screenshot in ``test-artifacts/browser/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+
+from app.settings import PINNED_CLI_BIN
+from tests.e2e.providers import CONFIGS
+from tests.gateway import ROOT, GatewayProcess
+from tests.stub_llm import StubLLM
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+FAST_RETRY = {"strategies": {"default": {"delays_s": [0.2]}}, "cli_request_retries": 0}
+
+
+@pytest.fixture(scope="package")
+def stub() -> Iterator[StubLLM]:
+    with StubLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("console") / "roots" / "project"
+    path.mkdir(parents=True)
+    return path
+
+
+@pytest.fixture(scope="package")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, stub: StubLLM, workspace: Path
+) -> Iterator[GatewayProcess]:
+    """The gateway every browser test talks to: Claude Code only, fast same-thread retries."""
+    if not (PINNED_CLI_BIN / "claude").exists():
+        pytest.fail(f"claude missing from {PINNED_CLI_BIN}: run `make setup`")
+    base = tmp_path_factory.mktemp("console-gateway")
+    home = base / "home"
+    home.mkdir()
+    providers: dict[str, Any] = {name: {"enabled": False} for name in CONFIGS}
+    providers["claude_code"] = CONFIGS["claude_code"](stub, home)
+    config: dict[str, Any] = {
+        "workspaces": {"roots": [str(workspace.parent)]},
+        "sessions": {"approval_timeout_s": 120},
+        "selection": {"default": "claude_code"},
+        "retry": FAST_RETRY,
+        "providers": providers,
+    }
+    process = GatewayProcess(data_dir=base / "data", config=config).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
+            "(`make test` installs it as root; otherwise `sudo apt-get install chromium`)"
+        )
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh tab at 1280x800; fails the test on a script error or a CSP violation."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(f"script error: {error}"))
+
+    def on_console(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            problems.append(f"CSP violation: {message.text}")
+
+    tab.on("console", on_console)
+    try:
+        yield tab
+    finally:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+        with contextlib.suppress(PlaywrightError):  # a crashed tab leaves no screenshot
+            tab.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+        context.close()
+    assert not problems, problems

@@ -1,0 +1,283 @@
+"""The web console in a real browser (Chromium), against a live gateway running the real
+Claude Code CLI on the stub model: sign in, sessions, streamed text, approvals, interrupt,
+failures, and resuming the stream after a reload or a gateway restart without losing or
+repeating an event.
+
+Every event the console renders leaves one element with its ``data-seq``; the tests compare
+those with the API's JSON events page.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import ARTIFACTS
+from tests.gateway import TOKEN, GatewayProcess
+
+pytestmark = pytest.mark.e2e
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def sign_in(page: Page, gateway: GatewayProcess) -> None:
+    page.goto(gateway.base_url + "/console")
+    page.get_by_label("Gateway key").fill(TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#app")).to_be_visible()
+
+
+def create_session(page: Page, workspace: Path, approval_mode: str = "ask") -> str:
+    page.get_by_label("Workspace").fill(str(workspace))
+    page.get_by_label("Approval mode").select_option(approval_mode)
+    page.get_by_role("button", name="Create session").click()
+    expect(page.locator("#chat-title")).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
+    expect(page.locator("#stream-state")).to_have_text("stream: live")
+    session_id = page.locator("#chat-title").inner_text()
+    return session_id
+
+
+def send(page: Page, prompt: str) -> None:
+    box = page.get_by_label("Prompt")
+    box.fill(prompt)
+    box.press("Enter")
+
+
+def turn_end(page: Page, kind: str) -> Any:
+    """The last turn's end line, once it is rendered."""
+    locator = page.locator(f"#log .turn-end.{kind}").last
+    expect(locator).to_be_visible(timeout=30_000)
+    return locator
+
+
+def rendered_seqs(page: Page) -> list[int]:
+    seqs: list[int] = page.eval_on_selector_all(
+        "#log [data-seq]", "elements => elements.map(e => Number(e.dataset.seq))"
+    )
+    return seqs
+
+
+def api_events(gateway: GatewayProcess, session_id: str) -> list[dict[str, Any]]:
+    with gateway.client() as client:
+        page = client.get(f"/v1/sessions/{session_id}/events", params={"limit": 1000})
+    assert page.status_code == 200, page.text
+    events: list[dict[str, Any]] = page.json()["events"]
+    return events
+
+
+def assert_rendered_exactly_once(page: Page, gateway: GatewayProcess, session_id: str) -> None:
+    """Every event of the session is on the page exactly once, and nothing else is.
+
+    (Elements sit where they belong, a delta inside its message, so not in seq order.)
+    """
+    events = api_events(gateway, session_id)
+    assert sorted(rendered_seqs(page)) == [e["seq"] for e in events]
+
+
+def agent_text(page: Page) -> str:
+    """The visible text of the last agent message."""
+    text: str = page.locator("#log .msg.agent .text").last.evaluate(
+        "el => [...el.children].filter(c => !c.hidden).map(c => c.textContent).join('')"
+    )
+    return text
+
+
+def turns(gateway: GatewayProcess, session_id: str) -> list[dict[str, Any]]:
+    with gateway.client() as client:
+        found: list[dict[str, Any]] = client.get(f"/v1/sessions/{session_id}/turns").json()["turns"]
+    return found
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+
+def test_sign_in_create_a_session_and_see_the_answer_stream_in(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    page.goto(gateway.base_url + "/console")
+    assert page.url == gateway.base_url + "/console/"
+    page.get_by_label("Gateway key").fill("not-the-key")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#signin-error")).to_have_text("The gateway refused this key.")
+    expect(page.locator("#app")).to_be_hidden()
+
+    page.get_by_label("Gateway key").fill(TOKEN)
+    page.get_by_label("Gateway key").press("Enter")
+    expect(page.locator("#app")).to_be_visible()
+    with gateway.client() as client:
+        claude = client.get("/v1/providers/claude_code").json()
+    assert claude["installed_version"]
+    provider = page.locator('#providers li[data-provider="claude_code"]')
+    expect(provider).to_contain_text("available")
+    expect(provider).to_contain_text(claude["installed_version"])
+    expect(page.locator('#providers li[data-provider="codex"]')).to_contain_text("disabled")
+    assert "access_token" not in page.url
+    assert TOKEN not in page.url
+
+    session_id = create_session(page, workspace)
+    assert page.url.endswith(f"#session={session_id}")
+    expect(page.locator(f'#sessions [data-session-id="{session_id}"]')).to_be_visible()
+    expect(page.get_by_label("Prompt")).to_be_focused()
+
+    hostile = "<img src=x onerror=alert(1)> say hello"
+    send(page, hostile)
+    turn_end(page, "completed")
+    expect(page.locator("#log .msg.user .text").last).to_have_text(hostile)
+    assert page.locator("#log img").count() == 0  # text, never markup
+    assert agent_text(page) == "Hello from stub."
+    # The text came in as deltas, live, over the EventSource opened before the turn.
+    assert page.locator('#log [data-type="message.delta"]').count() >= 2
+    expect(page.locator("#session-status")).to_have_text("idle")
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_allow_a_tool_call_and_see_its_output(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "[[tool:bash echo console-allowed > allowed.txt && cat allowed.txt]]")
+    approval = page.locator("#log .approval.pending")
+    expect(approval).to_be_visible(timeout=30_000)
+    expect(approval).to_contain_text("$ echo console-allowed > allowed.txt && cat allowed.txt")
+    expect(page.locator("#session-status")).to_have_text("awaiting_approval")
+    allow = approval.get_by_role("button", name="Allow", exact=True)
+    expect(allow).to_be_focused()  # the prompt box was empty: Enter answers the approval
+    # The README's pictures: docs/console/ holds copies of these two.
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "approval.png"))
+    page.keyboard.press("Enter")
+
+    turn_end(page, "completed")
+    resolved = page.locator("#log .approval.allowed")
+    expect(resolved).to_contain_text("Allowed (by the client)")
+    assert resolved.get_by_role("button").count() == 0
+    tool = page.locator("#log .tool").last
+    expect(tool.locator(".tool-output")).to_contain_text("console-allowed")
+    expect(tool.locator(".badge")).to_have_text("completed")
+    assert agent_text(page).startswith("Tool said: ")
+    assert "console-allowed" in agent_text(page)
+    assert (workspace / "allowed.txt").read_text() == "console-allowed\n"
+    page.screenshot(path=str(ARTIFACTS / "tool-output.png"))
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_deny_a_tool_call(page: Page, gateway: GatewayProcess, workspace: Path) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "[[tool:bash touch denied.txt]]")
+    approval = page.locator("#log .approval.pending")
+    expect(approval).to_be_visible(timeout=30_000)
+    approval.get_by_label("Message to the agent (optional)").fill("not in this repository")
+    approval.get_by_role("button", name="Deny").click()
+
+    turn_end(page, "completed")
+    expect(page.locator("#log .approval.denied")).to_contain_text(
+        "Denied (by the client): not in this repository"
+    )
+    expect(page.locator("#log .tool .badge").last).not_to_have_text("completed")
+    assert not (workspace / "denied.txt").exists()
+    with gateway.client() as client:
+        approvals = client.get(f"/v1/sessions/{session_id}/approvals").json()["approvals"]
+    assert [a["status"] for a in approvals] == ["denied"]
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_escape_interrupts_a_slow_turn(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "[[slow:30]]")
+    expect(page.locator("#log .msg.agent").last).to_contain_text("tick 3", timeout=30_000)
+    expect(page.get_by_role("button", name="Interrupt")).to_be_enabled()
+    page.keyboard.press("Escape")
+    expect(turn_end(page, "interrupted")).to_contain_text("Turn interrupted")
+    expect(page.get_by_role("button", name="Interrupt")).to_be_disabled()
+    assert [t["status"] for t in turns(gateway, session_id)] == ["interrupted"]
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_a_failed_turn_and_a_retry_are_shown_plainly(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "[[fail:500:1]] first try fails")
+    turn_end(page, "completed")
+    expect(page.locator("#log .notice.retry")).to_contain_text(
+        re.compile(r"^Retrying in 0\.2 s \(attempt 2 of 2\) after server_error: .*500")
+    )
+    send(page, "[[error:401]]")
+    failed = turn_end(page, "failed")
+    expect(failed).to_contain_text("Turn failed: auth")
+    (failure,) = [t["error"] for t in turns(gateway, session_id) if t["status"] == "failed"]
+    expect(failed.locator(".failure-message")).to_have_text(failure["message"])
+    expect(failed).to_contain_text("not retryable")
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_reload_mid_turn_continues_the_stream_without_duplicates(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "[[slow:2]]")
+    expect(page.locator("#log .msg.agent").last).to_contain_text("tick 3", timeout=30_000)
+    before = rendered_seqs(page)
+    page.reload()
+    # Same tab: the key and the open session survive; history first, then the live tail.
+    expect(page.locator("#chat-title")).to_have_text(session_id)
+    expect(page.locator("#log .msg.agent").last).to_contain_text("tick 3")
+    turn_end(page, "completed")
+    after = rendered_seqs(page)
+    assert set(before) < set(after)  # the turn went on streaming after the reload
+    assert_rendered_exactly_once(page, gateway, session_id)
+    (turn,) = turns(gateway, session_id)
+    assert agent_text(page) == turn["final_text"]
+
+
+def test_reopen_a_session_from_the_list_and_continue_it(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    with gateway.client() as client:
+        created = client.post("/v1/sessions", json={"workspace": str(workspace)})
+        assert created.status_code == 201, created.text
+        earlier = created.json()["id"]
+        response = client.post(f"/v1/sessions/{earlier}/turns", json={"prompt": "say hello"})
+        assert response.status_code == 202, response.text
+    sign_in(page, gateway)
+    item = page.locator(f'#sessions [data-session-id="{earlier}"]')
+    expect(item).to_be_visible()
+    item.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-title")).to_have_text(earlier)
+    expect(item).to_have_attribute("aria-current", "true")
+    turn_end(page, "completed")  # from history, or live if it was still running
+    send(page, "[[echo]]")
+    expect(page.locator("#log .turn-end.completed")).to_have_count(2, timeout=30_000)
+    assert agent_text(page).startswith("Echo: ")
+    assert_rendered_exactly_once(page, gateway, earlier)
+
+
+def test_the_console_reconnects_after_a_gateway_restart(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(page, "say hello")
+    turn_end(page, "completed")
+    assert gateway.stop() == 0
+    expect(page.locator('#log [data-control="shutdown"]')).to_contain_text(
+        "The gateway is shutting down"
+    )
+    gateway.start()
+    expect(page.locator("#stream-state")).to_have_text("stream: live", timeout=30_000)
+    send(page, "say hello again")
+    expect(page.locator("#log .turn-end.completed")).to_have_count(2, timeout=30_000)
+    assert_rendered_exactly_once(page, gateway, session_id)
