@@ -242,7 +242,7 @@ def test_reload_mid_turn_continues_the_stream_without_duplicates(
     assert agent_text(page) == turn["final_text"]
 
 
-def test_reopen_a_session_from_the_list_and_continue_it(
+def test_reopen_a_session_from_the_list_continue_and_close_it(
     page: Page, gateway: GatewayProcess, workspace: Path
 ) -> None:
     with gateway.client() as client:
@@ -262,6 +262,11 @@ def test_reopen_a_session_from_the_list_and_continue_it(
     send(page, "[[echo]]")
     expect(page.locator("#log .turn-end.completed")).to_have_count(2, timeout=30_000)
     assert agent_text(page).startswith("Echo: ")
+    page.get_by_role("button", name="Close session").click()
+    expect(page.locator("#log .notice.closed")).to_contain_text("Session closed")
+    expect(page.locator("#session-status")).to_have_text("closed")
+    expect(page.locator("#stream-state")).to_have_text("stream: ended")  # 204: no reconnects
+    expect(page.get_by_label("Prompt")).to_be_disabled()
     assert_rendered_exactly_once(page, gateway, earlier)
 
 
