@@ -30,14 +30,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from starlette.types import Receive, Scope, Send
 
+from app.api.contract import problems
 from app.api.deps import Manager, approval_public, turn_public
 from app.api.problems import error_headers
 from app.api.schemas import (
     EventPage,
-    Problem,
     WsApprovalRespond,
     WsClientFrame,
     WsTurnInterrupt,
@@ -67,6 +67,20 @@ WS_SERVICE_RESTART = 1012
 _CURSOR = re.compile(r"[0-9]{1,16}")
 """ASCII digits only: ``str.isdigit`` also accepts other scripts' digits and superscripts."""
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
+
+
+def _cursor_text(value: object) -> object:
+    """An empty cursor is none; any other text must be ASCII digits (``int()`` would also
+    take signs, spaces, underscores and other scripts' digits)."""
+    if value == "":
+        return None
+    if isinstance(value, str) and not _CURSOR.fullmatch(value):
+        raise ValueError("must be a non-negative integer (an event seq)")
+    return value
+
+
+Cursor = Annotated[Annotated[int, Field(ge=0, le=MAX_CURSOR)] | None, BeforeValidator(_cursor_text)]
+"""A ``Last-Event-ID`` / ``after`` value: an event seq, or nothing (from the start)."""
 
 
 def parse_cursor(raw: str | None, *, name: str) -> int | None:
@@ -104,18 +118,25 @@ async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int)
                     "schema": {
                         "type": "string",
                         "description": "SSE messages: `id` is the event's seq, `data` one Event "
-                        "envelope (the items of EventPage.events)",
+                        "envelope (the items of EventPage.events); named messages "
+                        "`resync_required`, `evicted` and `shutdown` are control frames",
                     }
                 },
             },
         },
         204: {"description": "The session is closed and the cursor is at its last event"},
-        401: {"model": Problem},
-        404: {"model": Problem},
-        410: {"model": Problem, "description": "The cursor is older than the events kept"},
-        422: {"model": Problem},
-        429: {"model": Problem, "description": "The session has its maximum of subscribers"},
-        503: {"model": Problem, "description": "The gateway has its maximum of subscribers"},
+        **problems(
+            notes={
+                404: "No such session (or not yours)",
+                410: "The cursor is older than the events kept (`first_seq` is the oldest "
+                "kept one)",
+                422: "Invalid request, or a cursor past the session's newest event",
+                429: "The session has its maximum of subscribers, or too many failed "
+                "authentications from this address (see Retry-After)",
+                503: "The gateway has its maximum of subscribers, or the database cannot be "
+                "read now (see Retry-After)",
+            }
+        ),
     },
 )
 async def get_events(
@@ -123,22 +144,28 @@ async def get_events(
     request: Request,
     manager: Manager,
     principal: StreamAuthenticated,
-    after: Annotated[str | None, Query(description="Return events with seq > after")] = None,
+    after: Annotated[Cursor, Query(description="Return events with seq > after")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[
+        Cursor,
+        Header(alias="Last-Event-ID", description="Like `after`; it wins when both are sent"),
+    ] = None,
 ) -> Response:
+    """Events after a cursor: a JSON page, or with ``Accept: text/event-stream`` a live SSE
+    stream (browsers' EventSource may send the key as ``?access_token=``)."""
     row = await manager.get(session_id, owner=principal.owner_filter)
-    cursor = parse_cursor(last_event_id, name="Last-Event-ID")
-    if cursor is None:
-        cursor = parse_cursor(after, name="after") or 0
+    cursor = last_event_id if last_event_id is not None else after or 0
     last = await _checked_cursor(manager, session_id, cursor)
     if "text/event-stream" not in request.headers.get("accept", ""):
         page = await manager.events.page(session_id, after=cursor, limit=limit)
         _check_kept(page, cursor, last)
+        next_after = page[-1].seq if page else cursor
+        # Events stored while the page was read are in it: last_seq is never behind it.
+        last = max(last, next_after)
         body = (
             '{"events":['
             + ",".join(e.json for e in page)
-            + f'],"next_after":{page[-1].seq if page else cursor},"last_seq":{last}}}'
+            + f'],"next_after":{next_after},"last_seq":{last}}}'
         )
         return Response(body, media_type="application/json")
     ended = row.status in ENDED_SESSION_STATUSES

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.api.security import Authenticated
@@ -11,10 +14,20 @@ from app.api.security import Authenticated
 router = APIRouter(tags=["health"])
 
 
+class Liveness(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str]
+    """``database`` and ``provider:<name>``: ``ok`` or what failed."""
+
+
 @router.get("/healthz", operation_id="healthz")
-async def healthz() -> dict[str, str]:
+async def healthz() -> Liveness:
     """Liveness; the only route without a token, so it says nothing else."""
-    return {"status": "ok"}
+    return Liveness(status="ok")
 
 
 @router.get("/openapi.json", include_in_schema=False)
@@ -23,7 +36,12 @@ async def openapi_document(request: Request, _: Authenticated) -> JSONResponse:
     return JSONResponse(request.app.openapi())
 
 
-@router.get("/readyz", operation_id="readyz")
+@router.get(
+    "/readyz",
+    operation_id="readyz",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "Not ready; `checks` says what failed"}},
+)
 async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     """Ready when the database answers and every enabled provider was built."""
     checks: dict[str, str] = {}
@@ -36,7 +54,5 @@ async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     for name in request.app.state.providers:
         checks[f"provider:{name}"] = "ok"
     ready = all(v == "ok" for v in checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "not_ready", "checks": checks},
-        status_code=200 if ready else 503,
-    )
+    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from app.api.schemas import Problem
+from app.api.contract import problems
 from app.api.security import Authenticated
 from app.errors import Forbidden
 from app.observability.metrics import CONTENT_TYPE, GatewayMetrics
 
 RESPONSES: dict[int | str, dict[str, object]] = {
-    200: {
-        "description": "Prometheus text exposition format",
-        "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
-    },
+    200: {"description": "Prometheus text exposition format"},
 }
+
+
+class MetricsResponse(Response):
+    """The exposition, so the document says ``text/plain; version=…`` and nothing else."""
+
+    media_type = CONTENT_TYPE
 
 
 async def _render(request: Request) -> Response:
@@ -29,14 +32,19 @@ async def _render(request: Request) -> Response:
         processes=[child.label for child in state.runner.live if child.returncode is None],
         subscribers=state.manager.events.subscribers_by_transport(),
     )
-    return Response(metrics.render(), media_type=CONTENT_TYPE)
+    return MetricsResponse(metrics.render())
 
 
 def build_router(*, public: bool) -> APIRouter:
     router = APIRouter(tags=["health"])
     if public:
 
-        @router.get("/metrics", operation_id="getMetrics", responses=RESPONSES)
+        @router.get(
+            "/metrics",
+            operation_id="getMetrics",
+            response_class=MetricsResponse,
+            responses=RESPONSES,
+        )
         async def public_metrics(request: Request) -> Response:
             return await _render(request)
 
@@ -45,7 +53,13 @@ def build_router(*, public: bool) -> APIRouter:
         @router.get(
             "/metrics",
             operation_id="getMetrics",
-            responses={**RESPONSES, 401: {"model": Problem}, 403: {"model": Problem}},
+            response_class=MetricsResponse,
+            responses={
+                **RESPONSES,
+                **problems(
+                    notes={403: "Host or Origin not allowed, or the key is not an admin key"}
+                ),
+            },
         )
         async def metrics(request: Request, principal: Authenticated) -> Response:
             if not principal.admin:

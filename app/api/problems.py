@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api import contract
 from app.api.security import authentication_failure
 from app.errors import GatewayError, problem, problem_for
 
@@ -103,7 +104,9 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
+    """Answer every error as a problem, and publish those answers in the OpenAPI document."""
     app.add_exception_handler(GatewayError, _gateway_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
+    contract.install(app)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
-from app.api.schemas import Problem
+from app.api.contract import problems
 from app.api.security import Authenticated
 from app.errors import NotFound
 from app.providers.registry import ProviderInfo, ProviderRegistry
@@ -72,7 +72,7 @@ def _public(info: ProviderInfo) -> ProviderPublic:
     )
 
 
-@router.get("", operation_id="listProviders", responses={401: {"model": Problem}})
+@router.get("", operation_id="listProviders")
 async def list_providers(
     registry: Registry, _: Authenticated, fresh: Fresh = False
 ) -> ProviderList:
@@ -85,7 +85,7 @@ async def list_providers(
 @router.get(
     "/{name}",
     operation_id="getProvider",
-    responses={401: {"model": Problem}, 404: {"model": Problem}},
+    responses=problems(notes={404: "No provider of that name is configured"}),
 )
 async def get_provider(
     name: str, registry: Registry, _: Authenticated, fresh: Fresh = False

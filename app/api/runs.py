@@ -19,9 +19,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from app.api.contract import problems
 from app.api.deps import Manager, admit_session
 from app.api.events import SubscriptionResponse, sse_message
-from app.api.schemas import ModelName, Problem, RetryPolicyIn, TurnStatus
+from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus
 from app.api.security import Authenticated
 from app.errors import GatewayError
 from app.events import TurnError, Usage
@@ -96,10 +97,17 @@ def _result(run: Run) -> RunResult:
             "event, or with an `evicted` or `shutdown` control frame)",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
-        401: {"model": Problem},
-        422: {"model": Problem},
-        429: {"model": Problem, "description": "A quota, or (SSE) the session's subscriber cap"},
-        503: {"model": Problem, "description": "At capacity, e.g. (SSE) the subscriber cap"},
+        **problems(
+            notes={
+                422: "Invalid request: a workspace outside the roots or missing, an unknown "
+                "provider or capability, an approval mode or retry strategy not enabled",
+                429: "Creation rate or open-session cap of this key reached, (SSE) the "
+                "session's subscriber cap, or too many failed authentications from this "
+                "address (see Retry-After)",
+                503: "No provider available, every live-process or (SSE) subscriber slot is "
+                "taken, or the database cannot be written now (see Retry-After)",
+            }
+        ),
     },
 )
 async def create_run(

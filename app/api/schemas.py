@@ -154,9 +154,25 @@ class Problem(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     type: str
+    """``urn:agent-gateway:problem:<slug>``; the slug is stable, match on it."""
     title: str
     status: int
     detail: str
+
+
+class FieldProblem(BaseModel):
+    """One field of a request that failed validation."""
+
+    location: str
+    """Where: ``body.workspace``, ``query.limit``, ``header.Last-Event-ID``…"""
+    message: str
+
+
+class ValidationProblem(Problem):
+    """A 422 problem; ``errors`` lists each failing field when the request did not match
+    the schema (``validation_failed``), and is absent when a well-formed value was refused."""
+
+    errors: list[FieldProblem] = []
 
 
 # --- WebSocket frames from the client ---------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
+from app.api.contract import problems
 from app.api.deps import Manager, admit_session, approval_public, session_public, turn_public
 from app.api.schemas import (
     ApprovalList,
@@ -14,7 +15,6 @@ from app.api.schemas import (
     ApprovalRespond,
     ApprovalStatus,
     InterruptAccepted,
-    Problem,
     SessionCreate,
     SessionList,
     SessionPublic,
@@ -26,25 +26,27 @@ from app.api.schemas import (
 from app.api.security import Authenticated
 from app.errors import NotFound
 
-PROBLEM = {"model": Problem, "content": {"application/problem+json": {}}}
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {**PROBLEM, "description": "Missing or wrong token"},
-    403: {**PROBLEM, "description": "Host or Origin not allowed"},
-    404: {**PROBLEM, "description": "No such session (or not yours)"},
-    422: {**PROBLEM, "description": "Invalid request"},
-}
+NO_SESSION = "No such session (or not yours)"
+STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
+READ = problems(notes={404: NO_SESSION, 503: STORAGE})
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
     operation_id="createSession",
-    responses={
-        429: {**PROBLEM, "description": "Creation rate or open-session cap of this key reached"},
-        503: {**PROBLEM, "description": "No provider available"},
-    },
+    responses=problems(
+        notes={
+            422: "Invalid request: a workspace outside the roots or missing, an unknown "
+            "provider or capability, an approval mode or retry strategy not enabled",
+            429: "Creation rate or open-session cap of this key reached, or too many failed "
+            "authentications from this address (see Retry-After)",
+            503: "No provider available (`candidates` says why for each), or the database "
+            "cannot be written now",
+        }
+    ),
 )
 async def create_session(
     body: SessionCreate, request: Request, manager: Manager, principal: Authenticated
@@ -65,7 +67,7 @@ async def create_session(
     return await session_public(manager, row)
 
 
-@router.get("", operation_id="listSessions")
+@router.get("", operation_id="listSessions", responses=problems(notes={503: STORAGE}))
 async def list_sessions(
     manager: Manager,
     principal: Authenticated,
@@ -81,13 +83,13 @@ async def list_sessions(
     return SessionList(sessions=[await session_public(manager, row) for row in rows])
 
 
-@router.get("/{session_id}", operation_id="getSession")
+@router.get("/{session_id}", operation_id="getSession", responses=READ)
 async def get_session(session_id: str, manager: Manager, principal: Authenticated) -> SessionPublic:
     row = await manager.get(session_id, owner=principal.owner_filter)
     return await session_public(manager, row)
 
 
-@router.delete("/{session_id}", operation_id="deleteSession")
+@router.delete("/{session_id}", operation_id="deleteSession", responses=READ)
 async def delete_session(
     session_id: str, manager: Manager, principal: Authenticated
 ) -> SessionPublic:
@@ -100,7 +102,14 @@ async def delete_session(
     "/{session_id}/turns",
     status_code=status.HTTP_202_ACCEPTED,
     operation_id="createTurn",
-    responses={409: {**PROBLEM, "description": "A turn is already running"}},
+    responses=problems(
+        notes={
+            404: NO_SESSION,
+            409: "A turn is already running (`turn_id` names it), or the session is closed",
+            503: "The provider is disabled, every live-process slot is busy, or the database "
+            "cannot be written now",
+        }
+    ),
 )
 async def create_turn(
     session_id: str, body: TurnCreate, manager: Manager, principal: Authenticated
@@ -115,7 +124,7 @@ async def create_turn(
     return turn_public(turn)
 
 
-@router.get("/{session_id}/turns", operation_id="listTurns")
+@router.get("/{session_id}/turns", operation_id="listTurns", responses=READ)
 async def list_turns(
     session_id: str,
     manager: Manager,
@@ -127,7 +136,11 @@ async def list_turns(
     return TurnList(turns=[turn_public(row) for row in rows])
 
 
-@router.get("/{session_id}/turns/{turn_id}", operation_id="getTurn")
+@router.get(
+    "/{session_id}/turns/{turn_id}",
+    operation_id="getTurn",
+    responses=problems(notes={404: "No such session or turn", 503: STORAGE}),
+)
 async def get_turn(
     session_id: str, turn_id: str, manager: Manager, principal: Authenticated
 ) -> TurnPublic:
@@ -138,7 +151,7 @@ async def get_turn(
     return turn_public(row)
 
 
-@router.get("/{session_id}/approvals", operation_id="listApprovals")
+@router.get("/{session_id}/approvals", operation_id="listApprovals", responses=READ)
 async def list_approvals(
     session_id: str,
     manager: Manager,
@@ -154,7 +167,13 @@ async def list_approvals(
 @router.post(
     "/{session_id}/approvals/{approval_id}",
     operation_id="respondApproval",
-    responses={409: {**PROBLEM, "description": "The approval is no longer pending"}},
+    responses=problems(
+        notes={
+            404: "No such session or approval",
+            409: "The approval is no longer pending",
+            503: STORAGE,
+        }
+    ),
 )
 async def respond_approval(
     session_id: str,
@@ -179,7 +198,7 @@ async def respond_approval(
     "/{session_id}/interrupt",
     status_code=status.HTTP_202_ACCEPTED,
     operation_id="interruptTurn",
-    responses={409: {**PROBLEM, "description": "No turn is running"}},
+    responses=problems(notes={404: NO_SESSION, 409: "No turn is running", 503: STORAGE}),
 )
 async def interrupt(
     session_id: str, manager: Manager, principal: Authenticated
