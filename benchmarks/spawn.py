@@ -118,7 +118,7 @@ def lag_row(name: str, samples: list[int]) -> dict[str, object]:
 
 async def run(config: RunConfig) -> Section:
     count = config.pick(quick=10, full=30)
-    starting = 50
+    starting = config.pick(quick=20, full=50)
     section = Section(name="spawn", title="7. Spawn overhead and event-loop lag", measures=MEASURES)
     with scratch("spawn") as base:
         log = base / "spawns.log"

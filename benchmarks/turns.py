@@ -46,7 +46,7 @@ async def run(config: RunConfig) -> Section:
     rows: list[dict[str, object]] = []
     warm_gap: float | None = None
     with scratch("turns") as base, stub_setup(base) as setup:
-        for provider in PROVIDERS:
+        for provider in PROVIDERS if not config.quick else ("claude_code",):
             cold: list[TurnTiming] = []
             warm: list[TurnTiming] = []
             async with gateway_running(setup, provider) as api:
