@@ -62,13 +62,27 @@ def problems(*statuses: int, notes: Mapping[int, str] | None = None) -> Response
     return {status: problem_response(text) for status, text in sorted(described.items())}
 
 
-def _routes(routes: list[Any]) -> Iterator[APIRoute]:
-    """Every API route, with those of included routers (FastAPI keeps them nested)."""
+def links(*operation_ids: str, **parameters: str) -> dict[str, Any]:
+    """OpenAPI links from a response to operations that take its ids: ``parameters`` maps
+    each of their path parameters to the response field that fills it."""
+    filled = {name: f"$response.body#/{field}" for name, field in parameters.items()}
+    return {"links": {op: {"operationId": op, "parameters": dict(filled)} for op in operation_ids}}
+
+
+def every_route(routes: list[Any]) -> Iterator[object]:
+    """Every route, with those of included routers (FastAPI keeps them nested)."""
     for route in routes:
         included = getattr(route, "original_router", None)
         if included is not None:
-            yield from _routes(list(included.routes))
-        elif isinstance(route, APIRoute) and route.include_in_schema:
+            yield from every_route(list(included.routes))
+        else:
+            yield route
+
+
+def _routes(routes: list[Any]) -> Iterator[APIRoute]:
+    """The routes the document describes."""
+    for route in every_route(routes):
+        if isinstance(route, APIRoute) and route.include_in_schema:
             yield route
 
 
@@ -113,7 +127,22 @@ def complete(document: dict[str, Any], routes: list[Any]) -> dict[str, Any]:
     return document
 
 
+def _without_null(parameter: dict[str, Any]) -> None:
+    """An optional parameter is one a client leaves out: a query string or a header has no
+    ``null``, so FastAPI's ``anyOf [T, null]`` for ``T | None`` is published as ``T``."""
+    schema: dict[str, Any] = parameter.get("schema", {})
+    members = schema.get("anyOf")
+    if members is None:
+        return
+    kept = [m for m in members if m != {"type": "null"}]
+    if len(kept) == 1 and len(members) == 2:
+        del schema["anyOf"]
+        schema.update(kept[0])
+
+
 def _complete_operation(operation: dict[str, Any], authenticated: bool) -> None:
+    for parameter in operation.get("parameters", []):
+        _without_null(parameter)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     shared: dict[str, dict[str, Any]] = {"403": problem_response(DESCRIPTIONS[403])}
     if "requestBody" in operation:

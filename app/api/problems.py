@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
 from app.api import contract
 from app.api.security import authentication_failure
@@ -69,25 +70,46 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    if isinstance(exc.__cause__, RecursionError):
-        # FastAPI reports JSON nested past the parser's depth limit as a 400 parse error.
+    if exc.status_code == 400 and exc.__cause__ is not None:
+        # FastAPI answers a body it could not parse (not UTF-8, nested past the parser's depth
+        # limit) with a bare 400; like JSON that does not parse, it is a 422 here, and a caller
+        # without a valid key gets the 401 it would have got.
         refused = await authentication_failure(request)
         if refused is not None:
             return _response(problem_for(refused), refused.status, error_headers(refused))
+        if isinstance(exc.__cause__, RecursionError):
+            detail = "the JSON body nests too deeply; send a flatter document"
+        else:
+            detail = "the body is not a JSON document in UTF-8"
         return _response(
             problem(
                 status=422,
                 type_="validation_failed",
                 title="Request validation failed",
-                detail="the JSON body nests too deeply; send a flatter document",
+                detail=detail,
+                errors=[{"location": "body", "message": detail}],
             ),
             422,
         )
     slug = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
     return _response(
         problem(status=exc.status_code, type_=slug, title=str(exc.detail), detail=str(exc.detail)),
         exc.status_code,
+        headers,
     )
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (the router's own 405 names only the
+    first route that matched the path)."""
+    methods: set[str] = set()
+    for route in contract.every_route(list(request.app.routes)):
+        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from app.api.contract import problems
+from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session
 from app.api.events import SubscriptionResponse, sse_message
 from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus
@@ -96,6 +96,7 @@ def _result(run: Run) -> RunResult:
             "as SSE, like `GET /v1/sessions/{id}/events` (the stream ends after the run's last "
             "event, or with an `evicted` or `shutdown` control frame)",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            **links("getSession", "getEvents", "listTurns", session_id="session_id"),
         },
         **problems(
             notes={

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+)
 
 from app.events import ApprovalDecision, Event, SelectionReason, TurnError, Usage
 from app.providers.base import ApprovalMode
@@ -19,6 +29,26 @@ ModelName = Annotated[
     StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,199}$"),
 ]
 """A model name as the CLIs accept it; never starts with a dash (it must not read as a flag)."""
+
+_RFC3339_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
+
+
+def _timestamp_text(value: object) -> object:
+    # pydantic would also read a bare number as Unix time and a date as its midnight.
+    if isinstance(value, str) and not _RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time with a time zone: 2025-01-31T12:00:00Z")
+    return value
+
+
+def _in_utc(value: datetime) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 and the like
+        raise ValueError("is outside the range of timestamps the gateway stores") from None
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc)]
+"""A request timestamp: RFC 3339 with a time zone (a naive one cannot be compared)."""
 
 
 class _In(BaseModel):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
-from app.api.contract import problems
+from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session, approval_public, session_public, turn_public
 from app.api.schemas import (
     ApprovalList,
@@ -19,6 +18,7 @@ from app.api.schemas import (
     SessionList,
     SessionPublic,
     SessionStatus,
+    Timestamp,
     TurnCreate,
     TurnList,
     TurnPublic,
@@ -37,16 +37,28 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
     "",
     status_code=status.HTTP_201_CREATED,
     operation_id="createSession",
-    responses=problems(
-        notes={
-            422: "Invalid request: a workspace outside the roots or missing, an unknown "
-            "provider or capability, an approval mode or retry strategy not enabled",
-            429: "Creation rate or open-session cap of this key reached, or too many failed "
-            "authentications from this address (see Retry-After)",
-            503: "No provider available (`candidates` says why for each), or the database "
-            "cannot be written now",
-        }
-    ),
+    responses={
+        201: links(
+            "getSession",
+            "deleteSession",
+            "createTurn",
+            "listTurns",
+            "listApprovals",
+            "interruptTurn",
+            "getEvents",
+            session_id="id",
+        ),
+        **problems(
+            notes={
+                422: "Invalid request: a workspace outside the roots or missing, an unknown "
+                "provider or capability, an approval mode or retry strategy not enabled",
+                429: "Creation rate or open-session cap of this key reached, or too many failed "
+                "authentications from this address (see Retry-After)",
+                503: "No provider available (`candidates` says why for each), or the database "
+                "cannot be written now",
+            }
+        ),
+    },
 )
 async def create_session(
     body: SessionCreate, request: Request, manager: Manager, principal: Authenticated
@@ -73,7 +85,9 @@ async def list_sessions(
     principal: Authenticated,
     status_: Annotated[SessionStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    before: datetime | None = None,
+    before: Annotated[
+        Timestamp | None, Query(description="Only sessions created before this time")
+    ] = None,
 ) -> SessionList:
     """Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
     last ``created_at`` you got."""
@@ -102,14 +116,17 @@ async def delete_session(
     "/{session_id}/turns",
     status_code=status.HTTP_202_ACCEPTED,
     operation_id="createTurn",
-    responses=problems(
-        notes={
-            404: NO_SESSION,
-            409: "A turn is already running (`turn_id` names it), or the session is closed",
-            503: "The provider is disabled, every live-process slot is busy, or the database "
-            "cannot be written now",
-        }
-    ),
+    responses={
+        202: links("getTurn", session_id="session_id", turn_id="id"),
+        **problems(
+            notes={
+                404: NO_SESSION,
+                409: "A turn is already running (`turn_id` names it), or the session is closed",
+                503: "The provider is disabled, every live-process slot is busy, or the database "
+                "cannot be written now",
+            }
+        ),
+    },
 )
 async def create_turn(
     session_id: str, body: TurnCreate, manager: Manager, principal: Authenticated

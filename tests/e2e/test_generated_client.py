@@ -146,7 +146,7 @@ def _drive(gen: Generated, client: Any, anonymous: Any, workspace: Path) -> None
         sid, client=client, body=gen.model("TurnCreate")(prompt="[[tool:bash touch allowed.txt]]")
     )
     list_approvals = gen.api("sessions.list_approvals")
-    pending_status = gen.model("ListApprovalsStatusType0").PENDING
+    pending_status = gen.model("ListApprovalsStatus").PENDING
 
     def pending() -> Any:
         listed = list_approvals.sync(sid, client=client, status=pending_status)

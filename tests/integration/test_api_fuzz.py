@@ -1,0 +1,204 @@
+"""Schemathesis fuzzes a live gateway (the fake ``claude``) from the committed OpenAPI document.
+
+Two seeded, deterministic runs of the ``schemathesis`` CLI against one gateway:
+
+- with the key: the coverage, fuzzing and stateful phases (sessions → turns → events, by the
+  document's links), checking that nothing is a 5xx, that every status, content type, header
+  and body is the documented one, that invalid input is refused and valid input accepted,
+  that auth is enforced (``ignored_auth``), and that each answer comes within a bound;
+- without a key: every keyed operation answers 401 ``application/problem+json`` whatever the
+  request (``schemathesis_hooks.keyless_requests_are_refused``), and nothing is a 5xx.
+
+The gateway's limits are lowered so the fuzzer cannot run away with processes; a failing run
+prints the CLI's report, each finding with a ``curl`` line that reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.gateway import ROOT, TOKEN
+from tests.integration.conftest import FakeGateway, fake_gateway_at
+
+DOCUMENT = ROOT / "docs" / "openapi.json"
+SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
+SEED = 20_250_131
+MAX_EXAMPLES = 12
+MAX_RESPONSE_S = 5.0
+
+SEMANTIC_422 = ["createSession", "createRun", "createTurn", "getEvents"]
+"""Operations where a request the schema allows may still be refused (422) for facts the
+document cannot state: the workspace roots, the configured provider and strategy names, the
+newest seq of a session. ``positive_data_acceptance`` is off for them only."""
+
+CONFIG = """
+[dictionaries.workspace]
+values = [{workspace}]
+
+# Most generated sessions and runs get the one workspace under the gateway's root, so the
+# stateful phase has sessions to follow; the rest exercise the workspace checks (422).
+[parameters]
+"body.workspace" = {{ dictionary = "workspace", probability = 0.8 }}
+
+# 413 (body over server.max_body_bytes) is a refusal too.
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
+
+# DELETE closes a session and keeps its history readable: a closed session is not gone.
+[checks.use_after_free]
+enabled = false
+
+# The stateful phase chains the operations whose valid-looking input may still be refused.
+[phases.stateful.checks.positive_data_acceptance]
+enabled = false
+
+[phases.stateful.checks.use_after_free]
+enabled = false
+"""
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
+    base = tmp_path_factory.mktemp("fuzz")
+    gateway = fake_gateway_at(
+        base,
+        limits={
+            "max_live_processes": 4,  # at the cap the longest-idle CLI is closed
+            "session_creates_per_minute": 100_000,
+            "max_open_sessions_per_key": 100_000,
+            "auth_failures_per_minute": 100_000,  # keyless runs get 401s, not the 429 backoff
+        },
+        sessions={"turn_timeout_s": 20},
+    ).start()
+    yield gateway
+    gateway.stop()
+
+
+def _schemathesis(gateway: FakeGateway, tmp_path: Path, *args: str) -> str:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(
+        CONFIG.format(workspace=json.dumps(str(gateway.workspace)))
+        + "".join(
+            f"\n[[operations]]\ninclude-operation-id = {json.dumps(operation)}\n"
+            "checks.positive_data_acceptance.enabled = false\n"
+            for operation in SEMANTIC_422
+        )
+    )
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks",
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("SCHEMATHESIS_CONFIG", None)
+    result = subprocess.run(
+        [
+            str(SCHEMATHESIS),
+            "--config-file",
+            str(config),
+            "run",
+            str(DOCUMENT),
+            "--url",
+            gateway.base_url,
+            "--seed",
+            str(SEED),
+            "--generation-deterministic",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            "--request-timeout",
+            "20",
+            "--workers",
+            "1",
+            "--no-color",
+            "--output-truncate",
+            "true",
+            "--suppress-health-check",
+            "all",
+            *args,
+        ],
+        cwd=tmp_path,  # its working files (.schemathesis/) stay out of the checkout
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    report = result.stdout + result.stderr
+    if result.returncode != 0:
+        pytest.fail(f"schemathesis found problems:\n{report[-20_000:]}", pytrace=False)
+    assert "API Operations:" in report, report[-5_000:]
+    return report
+
+
+def test_fuzzing_with_the_key_finds_nothing_undocumented(
+    gateway: FakeGateway, tmp_path: Path
+) -> None:
+    report = _schemathesis(
+        gateway,
+        tmp_path,
+        "--header",
+        f"Authorization: Bearer {TOKEN}",
+        "--generation-with-security-parameters",
+        "false",
+        "--phases",
+        "coverage,fuzzing,stateful",
+        "--exclude-checks",
+        "use_after_free,keyless_requests_are_refused",
+        "--max-response-time",
+        str(MAX_RESPONSE_S),
+    )
+    assert "Tested: 17" in report, report[-5_000:]
+    assert "Stateful" in report
+    assert "Traceback" not in gateway.log()
+
+
+def test_every_keyed_operation_refuses_a_request_without_a_key(
+    gateway: FakeGateway, tmp_path: Path
+) -> None:
+    before = _sessions(gateway), len(gateway.spawns())
+    report = _schemathesis(
+        gateway,
+        tmp_path,
+        "--phases",
+        "coverage,fuzzing",
+        "--checks",
+        "not_a_server_error,keyless_requests_are_refused",
+    )
+    assert "Tested: 17" in report, report[-5_000:]
+    assert (_sessions(gateway), len(gateway.spawns())) == before  # nothing created or started
+
+
+def _sessions(gateway: FakeGateway) -> set[str]:
+    with gateway.client() as client:
+        listed = client.get("/v1/sessions", params={"limit": 500}).json()["sessions"]
+    assert len(listed) < 500
+    return {s["id"] for s in listed}
+
+
+def test_what_fuzzing_found_stays_fixed(gateway: FakeGateway) -> None:
+    """Each was a finding of these runs: the exact request, and the answer it gets now."""
+    problem = "application/problem+json"
+    with gateway.client() as client:
+        for before in ("2024-01-01T00:00:00", "2024-01-01", "0.5", "0001-01-01T00:00:00+05:00"):
+            # a naive or out-of-range time was a 500; a bare number was read as Unix time
+            refused = client.get("/v1/sessions", params={"before": before})
+            assert refused.status_code == 422, (before, refused.text)
+            assert refused.headers["content-type"] == problem
+        assert client.get("/v1/sessions", params={"before": "2024-01-01T00:00:00Z"}).is_success
+        # the router named only one route's methods in Allow (and the handler dropped it)
+        wrong = client.request("PUT", "/v1/sessions")
+        assert wrong.status_code == 405
+        assert wrong.headers["allow"] == "GET, POST"
+        # a body that is not UTF-8 was a bare 400, even for a caller without a key
+        not_utf8 = {"content": b"\xff", "headers": {"Content-Type": "application/json"}}
+        assert client.post("/v1/sessions", **not_utf8).status_code == 422  # type: ignore[arg-type]
+    keyless = httpx.post(gateway.base_url + "/v1/sessions", **not_utf8)  # type: ignore[arg-type]
+    assert keyless.status_code == 401
+    assert keyless.headers["content-type"] == problem
