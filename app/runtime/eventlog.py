@@ -21,6 +21,7 @@ visibly rather than silently:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from app.errors import AtCapacity, TooManyRequests, Unavailable
+from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, EventType
 from app.observability.metrics import GatewayMetrics
 from app.store.repository import EventRecord, Store
@@ -37,6 +38,10 @@ from app.store.repository import EventRecord, Store
 log = logging.getLogger(__name__)
 
 REPLAY_PAGE = 500
+MAX_BATCH = 500
+"""Events stored in one transaction at most."""
+MAX_PENDING = 5000
+"""Queued events beyond which every appender waits for its commit."""
 CAP_RETRY_AFTER_S = 5.0
 """``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
@@ -105,10 +110,10 @@ StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
 class _Subscriber:
     queue: asyncio.Queue[LoggedEvent | None]
     baseline: int
-    transport: str = "internal"
-    """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
     """The newest seq when the subscription opened: older events are history it may replay
     at its own pace; only events appended since count towards its lag."""
+    transport: str = "internal"
+    """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
     cursor: int = 0
     """The last seq handed to the client's transport."""
     overflowed: bool = False
@@ -125,11 +130,29 @@ class _Subscriber:
 @dataclass
 class _Channel:
     last_seq: int
+    """The newest stored (and published) seq: what readers may rely on."""
     first_seq: int
     """The oldest seq that may still be stored (lower after another process pruned)."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    assigned_seq: int = -1
+    """The newest seq handed out; ahead of ``last_seq`` while events wait for their commit."""
+    failure: Exception | None = None
+    """A write of events nobody waited for failed: raised by the next ``append``."""
     subscribers: set[_Subscriber] = field(default_factory=set)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.assigned_seq = max(self.assigned_seq, self.last_seq)
+
+
+@dataclass(eq=False)
+class _Pending:
+    """An event numbered and waiting for the writer's next commit."""
+
+    channel: _Channel
+    record: EventRecord
+    event: LoggedEvent
+    done: asyncio.Future[LoggedEvent] | None
+    """Resolved once stored (None: the appender did not wait)."""
 
 
 class Subscription:
@@ -238,6 +261,30 @@ class Subscription:
             self.release()
 
 
+def _retrieve(future: asyncio.Future[LoggedEvent]) -> None:
+    # The appender may have been cancelled: its failure is then nobody's to read.
+    if not future.cancelled():
+        future.exception()
+
+
+def _settle(
+    item: _Pending, *, event: LoggedEvent | None = None, error: Exception | None = None
+) -> None:
+    done = item.done
+    if done is None or done.done():
+        return
+    if error is not None:
+        done.set_exception(error)
+    elif event is not None:
+        done.set_result(event)
+
+
+def _as_unavailable(exc: Exception) -> Exception:
+    """A database error that is not a storage failure: logged, and raised as it is."""
+    log.error("could not store events: %s", exc)
+    return exc
+
+
 class EventLog:
     """Per-session numbering, persistence, pruning and fan-out of events."""
 
@@ -267,6 +314,11 @@ class EventLog:
         self._channels_lock = asyncio.Lock()
         self._total = 0
         self._stopping: ShuttingDown | None = None
+        self._pending: list[_Pending] = []
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._drained: list[asyncio.Future[None]] = []
+        self._writing = False
 
     async def _channel(self, session_id: str) -> _Channel:
         channel = self._channels.get(session_id)
@@ -289,59 +341,155 @@ class EventLog:
         turn_id: str | None = None,
         attempt: int | None = None,
         provider: str | None = None,
+        durable: bool = True,
     ) -> LoggedEvent:
-        """Number, persist and publish one event; returns it once it is in the store.
+        """Number one event and hand it to the writer; publish it once it is stored.
 
-        Shielded from the caller's cancellation: a turn cancelled while its event is being
-        written must not leave the event stored but unnumbered in memory (the next append
-        would reuse its seq). Raises ``StorageUnavailable`` when the store cannot take it;
-        then nobody has seen the event and its seq is used by the next one.
+        Events are written by one writer task in batches (one transaction for whatever
+        queued up while the previous commit ran), then published in order, so no subscriber
+        ever sees an event that is not in the store. With ``durable`` (the default) this
+        returns once the event is stored, and raises ``StorageUnavailable`` when the store
+        cannot take it: then nobody has seen it and its seq is used by the next one. Without,
+        it returns at once (for the stream of deltas a CLI prints, which would otherwise wait
+        for one commit each); a failed write is then raised by the session's next append.
+        Cancelling the caller never cancels the write.
         """
-        return await asyncio.shield(
-            self._append(session_id, data, turn_id=turn_id, attempt=attempt, provider=provider)
-        )
-
-    async def _append(
-        self,
-        session_id: str,
-        data: EventData,
-        *,
-        turn_id: str | None,
-        attempt: int | None,
-        provider: str | None,
-    ) -> LoggedEvent:
         channel = await self._channel(session_id)
-        async with channel.lock:
-            record = EventRecord(
-                seq=channel.last_seq + 1,
-                session_id=session_id,
-                turn_id=turn_id,
-                attempt=attempt,
-                provider=provider,
-                at=self._clock(),
-                type=data.TYPE,
-                data=data.model_dump(mode="json"),
-            )
-            prune_through = self._prune_point(channel, record.seq)
-            await self._store.insert_event(record, prune_through=prune_through)
-            channel.last_seq = record.seq
-            if prune_through is not None:
-                channel.first_seq = prune_through + 1
-            event = LoggedEvent.from_record(record, appended_at=time.monotonic())
+        if channel.failure is not None:
+            failure, channel.failure = channel.failure, None
+            raise failure
+        record = EventRecord(
+            seq=channel.assigned_seq + 1,
+            session_id=session_id,
+            turn_id=turn_id,
+            attempt=attempt,
+            provider=provider,
+            at=self._clock(),
+            type=data.TYPE,
+            data=data.model_dump(mode="json"),
+        )
+        channel.assigned_seq = record.seq
+        event = LoggedEvent.from_record(record, appended_at=time.monotonic())
+        # Past MAX_PENDING queued events even a streaming appender waits: memory stays bounded.
+        wait = durable or len(self._pending) >= MAX_PENDING
+        done: asyncio.Future[LoggedEvent] | None = None
+        if wait:
+            done = asyncio.get_running_loop().create_future()
+            done.add_done_callback(_retrieve)
+        self._pending.append(_Pending(channel=channel, record=record, event=event, done=done))
+        self._wake.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop(), name="event-log-writer")
+        if done is not None:
+            return await asyncio.shield(done)
+        return event
+
+    async def flush(self) -> None:
+        """Wait until every event appended so far is stored (or has failed)."""
+        if not self._pending and not self._writing:
+            return
+        drained = asyncio.get_running_loop().create_future()
+        self._drained.append(drained)
+        self._wake.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop(), name="event-log-writer")
+        await drained
+
+    async def aclose(self) -> None:
+        """Store what is queued, then stop the writer."""
+        await self.flush()
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                self._writing = True
+                try:
+                    await self._commit(batch)
+                except Exception:  # never leave an appender waiting
+                    log.exception("the event log writer failed")
+                    for item in batch:
+                        _settle(item, error=StorageUnavailable("the event log writer failed"))
+                finally:
+                    self._writing = False
+            drained, self._drained = self._drained, []
+            for waiter in drained:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        prunes: dict[str, int] = {}
+        for item in batch:  # the newest seq of each session decides its pruning
+            point = self._prune_point(item.channel, item.record.seq)
+            if point is not None:
+                prunes[item.record.session_id] = point
+        try:
+            await self._store.insert_events([item.record for item in batch], prune_through=prunes)
+        except Exception as exc:
+            channels = {id(item.channel) for item in batch}
+            if len(channels) > 1:  # one session's failure must not fail the others
+                for channel_id in channels:
+                    await self._commit([i for i in batch if id(i.channel) == channel_id])
+                return
+            self._fail(batch, exc)
+            return
+        by_session: dict[str, list[_Pending]] = {}
+        for item in batch:
+            by_session.setdefault(item.record.session_id, []).append(item)
+        for session_id, items in by_session.items():
+            self._publish(items, prunes.get(session_id))
+
+    def _fail(self, batch: list[_Pending], exc: Exception) -> None:
+        """Roll the session's numbering back to its last stored event and fail everything of
+        it still queued (those seqs followed the failed ones)."""
+        channel = batch[0].channel
+        later = [item for item in self._pending if item.channel is channel]
+        if later:
+            self._pending = [item for item in self._pending if item.channel is not channel]
+        failed = batch + later
+        channel.assigned_seq = channel.last_seq
+        error = exc if isinstance(exc, StorageUnavailable) else _as_unavailable(exc)
+        if not any(item.done is not None for item in failed):
+            channel.failure = error  # nobody waited: tell the session's next append
+        for item in failed:
+            _settle(item, error=error)
+
+    def _publish(self, items: list[_Pending], prune_through: int | None) -> None:
+        """Hand one session's newly stored events to its subscribers, in order.
+
+        A subscriber is evicted for how far behind it was when the batch arrived: the events
+        of one commit reach every queue at once, before anyone could read, so they do not count
+        against it.
+        """
+        channel = items[0].channel
+        session_id = items[0].record.session_id
+        if self._max_lag is not None:
             for subscriber in list(channel.subscribers):
-                lag = record.seq - max(subscriber.cursor, subscriber.baseline)
-                if self._max_lag is not None and lag > self._max_lag:
+                lag = channel.last_seq - max(subscriber.cursor, subscriber.baseline)
+                if lag > self._max_lag:
                     self._evict(channel, subscriber, session_id)
-                    continue
+        channel.last_seq = items[-1].record.seq
+        if prune_through is not None:
+            channel.first_seq = max(channel.first_seq, prune_through + 1)
+        for item in items:
+            for subscriber in channel.subscribers:
                 if subscriber.overflowed:
                     continue
                 try:
-                    subscriber.queue.put_nowait(event)
+                    subscriber.queue.put_nowait(item.event)
                 except asyncio.QueueFull:
                     subscriber.overflowed = True
-        if self._observer is not None:
-            self._observer(record)
-        return event
+        for item in items:
+            if self._observer is not None:
+                self._observer(item.record)
+            _settle(item, event=item.event)
 
     def _delivered(self, subscriber: _Subscriber, event: LoggedEvent) -> None:
         if self._metrics is not None and event.appended_at is not None:

@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING
 from app.errors import StorageUnavailable
 from app.events import (
     EventData,
+    MessageDelta,
+    ReasoningDelta,
     RetryScheduled,
     SessionThreadBound,
+    ToolOutput,
     TurnCompleted,
     TurnError,
     TurnFailed,
@@ -50,6 +53,11 @@ STORAGE_RETRY_S = (0.5, 1.0, 2.0, 5.0)
 BUDGET_STOP_S = 10.0
 """How long a turn over its output budget has to end after its interrupt before it is
 cancelled and its CLI process released."""
+
+
+STREAMED = frozenset({MessageDelta.TYPE, ReasoningDelta.TYPE, ToolOutput.TYPE})
+"""Events a CLI prints in quick succession: appended without waiting for their commit (any
+later event of the turn waits for them, and a failed write surfaces at the next append)."""
 
 
 class EventBudget:
@@ -94,6 +102,7 @@ class Hooks:
             turn_id=self.turn_id,
             attempt=self.attempt,
             provider=self.live.provider,
+            durable=data.TYPE not in STREAMED,
         )
 
     async def bind_thread(self, thread_id: str) -> None:

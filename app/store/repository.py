@@ -7,13 +7,13 @@ them through the ``update_*`` methods, which write and return the fresh row.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import JsonValue
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.events import EventType
@@ -196,29 +196,44 @@ class Store:
 
         With ``prune_through``, the session's events up to that seq are deleted with it.
         """
+        prune = {record.session_id: prune_through} if prune_through is not None else {}
+        await self.insert_events([record], prune_through=prune)
+
+    async def insert_events(
+        self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
+    ) -> None:
+        """Append events (of one or more sessions) in one transaction, advancing each
+        session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
+        up to which its older events are deleted in the same transaction."""
+        if not records:
+            return
+        newest: dict[str, int] = {}
+        for record in records:
+            newest[record.session_id] = max(record.seq, newest.get(record.session_id, 0))
         async with self._write() as db:
-            db.add(
-                EventRow(
-                    session_id=record.session_id,
-                    seq=record.seq,
-                    turn_id=record.turn_id,
-                    attempt=record.attempt,
-                    provider=record.provider,
-                    at=record.at,
-                    type=record.type,
-                    data=record.data,
-                )
-            )
             await db.execute(
-                update(SessionRow)
-                .where(SessionRow.id == record.session_id)
-                .values(last_seq=record.seq)
+                insert(EventRow),
+                [
+                    {
+                        "session_id": r.session_id,
+                        "seq": r.seq,
+                        "turn_id": r.turn_id,
+                        "attempt": r.attempt,
+                        "provider": r.provider,
+                        "at": r.at,
+                        "type": r.type,
+                        "data": r.data,
+                    }
+                    for r in records
+                ],
             )
-            if prune_through is not None:
+            for session_id, seq in newest.items():
                 await db.execute(
-                    delete(EventRow).where(
-                        EventRow.session_id == record.session_id, EventRow.seq <= prune_through
-                    )
+                    update(SessionRow).where(SessionRow.id == session_id).values(last_seq=seq)
+                )
+            for session_id, seq in (prune_through or {}).items():
+                await db.execute(
+                    delete(EventRow).where(EventRow.session_id == session_id, EventRow.seq <= seq)
                 )
 
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
