@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint audit browser test test-fast clean
+.PHONY: run setup lint audit browser test test-fast openapi clean
 
 ## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
 run: setup
@@ -57,6 +57,10 @@ test: lint audit browser
 ## Unit and integration tests only (no real CLI).
 test-fast: setup
 	scripts/run-tests.sh tests/unit tests/integration
+
+## Regenerate docs/openapi.json from the app (commit it with the API change).
+openapi: setup
+	$(BIN)/python scripts/export_openapi.py
 
 clean:
 	rm -rf $(VENV) agents/node_modules .mypy_cache .ruff_cache .pytest_cache
