@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint audit browser test test-fast openapi clean
+.PHONY: run setup lint audit browser test test-fast bench openapi clean
 
 ## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
 run: setup
@@ -57,6 +57,12 @@ test: lint audit browser
 ## Unit and integration tests only (no real CLI).
 test-fast: setup
 	scripts/run-tests.sh tests/unit tests/integration
+
+## Benchmarks against the real gateway (about 10 minutes; BENCH_ARGS=--quick for 2);
+## results in docs/benchmarks.md, docs/benchmarks.json and docs/benchmarks.png.
+bench: setup
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 ## Regenerate docs/openapi.json from the app (commit it with the API change).
 openapi: setup
