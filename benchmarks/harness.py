@@ -219,7 +219,7 @@ class Api:
         self.http = httpx.AsyncClient(
             base_url=gateway.base_url,
             headers=AUTH,
-            timeout=60.0,
+            timeout=40.0,  # past the gateway's 30 s SQLite busy timeout
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=200),
         )
 

@@ -95,7 +95,13 @@ def _before_after(results: dict[str, Any], before: dict[str, Any]) -> list[str]:
         "",
         f"Before: `{before.get('command')}` at {before.get('machine', {}).get('commit')} "
         f"({before.get('started_at')}, load {before.get('load_start')}). "
-        f"After: this run.",
+        "After: this run."
+        + (
+            " The before run used `--quick` counts (fewer events, cycles and subscribers): "
+            "compare orders of magnitude, not percentages."
+            if before.get("quick")
+            else ""
+        ),
         "",
         *table(rows),
         "",

@@ -60,6 +60,21 @@ async def run_all(names: list[str], config: RunConfig) -> dict[str, Any]:
     return sections
 
 
+def merged(previous: dict[str, Any], rerun: dict[str, Any]) -> dict[str, Any]:
+    """``previous`` with the sections of ``rerun`` in place of its own, each saying when and
+    under what load it was run again."""
+    for name, section in rerun["benchmarks"].items():
+        note = (
+            f"Run again on its own (`{rerun['command']} --merge`) at {rerun['started_at']}, "
+            f"load {rerun['load_start']} → {rerun['load_end']}."
+        )
+        section.setdefault("notes", []).append(note)
+        previous["benchmarks"][name] = section
+    order = [n for n in BENCHMARKS if n in previous["benchmarks"]]
+    previous["benchmarks"] = {n: previous["benchmarks"][n] for n in order}
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller counts (about 2 minutes)")
@@ -67,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", choices=BENCHMARKS, metavar="NAME", help=", ".join(BENCHMARKS)
     )
     parser.add_argument("--out", type=Path, default=machine.ROOT / "docs", help="where to write")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace only these benchmarks' sections in the existing results (noted in them)",
+    )
     args = parser.parse_args(argv)
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     command = "python -m benchmarks.run" + (" --quick" if args.quick else "")
@@ -92,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     results["load_end"] = machine.load()
     results["seconds"] = round(time.monotonic() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
+    existing = args.out / "benchmarks.json"
+    if args.merge and existing.exists():
+        results = merged(json.loads(existing.read_text()), results)
     (args.out / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
     report.write(args.out)
     say(f"wrote {args.out}/benchmarks.{{json,md,png}} in {results['seconds']} s")

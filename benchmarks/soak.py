@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
+
+import httpx
 
 from benchmarks.harness import (
     Api,
@@ -19,6 +22,7 @@ from benchmarks.harness import (
     thread_count,
 )
 from benchmarks.settings import RunConfig
+from tests.gateway import log_lines
 
 MEASURES = (
     "Cycles of: create a session, run one turn (the agent process starts, streams 5 deltas, "
@@ -29,6 +33,10 @@ MEASURES = (
     "a leaked task would show up as growing RSS or descriptors. The first sample is taken "
     "after 20 warm-up cycles."
 )
+
+
+MAX_FAILURES = 8
+"""Failed requests after which the soak stops (each may have waited for a timeout)."""
 
 
 def sample(api: Api, cycles: int, started: float) -> dict[str, object]:
@@ -43,10 +51,24 @@ def sample(api: Api, cycles: int, started: float) -> dict[str, object]:
     }
 
 
-async def cycle(api: Api) -> None:
-    session = await api.create_session()
-    await api.run_turn(session, "bench n=5 rate=0")
-    await api.delete_session(session)
+async def cycle(api: Api, failures: Counter[str]) -> None:
+    """One cycle; a refused request is counted (status and problem type), not fatal."""
+    try:
+        session = await api.create_session()
+        status = await api.run_turn(session, "bench n=5 rate=0")
+        if status != "completed":
+            failures[f"turn {status}"] += 1
+        await api.delete_session(session)
+    except httpx.HTTPStatusError as exc:
+        response = exc.response
+        kind = (
+            response.json().get("type", "")
+            if response.headers.get("content-type", "").endswith("json")
+            else ""
+        )
+        failures[f"{response.request.method} {response.status_code} {kind}".strip()] += 1
+    except httpx.TransportError as exc:  # no answer within the client's timeout
+        failures[f"{exc.request.method} {type(exc).__name__}"] += 1
 
 
 async def run(config: RunConfig) -> Section:
@@ -55,21 +77,41 @@ async def run(config: RunConfig) -> Section:
     parallel = 4
     section = Section(name="soak", title="10. Soak", measures=MEASURES)
     rows: list[dict[str, object]] = []
+    failures: Counter[str] = Counter()
     with scratch("soak") as base:
         async with running(bench_gateway(base)) as api:
             for _ in range(20 // parallel):
-                await asyncio.gather(*(cycle(api) for _ in range(parallel)))
+                await asyncio.gather(*(cycle(api, failures) for _ in range(parallel)))
             started = time.monotonic()
             rows.append(sample(api, 0, started))
             done = 0
-            while done < total:
-                await asyncio.gather(*(cycle(api) for _ in range(parallel)))
+            while done < total and sum(failures.values()) < MAX_FAILURES:
+                await asyncio.gather(*(cycle(api, failures) for _ in range(parallel)))
                 done += parallel
                 if done % every == 0:
                     rows.append(sample(api, done, started))
             await asyncio.sleep(1)  # processes stopped by delete are reaped by now
             rows.append({**sample(api, done, started), "cycles": f"{done} (+1 s)"})
+            if done < total:
+                section.notes.append(
+                    f"Stopped after {done} of {total} cycles: {MAX_FAILURES} requests failed."
+                )
+            problems = [
+                line["msg"][:300]
+                for line in log_lines(api.gateway)
+                if line.get("level") in {"warning", "error", "critical"}
+            ]
     section.tables.append(Table(title=f"{total} cycles", rows=rows))
+    failed = sum(failures.values())
+    section.tables.append(
+        Table(
+            title="refused or failed requests during the soak",
+            rows=[{"request": k, "count": v} for k, v in failures.most_common()]
+            or [{"request": "none", "count": 0}],
+        )
+    )
+    for message, count in Counter(problems).most_common(3):
+        section.notes.append(f"gateway logged {count}x: {message}")
     first, last = rows[0], rows[-1]
     growth = float(str(last["RSS MiB"])) - float(str(first["RSS MiB"]))
     leftover = int(str(last["child processes"]))
@@ -81,6 +123,12 @@ async def run(config: RunConfig) -> Section:
             met=growth < 10,
         ),
         Target(name="leftover processes", goal="0", value=str(leftover), met=leftover == 0),
+        Target(
+            name="requests failed during the soak",
+            goal="0",
+            value=f"{failed} (cycles run: {done + 20} of {total + 20})",
+            met=failed == 0,
+        ),
         Target(
             name="descriptors",
             goal="flat",

@@ -41,7 +41,7 @@ def _median(timings: list[TurnTiming]) -> dict[str, float]:
 
 
 async def run(config: RunConfig) -> Section:
-    repeats = config.pick(quick=1, full=3)
+    repeats = config.pick(quick=1, full=2)
     section = Section(name="turns", title="4. Turn latency with the real CLIs", measures=MEASURES)
     rows: list[dict[str, object]] = []
     warm_gap: float | None = None
