@@ -38,7 +38,7 @@ def row(name: str, rate: int, result: RelayResult) -> dict[str, object]:
 
 
 async def run(config: RunConfig) -> Section:
-    seconds = {100: config.pick(quick=2, full=5), 1000: config.pick(quick=1, full=5)}
+    seconds = {100: config.pick(quick=1, full=5), 1000: config.pick(quick=1, full=5)}
     seconds[10000] = config.pick(quick=1, full=2)
     section = Section(name="latency", title="2. Added latency per event", measures=MEASURES)
     floors: dict[int, RelayResult] = {}

@@ -39,7 +39,7 @@ async def idle_sessions(config: RunConfig) -> list[dict[str, object]]:
     with scratch("memory") as base:
         async with running(bench_gateway(base)) as api:
             created = 0
-            for target in (0, 100, config.pick(quick=300, full=1000)):
+            for target in (0, 100, config.pick(quick=200, full=1000)):
                 while created < target:
                     batch = min(20, target - created)
                     await asyncio.gather(*(api.create_session() for _ in range(batch)))

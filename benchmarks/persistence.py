@@ -101,7 +101,7 @@ async def appends_per_s(store: Store, n: int, *, concurrent: int = 1) -> float:
 
 
 async def run(config: RunConfig) -> Section:
-    n = config.pick(quick=2000, full=10000)
+    n = config.pick(quick=1000, full=10000)
     section = Section(name="persistence", title="6. Persistence cost", measures=MEASURES)
     results: dict[str, float] = {}
     for label, base in (

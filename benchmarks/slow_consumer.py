@@ -30,7 +30,7 @@ def row(name: str, result: RelayResult, slow: Stamps | None) -> dict[str, object
 
 
 async def run(config: RunConfig) -> Section:
-    n = 100 * config.pick(quick=4, full=15)
+    n = 100 * config.pick(quick=3, full=15)
     section = Section(name="slow_consumer", title="9. Slow consumer", measures=MEASURES)
     with scratch("slow") as base:
         async with running(bench_gateway(base)) as api:

@@ -72,7 +72,7 @@ async def cycle(api: Api, failures: Counter[str]) -> None:
 
 
 async def run(config: RunConfig) -> Section:
-    total = config.pick(quick=60, full=1000)
+    total = config.pick(quick=40, full=1000)
     every = max(total // 5, 1)
     parallel = 4
     section = Section(name="soak", title="10. Soak", measures=MEASURES)

@@ -117,7 +117,7 @@ def lag_row(name: str, samples: list[int]) -> dict[str, object]:
 
 
 async def run(config: RunConfig) -> Section:
-    count = config.pick(quick=10, full=30)
+    count = config.pick(quick=6, full=30)
     starting = config.pick(quick=20, full=50)
     section = Section(name="spawn", title="7. Spawn overhead and event-loop lag", measures=MEASURES)
     with scratch("spawn") as base:
