@@ -168,6 +168,10 @@ def _rows(results: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [row for t in section.get("tables", []) for row in t.get("rows", [])]
 
 
+def _has_points(axes: Any) -> bool:
+    return any(len(line.get_xdata()) for line in axes.lines)
+
+
 def chart(results: dict[str, Any], path: Path) -> None:
     import matplotlib  # noqa: PLC0415 - optional: only the chart needs it
 
@@ -195,10 +199,10 @@ def chart(results: dict[str, Any], path: Path) -> None:
                 style,
                 label=f"{relay} {key[:3]}",
             )
-    latency.set(
-        xscale="log", yscale="log", title="delivery latency vs paced rate (ms)", xlabel="events/s"
-    )
-    latency.legend(fontsize=8)
+    latency.set(title="delivery latency vs paced rate (ms)", xlabel="events/s")
+    if _has_points(latency):  # a partial run (--only) may have none: no log axis for nothing
+        latency.set(xscale="log", yscale="log")
+        latency.legend(fontsize=8)
 
     relays: dict[str, list[tuple[int, float]]] = {}
     for r in _rows(results, "fanout"):
@@ -206,13 +210,10 @@ def chart(results: dict[str, Any], path: Path) -> None:
             relays.setdefault(r["relay"], []).append((r["subscribers"], r["p99 ms"]))
     for relay, curve in relays.items():
         fanout.plot([p[0] for p in curve], [p[1] for p in curve], "o-", label=relay)
-    fanout.set(
-        xscale="log",
-        yscale="log",
-        title="fan-out: delivery p99 at 100 events/s (ms)",
-        xlabel="subscribers",
-    )
-    fanout.legend(fontsize=8)
+    fanout.set(title="fan-out: delivery p99 at 100 events/s (ms)", xlabel="subscribers")
+    if _has_points(fanout):
+        fanout.set(xscale="log", yscale="log")
+        fanout.legend(fontsize=8)
 
     targets = [t for s in results.get("benchmarks", {}).values() for t in s.get("targets", [])]
     other.axis("off")

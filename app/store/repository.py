@@ -6,8 +6,9 @@ them through the ``update_*`` methods, which write and return the fresh row.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,6 +46,24 @@ class EventRecord:
     data: dict[str, Any]
 
 
+async def run_to_completion(step: Coroutine[Any, Any, None]) -> None:
+    """Run ``step`` to its end even if the caller is cancelled meanwhile; the cancellation is
+    raised once it has finished."""
+    task = asyncio.ensure_future(step)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.done():
+                raise
+            cancelled = exc
+        else:
+            break
+    if cancelled is not None:
+        raise cancelled
+
+
 class Store:
     """The gateway's tables, one short transaction per call.
 
@@ -64,9 +83,21 @@ class Store:
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncSession]:
+        """A transaction that commits when the block ends and rolls back when it raises.
+
+        The commit or rollback runs to its end even when the calling task is cancelled
+        meanwhile (a turn stopped by a session's deletion): abandoned half-way, it would hand
+        the pool a connection still holding SQLite's write lock, and every other writer would
+        wait out the busy timeout.
+        """
         with storage_errors():
-            async with self._sessions() as db, db.begin():
-                yield db
+            async with self._sessions() as db:  # closes to completion as well
+                try:
+                    yield db
+                except BaseException:
+                    await run_to_completion(db.rollback())
+                    raise
+                await run_to_completion(db.commit())
 
     # --- sessions -------------------------------------------------------------------------
 
