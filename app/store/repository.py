@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import JsonValue
 from sqlalchemy import delete, func, insert, select, update
@@ -30,6 +31,8 @@ from app.store.tables import (
 )
 
 LIVE_TURN_STATUSES = ("queued", "running", "retrying")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,14 +49,14 @@ class EventRecord:
     data: dict[str, Any]
 
 
-async def run_to_completion(step: Coroutine[Any, Any, None]) -> None:
+async def run_to_completion(step: Coroutine[Any, Any, T]) -> T:
     """Run ``step`` to its end even if the caller is cancelled meanwhile; the cancellation is
     raised once it has finished."""
     task = asyncio.ensure_future(step)
     cancelled: asyncio.CancelledError | None = None
     while True:
         try:
-            await asyncio.shield(task)
+            result = await asyncio.shield(task)
         except asyncio.CancelledError as exc:
             if task.done():
                 raise
@@ -62,6 +65,26 @@ async def run_to_completion(step: Coroutine[Any, Any, None]) -> None:
             break
     if cancelled is not None:
         raise cancelled
+    return result
+
+
+def uninterrupted(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """A store call that a cancelled caller waits for rather than abandons half-way.
+
+    SQLAlchemy and aiosqlite do not survive a cancellation that lands inside a statement or
+    a commit: the connection can go back to the pool still inside its transaction, holding
+    SQLite's write lock, and every other writer then waits out the busy timeout (seen when
+    sessions were deleted while their turns were writing). So each call runs whole in a
+    task of its own; the caller's cancellation is raised when it is done.
+    """
+
+    @functools.wraps(method)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await run_to_completion(method(*args, **kwargs))
+
+    return call
 
 
 class Store:
@@ -101,14 +124,17 @@ class Store:
 
     # --- sessions -------------------------------------------------------------------------
 
+    @uninterrupted
     async def add(self, *rows: SessionRow | TurnRow | ApprovalRow) -> None:
         async with self._write() as db:
             db.add_all(rows)
 
+    @uninterrupted
     async def get_session(self, session_id: str) -> SessionRow | None:
         async with self._read() as db:
             return await db.get(SessionRow, session_id)
 
+    @uninterrupted
     async def list_sessions(
         self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
     ) -> Sequence[SessionRow]:
@@ -122,12 +148,14 @@ class Store:
         async with self._read() as db:
             return (await db.scalars(query)).all()
 
+    @uninterrupted
     async def session_status_counts(self) -> dict[str, int]:
         """How many sessions the database holds in each status."""
         query = select(SessionRow.status, func.count()).group_by(SessionRow.status)
         async with self._read() as db:
             return {status: int(count) for status, count in (await db.execute(query)).all()}
 
+    @uninterrupted
     async def count_open_sessions(self, owner: str) -> int:
         """Sessions of ``owner`` that are not closed or failed."""
         query = (
@@ -138,6 +166,7 @@ class Store:
         async with self._read() as db:
             return int((await db.scalar(query)) or 0)
 
+    @uninterrupted
     async def update_session(self, session_id: str, **values: Any) -> SessionRow:
         async with self._write() as db:
             await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
@@ -147,6 +176,7 @@ class Store:
 
     # --- bindings -------------------------------------------------------------------------
 
+    @uninterrupted
     async def touch_binding(
         self, *, session_id: str, provider: str, thread_id: str, now: datetime
     ) -> None:
@@ -155,12 +185,14 @@ class Store:
                 db, session_id=session_id, provider=provider, thread_id=thread_id, now=now
             )
 
+    @uninterrupted
     async def get_binding(self, session_id: str, provider: str) -> BindingRow | None:
         async with self._read() as db:
             return await db.get(BindingRow, (session_id, provider))
 
     # --- turns ----------------------------------------------------------------------------
 
+    @uninterrupted
     async def next_turn_number(self, session_id: str) -> int:
         async with self._read() as db:
             current = await db.scalar(
@@ -168,11 +200,13 @@ class Store:
             )
         return (current or 0) + 1
 
+    @uninterrupted
     async def get_turn(self, session_id: str, turn_id: str) -> TurnRow | None:
         async with self._read() as db:
             row = await db.get(TurnRow, turn_id)
         return row if row is not None and row.session_id == session_id else None
 
+    @uninterrupted
     async def list_turns(self, session_id: str, *, limit: int) -> Sequence[TurnRow]:
         query = (
             select(TurnRow)
@@ -183,6 +217,7 @@ class Store:
         async with self._read() as db:
             return (await db.scalars(query)).all()
 
+    @uninterrupted
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRow:
         async with self._write() as db:
             await db.execute(update(TurnRow).where(TurnRow.id == turn_id).values(values))
@@ -192,11 +227,13 @@ class Store:
 
     # --- approvals ------------------------------------------------------------------------
 
+    @uninterrupted
     async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRow | None:
         async with self._read() as db:
             row = await db.get(ApprovalRow, approval_id)
         return row if row is not None and row.session_id == session_id else None
 
+    @uninterrupted
     async def list_approvals(
         self, session_id: str, *, status: str | None, limit: int
     ) -> Sequence[ApprovalRow]:
@@ -211,6 +248,7 @@ class Store:
         async with self._read() as db:
             return (await db.scalars(query)).all()
 
+    @uninterrupted
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRow:
         async with self._write() as db:
             await db.execute(
@@ -222,6 +260,7 @@ class Store:
 
     # --- events ---------------------------------------------------------------------------
 
+    @uninterrupted
     async def insert_event(self, record: EventRecord, *, prune_through: int | None = None) -> None:
         """Append one event and advance the session's ``last_seq`` in the same transaction.
 
@@ -230,6 +269,7 @@ class Store:
         prune = {record.session_id: prune_through} if prune_through is not None else {}
         await self.insert_events([record], prune_through=prune)
 
+    @uninterrupted
     async def insert_events(
         self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
     ) -> None:
@@ -267,6 +307,7 @@ class Store:
                     delete(EventRow).where(EventRow.session_id == session_id, EventRow.seq <= seq)
                 )
 
+    @uninterrupted
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
         query = (
             select(EventRow)
@@ -290,9 +331,11 @@ class Store:
             for row in rows
         ]
 
+    @uninterrupted
     async def last_event_seq(self, session_id: str) -> int:
         return (await self.event_bounds(session_id))[1]
 
+    @uninterrupted
     async def event_bounds(self, session_id: str) -> tuple[int, int]:
         """``(first, last)``: the oldest kept seq and the newest seq ever numbered.
 
@@ -315,12 +358,14 @@ class Store:
 
     # --- start-up recovery ----------------------------------------------------------------
 
+    @uninterrupted
     async def unfinished_turns(self) -> Sequence[TurnRow]:
         async with self._read() as db:
             return (
                 await db.scalars(select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES)))
             ).all()
 
+    @uninterrupted
     async def reset_busy_sessions(self, now: datetime) -> None:
         """Sessions left running by a previous process are idle now: nothing runs them."""
         async with self._write() as db:
@@ -330,6 +375,7 @@ class Store:
                 .values(status="idle", updated_at=now)
             )
 
+    @uninterrupted
     async def pending_approvals(self) -> Sequence[ApprovalRow]:
         async with self._read() as db:
             return (
