@@ -309,14 +309,26 @@ class Store:
 
     @uninterrupted
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        # Plain rows rather than ORM entities: replays read thousands of events, and building
+        # (then discarding) an identity-mapped object for each was most of their cost.
+        events = EventRow.__table__.c
         query = (
-            select(EventRow)
-            .where(EventRow.session_id == session_id, EventRow.seq > after)
-            .order_by(EventRow.seq)
+            select(
+                events.seq,
+                events.session_id,
+                events.turn_id,
+                events.attempt,
+                events.provider,
+                events.at,
+                events.type,
+                events.data,
+            )
+            .where(events.session_id == session_id, events.seq > after)
+            .order_by(events.seq)
             .limit(limit)
         )
         async with self._read() as db:
-            rows = (await db.scalars(query)).all()
+            rows = (await db.execute(query)).all()
         return [
             EventRecord(
                 seq=row.seq,
