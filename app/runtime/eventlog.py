@@ -279,12 +279,6 @@ def _settle(
         done.set_result(event)
 
 
-def _as_unavailable(exc: Exception) -> Exception:
-    """A database error that is not a storage failure: logged, and raised as it is."""
-    log.error("could not store events: %s", exc)
-    return exc
-
-
 class EventLog:
     """Per-session numbering, persistence, pruning and fan-out of events."""
 
@@ -455,11 +449,12 @@ class EventLog:
             self._pending = [item for item in self._pending if item.channel is not channel]
         failed = batch + later
         channel.assigned_seq = channel.last_seq
-        error = exc if isinstance(exc, StorageUnavailable) else _as_unavailable(exc)
+        if not isinstance(exc, StorageUnavailable):  # another database error: raised as it is
+            log.error("could not store events of %s: %s", batch[0].record.session_id, exc)
         if not any(item.done is not None for item in failed):
-            channel.failure = error  # nobody waited: tell the session's next append
+            channel.failure = exc  # nobody waited: tell the session's next append
         for item in failed:
-            _settle(item, error=error)
+            _settle(item, error=exc)
 
     def _publish(self, items: list[_Pending], prune_through: int | None) -> None:
         """Hand one session's newly stored events to its subscribers, in order.

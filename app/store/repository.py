@@ -261,15 +261,6 @@ class Store:
     # --- events ---------------------------------------------------------------------------
 
     @uninterrupted
-    async def insert_event(self, record: EventRecord, *, prune_through: int | None = None) -> None:
-        """Append one event and advance the session's ``last_seq`` in the same transaction.
-
-        With ``prune_through``, the session's events up to that seq are deleted with it.
-        """
-        prune = {record.session_id: prune_through} if prune_through is not None else {}
-        await self.insert_events([record], prune_through=prune)
-
-    @uninterrupted
     async def insert_events(
         self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
     ) -> None:
