@@ -1,8 +1,9 @@
 """Render a run's JSON (docs/benchmarks.json) as docs/benchmarks.md and docs/benchmarks.png.
 
 ``render()`` is pure (JSON in, Markdown out); ``chart()`` needs matplotlib. The analysis of
-where the time goes is kept by hand in benchmarks/analysis.md and included as it is; a
-``benchmarks-before.json`` next to the results adds a before/after table of the targets.
+where the time goes is kept by hand in benchmarks/analysis.md and included as it is; earlier
+runs' JSON next to the results (``benchmarks-before-*.json``, oldest name first; an optional
+``label`` says what the code then was) add a before/after table of the targets.
 """
 
 from __future__ import annotations
@@ -78,38 +79,28 @@ def _machine(results: dict[str, Any]) -> list[str]:
     return table(rows)
 
 
-def _before_after(results: dict[str, Any], before: dict[str, Any]) -> list[str]:
-    old = {t["name"]: t for t in _targets(before)}
-    rows = [
-        {
-            "target": t["name"],
-            "goal": t["goal"],
-            "before": old[t["name"]]["value"] if t["name"] in old else "-",
-            "after": t["value"],
-            "now": _met(t["met"]),
-        }
-        for t in _targets(results)
+def _before_after(results: dict[str, Any], earlier: list[dict[str, Any]]) -> list[str]:
+    """The targets of earlier runs (oldest first) next to this one's."""
+    names = [f"run {i + 1}" for i in range(len(earlier))]
+    olds = [{t["name"]: t for t in _targets(run)} for run in earlier]
+    rows = []
+    for t in _targets(results):
+        row: dict[str, object] = {"target": t["name"], "goal": t["goal"]}
+        for name, old in zip(names, olds, strict=True):
+            row[name] = old[t["name"]]["value"] if t["name"] in old else "-"
+        rows.append({**row, "now": t["value"], "": _met(t["met"])})
+    described = [
+        f"- {name}: `{run.get('command')}` at {run.get('machine', {}).get('commit')} "
+        f"({run.get('started_at')}, load {run.get('load_start')})"
+        + (f"; {run['label']}" if run.get("label") else "")
+        + (" (`--quick` counts: compare orders of magnitude)" if run.get("quick") else "")
+        for name, run in zip(names, earlier, strict=True)
     ]
-    return [
-        "## Before and after",
-        "",
-        f"Before: `{before.get('command')}` at {before.get('machine', {}).get('commit')} "
-        f"({before.get('started_at')}, load {before.get('load_start')}). "
-        "After: this run."
-        + (
-            " The before run used `--quick` counts (fewer events, cycles and subscribers): "
-            "compare orders of magnitude, not percentages."
-            if before.get("quick")
-            else ""
-        ),
-        "",
-        *table(rows),
-        "",
-    ]
+    return ["## Before and after", "", *described, "- now: this run", "", *table(rows), ""]
 
 
 def render(
-    results: dict[str, Any], *, before: dict[str, Any] | None = None, analysis: str = ""
+    results: dict[str, Any], *, earlier: list[dict[str, Any]] | None = None, analysis: str = ""
 ) -> str:
     lines = [
         "# Benchmarks",
@@ -143,8 +134,8 @@ def render(
         ),
         "",
     ]
-    if before is not None:
-        lines += _before_after(results, before)
+    if earlier:
+        lines += _before_after(results, earlier)
     if analysis.strip():
         lines += [analysis.strip(), ""]
     for section in results.get("benchmarks", {}).values():
@@ -230,10 +221,9 @@ def chart(results: dict[str, Any], path: Path) -> None:
 def write(out: Path) -> None:
     """Render ``out/benchmarks.json`` to ``out/benchmarks.md`` and ``out/benchmarks.png``."""
     results = json.loads((out / "benchmarks.json").read_text())
-    before_path = out / "benchmarks-before.json"
-    before = json.loads(before_path.read_text()) if before_path.exists() else None
+    earlier = [json.loads(p.read_text()) for p in sorted(out.glob("benchmarks-before-*.json"))]
     analysis = ANALYSIS.read_text() if ANALYSIS.exists() else ""
-    (out / "benchmarks.md").write_text(render(results, before=before, analysis=analysis))
+    (out / "benchmarks.md").write_text(render(results, earlier=earlier, analysis=analysis))
     chart(results, out / "benchmarks.png")
 
 

@@ -55,13 +55,22 @@ def test_render_lists_the_machine_targets_tables_and_failures() -> None:
     before["benchmarks"]["throughput"]["targets"] = [
         {"name": "throughput", "goal": ">= 0.3x floor", "value": "0.003x", "met": False}
     ]
-    page = render(SAMPLE, before=before, analysis="## Where the time goes\n\nsomewhere")
+    middle = {**before, "label": "batched writes"}
+    middle["benchmarks"] = {"throughput": {**before["benchmarks"]["throughput"]}}
+    middle["benchmarks"]["throughput"]["targets"] = [
+        {"name": "throughput", "goal": ">= 0.3x floor", "value": "0.01x", "met": False}
+    ]
+    page = render(
+        SAMPLE, earlier=[before, middle], analysis="## Where the time goes\n\nsomewhere"
+    )
 
     assert page.startswith("# Benchmarks\n")
     assert "| CPU | Test CPU (2 cores) |" in page
     assert "start [0.1, 0.2, 0.3], end [0.4, 0.5, 0.6]" in page
     assert "| 1. Relay throughput | throughput | >= 0.3x floor | 0.028x | **missed** |" in page
-    assert "| throughput | >= 0.3x floor | 0.003x | 0.028x | **missed** |" in page
+    assert "| target | goal | run 1 | run 2 | now |  |" in page
+    assert "| throughput | >= 0.3x floor | 0.003x | 0.01x | 0.028x | **missed** |" in page
+    assert "; batched writes" in page
     assert "| gateway \\| disk | 2,500 | 0.028 |" in page
     assert "## Where the time goes" in page
     assert "Traceback: boom" in page
