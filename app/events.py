@@ -8,6 +8,8 @@ what the OpenAPI document publishes.
 
 from __future__ import annotations
 
+import functools
+import json
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
@@ -290,6 +292,34 @@ class EventEnvelope(BaseModel):
     attempt: int | None = None
     provider: str | None = None
     at: datetime
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(value: str | None) -> str:
+    # The same few ids and types recur in every event of a turn: encoded once each.
+    return "null" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def encode_event(
+    *,
+    seq: int,
+    session_id: str,
+    turn_id: str | None,
+    attempt: int | None,
+    provider: str | None,
+    at: datetime,
+    type: str,
+    data_json: str,
+) -> str:
+    """An event's wire form (``Event``), built around ``data_json``, its already encoded
+    payload: the payload is encoded once, when the event is made, and never decoded again on
+    its way to a client (live, replayed from the store or in a page)."""
+    stamp = at.isoformat().replace("+00:00", "Z")
+    return (
+        f'{{"seq":{seq},"session_id":{_json_text(session_id)},"turn_id":{_json_text(turn_id)},'
+        f'"attempt":{"null" if attempt is None else attempt},"provider":{_json_text(provider)},'
+        f'"at":"{stamp}","type":{_json_text(type)},"data":{data_json}}}'
+    )
 
 
 class SessionCreatedEvent(EventEnvelope):

@@ -64,9 +64,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
+        store = Store(engine)
         try:
             await check_schema(engine)
-            store = Store(engine)
             providers = build_providers(settings, runner)
             registry = ProviderRegistry(
                 settings=settings,
@@ -109,6 +109,7 @@ def create_app(
                     await provider.aclose()
         finally:
             await runner.aclose()
+            await asyncio.to_thread(store.close)  # after the event log's last write
             try:
                 await checkpoint(engine)
             except Exception:

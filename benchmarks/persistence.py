@@ -21,7 +21,7 @@ from typing import Any, cast
 from app.events import MessageDelta
 from app.runtime.eventlog import EventLog
 from app.store.db import create_engine, upgrade_async
-from app.store.repository import EventRecord, Store
+from app.store.repository import Store, StoredEvent
 from app.store.tables import SessionRow
 from benchmarks.harness import (
     Section,
@@ -42,16 +42,13 @@ MEASURES = __doc__.split("\n\n", 1)[1].strip() if __doc__ else ""
 class NullStore:
     """Accepts every write and keeps nothing; reads find an empty session."""
 
-    async def insert_event(self, record: EventRecord, *, prune_through: int | None = None) -> None:
-        return None
-
     async def insert_events(self, *args: Any, **kwargs: Any) -> None:
         return None
 
     async def event_bounds(self, session_id: str) -> tuple[int, int]:
         return 1, 0
 
-    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
+    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         return []
 
 
@@ -127,6 +124,7 @@ async def run(config: RunConfig) -> Section:
                 store = await real_store(directory)
                 label = f"EventLog + real Store ({where}), {concurrent} at a time"
                 in_process[label] = await appends_per_s(store, m, concurrent=concurrent)
+                store.close()
                 await store.engine.dispose()
     for concurrent in (1, 100):
         in_process[

@@ -24,7 +24,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisconnect
@@ -218,10 +218,10 @@ def _control(kind: str, **fields: int | str) -> str:
     return json.dumps({"type": kind, **fields}, separators=(",", ":"))
 
 
-async def _sse(items: AsyncIterable[StreamItem]) -> AsyncIterator[bytes]:
+async def _sse(subscription: Subscription) -> AsyncIterator[bytes]:
     yield format_sse_event(comment="connected", retry=2000)
-    async for item in items:
-        yield sse_message(item)
+    async for batch in subscription.batches():  # one write for whatever is ready
+        yield b"".join(sse_message(item) for item in batch)
 
 
 def sse_message(item: StreamItem) -> bytes:
@@ -229,8 +229,8 @@ def sse_message(item: StreamItem) -> bytes:
     match item:
         case None:
             return KEEPALIVE_COMMENT
-        case LoggedEvent(seq=seq, json=envelope):
-            return format_sse_event(data_str=envelope, id=str(seq))
+        case LoggedEvent():
+            return item.sse
         case ResyncRequired(first_seq=first, after=after):
             # The id moves the client's Last-Event-ID past the gap it was told about.
             data = _control("resync_required", first_seq=first, after=after)

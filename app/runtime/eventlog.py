@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
-from app.events import EventData, EventType
+from app.events import EventData, EventType, encode_event
 from app.observability.metrics import GatewayMetrics
 from app.store.repository import EventRecord, Store
 
@@ -48,7 +47,7 @@ CAP_RETRY_AFTER_S = 5.0
 
 @dataclass(frozen=True, kw_only=True)
 class LoggedEvent:
-    """One persisted event with its wire form, encoded once for every subscriber."""
+    """One stored event with its wire form, encoded once for every subscriber."""
 
     seq: int
     session_id: str
@@ -58,26 +57,11 @@ class LoggedEvent:
     appended_at: float | None = None
     """``time.monotonic()`` of the append, on events handed to live subscribers (not replays)."""
 
-    @classmethod
-    def from_record(cls, record: EventRecord, *, appended_at: float | None = None) -> LoggedEvent:
-        envelope: dict[str, Any] = {
-            "seq": record.seq,
-            "session_id": record.session_id,
-            "turn_id": record.turn_id,
-            "attempt": record.attempt,
-            "provider": record.provider,
-            "at": record.at.isoformat().replace("+00:00", "Z"),
-            "type": record.type,
-            "data": record.data,
-        }
-        return cls(
-            seq=record.seq,
-            session_id=record.session_id,
-            type=record.type,
-            turn_id=record.turn_id,
-            json=json.dumps(envelope, separators=(",", ":"), ensure_ascii=False),
-            appended_at=appended_at,
-        )
+    @functools.cached_property
+    def sse(self) -> bytes:
+        """The SSE message: ``data:`` the envelope (JSON text has no line breaks), ``id:`` the
+        seq; built on first use and shared by every subscriber."""
+        return f"data: {self.json}\nid: {self.seq}\n\n".encode()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +140,8 @@ class _Pending:
 
 
 class Subscription:
-    """A registered subscriber: iterate it once; ``release()`` unregisters (idempotent).
+    """A registered subscriber: iterate it once, by item or by ``batches()``; ``release()``
+    unregisters (idempotent).
 
     Registration happens when the subscription is opened, so caps are checked and counted
     before a response starts; iterating to the end, or ``release()``, gives the slot back.
@@ -178,10 +163,18 @@ class Subscription:
         self._subscriber = subscriber
         self._after = after
         self._heartbeat_s = heartbeat_s
+        self._done = False
+        """The stream ended (the session closed) or was stopped (eviction, shutdown)."""
+        self._batches = self._read()
         self._iterator = self._items()
 
     def __aiter__(self) -> AsyncIterator[StreamItem]:
         return self._iterator
+
+    def batches(self) -> AsyncIterator[list[StreamItem]]:
+        """The items in the groups they became available in (a replayed page, whatever was
+        queued when the reader came back): a transport writes each group at once."""
+        return self._batches
 
     def release(self) -> None:
         self._log._unregister(self._channel, self._subscriber)
@@ -189,6 +182,7 @@ class Subscription:
     async def aclose(self) -> None:
         """Stop iterating (for a consumer that leaves before the end) and release."""
         await self._iterator.aclose()
+        await self._batches.aclose()
         self.release()
 
     def _stop(self) -> Evicted | ShuttingDown | None:
@@ -200,65 +194,99 @@ class Subscription:
         return None
 
     async def _items(self) -> AsyncGenerator[StreamItem, None]:
-        channel, subscriber = self._channel, self._subscriber
-        cursor = subscriber.cursor = self._after
+        async for batch in self._batches:
+            for item in batch:
+                yield item
+
+    async def _read(self) -> AsyncGenerator[list[StreamItem], None]:
+        subscriber = self._subscriber
+        subscriber.cursor = self._after
         try:
-            while True:
+            while not self._done:
                 # A fresh queue before the replay: whatever is appended from now on is either
                 # in the store when the replay reads it or in this queue, or both.
                 subscriber.queue = asyncio.Queue(self._log._queue_size)
                 subscriber.overflowed = False
-                while True:  # replay what the store has past the cursor
-                    if (stop := self._stop()) is not None:
-                        yield stop
-                        return
-                    head = channel.last_seq
-                    # Shielded: a client that hangs up mid-read cancels this generator, and a
-                    # database call cancelled half-way costs its pooled connection.
-                    page = await asyncio.shield(
-                        self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+                async for batch in self._replay():
+                    yield batch
+                if self._done:
+                    return
+                async for batch in self._follow():
+                    yield batch
+                if not self._done:
+                    log.debug(
+                        "subscriber of %s fell behind at %d; catching up",
+                        self._session_id,
+                        subscriber.cursor,
                     )
-                    first = page[0].seq if page else head + 1
-                    if first > cursor + 1 and (page or cursor < head):
-                        log.info(
-                            "subscriber of %s asked for events after %d; oldest kept is %d",
-                            self._session_id,
-                            cursor,
-                            first,
-                        )
-                        yield ResyncRequired(first_seq=first, after=cursor)
-                        cursor = subscriber.cursor = first - 1
-                    for event in page:
-                        if (stop := self._stop()) is not None:
-                            yield stop
-                            return
-                        cursor = subscriber.cursor = event.seq
-                        yield event
-                    if len(page) < REPLAY_PAGE:
-                        break
-                while not subscriber.overflowed:
-                    if (stop := self._stop()) is not None:
-                        yield stop
-                        return
-                    if channel.closed.is_set() and subscriber.queue.empty():
-                        if cursor >= channel.last_seq:
-                            return
-                        break  # the tail is in the store
-                    try:
-                        item = await asyncio.wait_for(subscriber.queue.get(), self._heartbeat_s)
-                    except TimeoutError:
-                        yield None
-                        continue
-                    if item is None or item.seq <= cursor:
-                        continue
-                    cursor = subscriber.cursor = item.seq
-                    self._log._delivered(subscriber, item)
-                    yield item
-                log.debug(
-                    "subscriber of %s fell behind at %d; catching up", self._session_id, cursor
-                )
         finally:
             self.release()
+
+    async def _replay(self) -> AsyncGenerator[list[StreamItem], None]:
+        """What the store has past the cursor, a page at a time."""
+        channel, subscriber = self._channel, self._subscriber
+        while True:
+            if (stop := self._stop()) is not None:
+                self._done = True
+                yield [stop]
+                return
+            cursor, head = subscriber.cursor, channel.last_seq
+            # Shielded: a client that hangs up mid-read cancels this generator, and a
+            # database call cancelled half-way costs its pooled connection.
+            page = await asyncio.shield(
+                self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+            )
+            batch: list[StreamItem] = []
+            first = page[0].seq if page else head + 1
+            if first > cursor + 1 and (page or cursor < head):
+                log.info(
+                    "subscriber of %s asked for events after %d; oldest kept is %d",
+                    self._session_id,
+                    cursor,
+                    first,
+                )
+                batch.append(ResyncRequired(first_seq=first, after=cursor))
+                subscriber.cursor = first - 1
+            if page:
+                batch += page
+                subscriber.cursor = page[-1].seq
+            if batch:
+                yield batch
+            if len(page) < REPLAY_PAGE:
+                return
+
+    async def _follow(self) -> AsyncGenerator[list[StreamItem], None]:
+        """Live events from the queue, everything queued at once, until the queue overflowed
+        (the rest is then read from the store), the stream stops, or the session closed."""
+        channel, subscriber = self._channel, self._subscriber
+        queue = subscriber.queue
+        while not subscriber.overflowed:
+            if (stop := self._stop()) is not None:
+                self._done = True
+                yield [stop]
+                return
+            if channel.closed.is_set() and queue.empty():
+                self._done = subscriber.cursor >= channel.last_seq
+                return  # ended, or the tail is in the store
+            if queue.empty():
+                try:
+                    queued = [await asyncio.wait_for(queue.get(), self._heartbeat_s)]
+                except TimeoutError:
+                    yield [None]
+                    continue
+            else:
+                queued = [queue.get_nowait()]
+            while not queue.empty():
+                queued.append(queue.get_nowait())
+            batch: list[StreamItem] = []
+            for item in queued:
+                if item is None or item.seq <= subscriber.cursor:
+                    continue
+                subscriber.cursor = item.seq
+                self._log._delivered(subscriber, item)
+                batch.append(item)
+            if batch:
+                yield batch
 
 
 def _retrieve(future: asyncio.Future[LoggedEvent]) -> None:
@@ -336,6 +364,7 @@ class EventLog:
         attempt: int | None = None,
         provider: str | None = None,
         durable: bool = True,
+        data_json: str | None = None,
     ) -> LoggedEvent:
         """Number one event and hand it to the writer; publish it once it is stored.
 
@@ -346,12 +375,15 @@ class EventLog:
         cannot take it: then nobody has seen it and its seq is used by the next one. Without,
         it returns at once (for the stream of deltas a CLI prints, which would otherwise wait
         for one commit each); a failed write is then raised by the session's next append.
-        Cancelling the caller never cancels the write.
+        Cancelling the caller never cancels the write. ``data_json`` is ``data`` already
+        encoded (``model_dump_json()``), for a caller that encoded it to measure it.
         """
         channel = await self._channel(session_id)
         if channel.failure is not None:
             failure, channel.failure = channel.failure, None
             raise failure
+        if data_json is None:
+            data_json = data.model_dump_json()
         record = EventRecord(
             seq=channel.assigned_seq + 1,
             session_id=session_id,
@@ -361,9 +393,26 @@ class EventLog:
             at=self._clock(),
             type=data.TYPE,
             data=data.model_dump(mode="json"),
+            data_json=data_json,
         )
         channel.assigned_seq = record.seq
-        event = LoggedEvent.from_record(record, appended_at=time.monotonic())
+        event = LoggedEvent(
+            seq=record.seq,
+            session_id=session_id,
+            type=record.type,
+            turn_id=turn_id,
+            json=encode_event(
+                seq=record.seq,
+                session_id=session_id,
+                turn_id=turn_id,
+                attempt=attempt,
+                provider=provider,
+                at=record.at,
+                type=record.type,
+                data_json=data_json,
+            ),
+            appended_at=time.monotonic(),
+        )
         # Past MAX_PENDING queued events even a streaming appender waits: memory stays bounded.
         wait = durable or len(self._pending) >= MAX_PENDING
         done: asyncio.Future[LoggedEvent] | None = None
@@ -513,8 +562,13 @@ class EventLog:
         subscriber.wake()
 
     async def page(self, session_id: str, *, after: int, limit: int) -> list[LoggedEvent]:
-        records = await self._store.events_after(session_id, after=after, limit=limit)
-        return [LoggedEvent.from_record(r) for r in records]
+        stored = await self._store.events_after(session_id, after=after, limit=limit)
+        return [
+            LoggedEvent(
+                seq=e.seq, session_id=session_id, type=e.type, turn_id=e.turn_id, json=e.json
+            )
+            for e in stored
+        ]
 
     async def open(
         self,

@@ -298,7 +298,7 @@ class SessionManager:
             turn = TurnRow(
                 id="trn_" + secrets.token_hex(16),
                 session_id=session_id,
-                seq_no=await self.store.next_turn_number(session_id),
+                seq_no=0,  # set by add_turn
                 prompt=prompt,
                 status="queued",
                 attempts=0,
@@ -306,7 +306,7 @@ class SessionManager:
                 provider=row.provider,
                 created_at=now,
             )
-            await self.store.add(turn)
+            await self.store.add_turn(turn)
             live.turn_id = turn.id
             live.busy = True
             live.stop_reason = "interrupted by the client"

@@ -72,11 +72,12 @@ class EventBudget:
         self.used = 0
         self.exceeded = asyncio.Event()
 
-    def charge(self, data: EventData) -> bool:
-        """Count ``data``; False when the turn is over its budget (the event is dropped)."""
+    def charge(self, data_json: str) -> bool:
+        """Count an event's encoded payload; False when the turn is over its budget (the
+        event is dropped)."""
         if self.exceeded.is_set():
             return False
-        self.used += len(data.model_dump_json())
+        self.used += len(data_json)
         if self.used > self.limit:
             self.exceeded.set()
             return False
@@ -94,7 +95,8 @@ class Hooks:
     budget: EventBudget | None = None
 
     async def emit(self, data: EventData) -> None:
-        if self.budget is not None and not self.budget.charge(data):
+        encoded = data.model_dump_json()  # measured here, stored as it is by the event log
+        if self.budget is not None and not self.budget.charge(encoded):
             return
         await self.manager.events.append(
             self.live.session_id,
@@ -103,6 +105,7 @@ class Hooks:
             attempt=self.attempt,
             provider=self.live.provider,
             durable=data.TYPE not in STREAMED,
+            data_json=encoded,
         )
 
     async def bind_thread(self, thread_id: str) -> None:
@@ -145,8 +148,9 @@ class Recorder:
 
     async def attempt_started(self, attempt: int) -> None:
         self.attempts = attempt
-        await self.manager.store.update_turn(self.turn_id, status="running", attempts=attempt)
-        await self.manager.set_status(self.live, "running")
+        await self.manager.store.turn_running(
+            self.turn_id, self.live.session_id, now=self.manager.clock(), attempts=attempt
+        )
 
     async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
         await self.manager.store.update_turn(self.turn_id, status="retrying")
@@ -170,8 +174,8 @@ async def run_turn(
     hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
     store = manager.store
     try:
-        await store.update_turn(turn.id, status="running", started_at=clock())
-        await manager.set_status(live, "running")
+        now = clock()
+        await store.turn_running(turn.id, live.session_id, now=now, started_at=now)
         await hooks.emit(TurnStarted(prompt=turn.prompt))
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)

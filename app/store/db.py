@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(app.__file__).resolve().parent.parent / "migrations"
 
-_SQLITE_PRAGMAS = {
+SQLITE_PRAGMAS = {
     "journal_mode": "WAL",
     "foreign_keys": "ON",
     "busy_timeout": "30000",
@@ -45,7 +45,7 @@ _SQLITE_PRAGMAS = {
 }
 # A batch migration rebuilds a table (copy, DROP, rename); with foreign keys on, SQLite's
 # DROP TABLE deletes the old rows first and so cascades into every child table.
-_SQLITE_MIGRATION_PRAGMAS = {**_SQLITE_PRAGMAS, "foreign_keys": "OFF"}
+_SQLITE_MIGRATION_PRAGMAS = {**SQLITE_PRAGMAS, "foreign_keys": "OFF"}
 
 
 STORAGE_RETRY_AFTER_S = 30.0
@@ -62,25 +62,36 @@ _STORAGE_FAILURES = (
 """SQLite's messages for a database that cannot take a write now; anything else is a bug."""
 
 
+def storage_unavailable(exc: BaseException) -> StorageUnavailable | None:
+    """``StorageUnavailable`` (503, Retry-After) when ``exc``, a SQLite error, says the
+    database cannot be written now (disk full, I/O error, locked past the busy timeout);
+    None for any other error, which is a bug to be raised as it is."""
+    message = str(exc).lower()
+    if not any(failure in message for failure in _STORAGE_FAILURES):
+        return None
+    log.error("storage unavailable: %s", exc)
+    return StorageUnavailable(
+        "the gateway cannot write its database now (disk full, I/O error or locked); "
+        "nothing of this request was kept, retry later",
+        retry_after_s=STORAGE_RETRY_AFTER_S,
+    )
+
+
 @contextlib.contextmanager
 def storage_errors() -> Iterator[None]:
     """Turn a database that cannot be written into ``StorageUnavailable`` (503, Retry-After).
 
     The one place where SQLite's "disk full", I/O errors and "locked" (after the busy
-    timeout) become an API answer; other database errors pass through unchanged.
+    timeout) become an API answer (the event writer's own connection uses
+    ``storage_unavailable`` too); other database errors pass through unchanged.
     """
     try:
         yield
     except DBAPIError as exc:
-        message = str(exc.orig).lower()
-        if not any(failure in message for failure in _STORAGE_FAILURES):
+        unavailable = storage_unavailable(exc.orig if exc.orig is not None else exc)
+        if unavailable is None:
             raise
-        log.error("storage unavailable: %s", exc.orig)
-        raise StorageUnavailable(
-            "the gateway cannot write its database now (disk full, I/O error or locked); "
-            "nothing of this request was kept, retry later",
-            retry_after_s=STORAGE_RETRY_AFTER_S,
-        ) from exc
+        raise unavailable from exc
 
 
 async def checkpoint(engine: AsyncEngine) -> None:
@@ -110,7 +121,7 @@ def create_engine(url: str) -> AsyncEngine:
 
     A SQLite file's parent directory is created if missing.
     """
-    return _create_engine(make_url(url), _SQLITE_PRAGMAS)
+    return _create_engine(make_url(url), SQLITE_PRAGMAS)
 
 
 def create_migration_engine(url: str) -> AsyncEngine:
@@ -223,6 +234,20 @@ def _create_engine(url: URL, pragmas: dict[str, str]) -> AsyncEngine:
 
     event.listen(engine.sync_engine, "connect", set_pragmas)
     return engine
+
+
+def sqlite_file(url: URL) -> str:
+    """The path of the SQLite file ``url`` names; a clear error for anything else (the
+    gateway keeps its state in a SQLite file)."""
+    database = url.database
+    if (
+        url.get_backend_name() != "sqlite"
+        or not database
+        or database == ":memory:"
+        or (database.startswith("file:"))
+    ):
+        raise ValueError(f"the gateway needs a SQLite file, not {url.render_as_string()}")
+    return database
 
 
 def _make_parent_dir(url: URL) -> None:

@@ -15,12 +15,13 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import JsonValue
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Text, func, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.events import EventType
+from app.events import EventType, encode_event
 from app.store.bindings import touch_binding
-from app.store.db import session_factory, storage_errors
+from app.store.db import session_factory, sqlite_file, storage_errors
+from app.store.eventwriter import EventWriter, stored_time
 from app.store.tables import (
     ENDED_SESSION_STATUSES,
     ApprovalRow,
@@ -37,7 +38,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, kw_only=True)
 class EventRecord:
-    """One event as stored: the envelope fields and the JSON-ready payload."""
+    """One event to store: the envelope fields and the payload, as data and as JSON text
+    (``data_json`` is what is stored, so it is encoded only once)."""
 
     seq: int
     session_id: str
@@ -47,6 +49,17 @@ class EventRecord:
     at: datetime
     type: EventType
     data: dict[str, Any]
+    data_json: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredEvent:
+    """One event read back: its seq, type and turn, and its wire form (``Event``)."""
+
+    seq: int
+    type: EventType
+    turn_id: str | None
+    json: str
 
 
 async def run_to_completion(step: Coroutine[Any, Any, T]) -> T:
@@ -97,6 +110,14 @@ class Store:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = session_factory(engine)
+        self._events: EventWriter | None = None
+
+    def close(self) -> None:
+        """Stop the event writer's thread and close its connection (before the engine's
+        ``dispose``); a later ``insert_events`` opens them again."""
+        events, self._events = self._events, None
+        if events is not None:
+            events.close()
 
     @contextlib.asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:
@@ -193,12 +214,31 @@ class Store:
     # --- turns ----------------------------------------------------------------------------
 
     @uninterrupted
-    async def next_turn_number(self, session_id: str) -> int:
-        async with self._read() as db:
+    async def add_turn(self, turn: TurnRow) -> None:
+        """Insert ``turn`` as the session's next one: its ``seq_no`` is set in the same
+        transaction, one past the session's newest turn."""
+        async with self._write() as db:
             current = await db.scalar(
-                select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == session_id)
+                select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == turn.session_id)
             )
-        return (current or 0) + 1
+            turn.seq_no = (current or 0) + 1
+            db.add(turn)
+
+    @uninterrupted
+    async def turn_running(
+        self, turn_id: str, session_id: str, *, now: datetime, **values: Any
+    ) -> None:
+        """Mark the turn ``running`` (with ``values``) and its session ``running``, in one
+        transaction: on the path of every turn's start."""
+        async with self._write() as db:
+            await db.execute(
+                update(TurnRow).where(TurnRow.id == turn_id).values(status="running", **values)
+            )
+            await db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == session_id)
+                .values(status="running", updated_at=now)
+            )
 
     @uninterrupted
     async def get_turn(self, session_id: str, turn_id: str) -> TurnRow | None:
@@ -260,59 +300,52 @@ class Store:
 
     # --- events ---------------------------------------------------------------------------
 
-    @uninterrupted
     async def insert_events(
         self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
     ) -> None:
         """Append events (of one or more sessions) in one transaction, advancing each
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
-        up to which its older events are deleted in the same transaction."""
+        up to which its older events are deleted in the same transaction.
+
+        Written by the event writer's own connection and thread (``EventWriter``); runs to
+        its end even when the caller is cancelled."""
         if not records:
             return
-        newest: dict[str, int] = {}
-        for record in records:
-            newest[record.session_id] = max(record.seq, newest.get(record.session_id, 0))
-        async with self._write() as db:
-            await db.execute(
-                insert(EventRow),
-                [
-                    {
-                        "session_id": r.session_id,
-                        "seq": r.seq,
-                        "turn_id": r.turn_id,
-                        "attempt": r.attempt,
-                        "provider": r.provider,
-                        "at": r.at,
-                        "type": r.type,
-                        "data": r.data,
-                    }
-                    for r in records
-                ],
-            )
-            for session_id, seq in newest.items():
-                await db.execute(
-                    update(SessionRow).where(SessionRow.id == session_id).values(last_seq=seq)
+        if self._events is None:
+            self._events = EventWriter(sqlite_file(self.engine.url))
+        await self._events.write(
+            [
+                (
+                    r.session_id,
+                    r.seq,
+                    r.turn_id,
+                    r.attempt,
+                    r.provider,
+                    stored_time(r.at),
+                    r.type,
+                    r.data_json,
                 )
-            for session_id, seq in (prune_through or {}).items():
-                await db.execute(
-                    delete(EventRow).where(EventRow.session_id == session_id, EventRow.seq <= seq)
-                )
+                for r in records
+            ],
+            prune_through,
+        )
 
     @uninterrupted
-    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[EventRecord]:
-        # Plain rows rather than ORM entities: replays read thousands of events, and building
-        # (then discarding) an identity-mapped object for each was most of their cost.
+    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
+        """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
+
+        Plain rows rather than ORM entities, and the payload as the JSON text it was stored as
+        (built into the envelope, never decoded): replays read thousands of events."""
         events = EventRow.__table__.c
         query = (
             select(
                 events.seq,
-                events.session_id,
                 events.turn_id,
                 events.attempt,
                 events.provider,
                 events.at,
                 events.type,
-                events.data,
+                type_coerce(events.data, Text).label("data"),
             )
             .where(events.session_id == session_id, events.seq > after)
             .order_by(events.seq)
@@ -321,15 +354,20 @@ class Store:
         async with self._read() as db:
             rows = (await db.execute(query)).all()
         return [
-            EventRecord(
+            StoredEvent(
                 seq=row.seq,
-                session_id=row.session_id,
-                turn_id=row.turn_id,
-                attempt=row.attempt,
-                provider=row.provider,
-                at=row.at,
                 type=row.type,
-                data=row.data,
+                turn_id=row.turn_id,
+                json=encode_event(
+                    seq=row.seq,
+                    session_id=session_id,
+                    turn_id=row.turn_id,
+                    attempt=row.attempt,
+                    provider=row.provider,
+                    at=row.at,
+                    type=row.type,
+                    data_json=row.data,
+                ),
             )
             for row in rows
         ]

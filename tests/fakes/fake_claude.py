@@ -4,8 +4,8 @@
 Each spawn appends a JSON line ``{"pid", "argv", "env"}`` to ``$FAKE_CLAUDE_LOG``. The reply
 to a user message is chosen by its text: ``crash`` exits 3 after printing to stderr,
 ``hang`` prints nothing more, ``slow`` streams until interrupted, ``deltas:N`` streams N small
-text deltas as fast as it can (at most a million) and answers; anything else answers
-``fake reply``. An ``interrupt`` control request ends
+text deltas as fast as it can (at most a million) and answers (``deltas:N@R``: at R a second,
+on a fixed schedule); anything else answers ``fake reply``. An ``interrupt`` control request ends
 the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
 
 Fault prompts, for the gateway's retries: ``fail-auth`` ends the turn with an API 401
@@ -245,7 +245,12 @@ def turn(prompt: str) -> None:
         result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)
         return
     if prompt.startswith("deltas:"):
-        for i in range(min(int(prompt.split(":", 1)[1]), 1_000_000)):
+        count, _, rate = prompt.split(":", 1)[1].partition("@")
+        interval = 1 / float(rate) if rate else 0.0
+        start = time.monotonic()
+        for i in range(min(int(count), 1_000_000)):
+            if interval and (ahead := start + i * interval - time.monotonic()) > 0:
+                time.sleep(ahead)  # the CLI's own pace: a fixed schedule of deltas
             emit(
                 {
                     "type": "stream_event",

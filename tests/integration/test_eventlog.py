@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter
-from sqlalchemy.exc import IntegrityError
 
 from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import Event, MessageDelta, MessageDeltaEvent, TurnStarted
@@ -156,6 +156,44 @@ async def test_the_wire_form_is_a_valid_event_envelope(log: EventLog) -> None:
     assert json.loads(logged.json)["at"].endswith("Z")
 
 
+async def test_any_text_reads_back_from_the_store_exactly_as_it_was_published(
+    log: EventLog,
+) -> None:
+    """The payload is stored as the JSON text it was published with and built into the
+    envelope again without being decoded: quotes, escapes and any Unicode survive."""
+    texts = [
+        '"quoted" \\ back',
+        "line\nbreak\ttab\r",
+        "\u2028\u2029 é 中文 😀",
+        "\x00\x1f</script>",
+    ]
+    published = [
+        await log.append(SESSION, MessageDelta(message_id='m"1', text=t), turn_id='t"x')
+        for t in texts
+    ]
+    stored = await log.page(SESSION, after=0, limit=10)
+    assert [e.json for e in stored] == [e.json for e in published]
+    events = [EVENT.validate_json(e.json) for e in stored]
+    assert [e.data.text for e in events if isinstance(e, MessageDeltaEvent)] == texts
+    assert {e.turn_id for e in events} == {'t"x'}
+    assert all("\n" not in e.json for e in stored)  # one SSE data line each
+    assert published[0].sse == f"data: {published[0].json}\nid: 1\n\n".encode()
+
+
+async def test_events_stored_by_an_earlier_gateway_read_back_as_the_same_events(
+    log: EventLog, store: Store
+) -> None:
+    """Rows written through the ORM (spaced JSON, the previous writer) are valid envelopes."""
+    await store_directly(store, 3)
+    appended = await log.append(SESSION, delta(4))
+    page = await log.page(SESSION, after=0, limit=10)
+    assert [e.seq for e in page] == [1, 2, 3, 4]
+    events = [EVENT.validate_json(e.json) for e in page]
+    assert [e.data for e in events] == [delta(1), delta(2), delta(3), delta(4)]
+    assert [e.at for e in events[:3]] == [NOW] * 3
+    assert page[-1].json == appended.json
+
+
 async def test_page_returns_events_after_a_seq_up_to_a_limit(log: EventLog) -> None:
     await append_many(log, 6)
     assert [e.seq for e in await log.page(SESSION, after=2, limit=3)] == [3, 4, 5]
@@ -279,6 +317,25 @@ async def test_a_subscriber_that_falls_a_queue_behind_catches_up_from_the_store(
     assert await waiting == [behind + 2]
     await log.close(SESSION)
     assert await drain(subscription) == []
+    assert log.subscriber_count() == 0
+
+
+async def test_batches_hand_over_a_replayed_page_and_whatever_queued_meanwhile_at_once(
+    log: EventLog,
+) -> None:
+    await append_many(log, 7)
+    subscription = await log.open(SESSION, after=2)
+    batches = subscription.batches()
+    async with asyncio.timeout(10):
+        first = await anext(batches)
+        assert [item.seq for item in first if isinstance(item, LoggedEvent)] == [3, 4, 5, 6, 7]
+        await append_many(log, 4)  # stored and queued while the reader is away
+        queued = await anext(batches)
+        assert [item.seq for item in queued if isinstance(item, LoggedEvent)] == [8, 9, 10, 11]
+        waiting = asyncio.ensure_future(anext(batches))
+        await log.append(SESSION, delta(12))
+        assert [item.seq for item in await waiting if isinstance(item, LoggedEvent)] == [12]
+    await subscription.aclose()
     assert log.subscriber_count() == 0
 
 
@@ -449,13 +506,16 @@ async def test_a_failed_write_fails_only_its_session_and_its_numbering_resumes(
 ) -> None:
     log = EventLog(store)
     ghost = "sess-without-a-row"  # its events violate the events → sessions foreign key
-    for i in range(5):  # interleaved, so the two sessions share commits
+    assert await log.last_seq(ghost) == await log.last_seq(SESSION) == 0
+    for i in range(5):  # interleaved, without a pause, so the two sessions share a commit
         await log.append(ghost, delta(i), durable=False)
         await log.append(SESSION, delta(i), durable=False)
     await log.flush()
     assert [e.seq for e in await log.page(SESSION, after=0, limit=10)] == [1, 2, 3, 4, 5]
     assert await log.last_seq(ghost) == 0
-    with pytest.raises(IntegrityError):  # nobody waited for those writes: the next append says
+    with pytest.raises(
+        sqlite3.IntegrityError
+    ):  # nobody waited for those writes: the next append says
         await log.append(ghost, delta(9))
     await store.add(session_row(ghost, at=NOW))
     resumed = await log.append(ghost, delta(9))

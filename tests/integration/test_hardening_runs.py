@@ -36,8 +36,8 @@ SSE = {"Accept": "text/event-stream"}
 PROBLEM = "application/problem+json"
 GRACE_S = 10.0
 MAX_LAG = 1000
-"""Room for a reader that keeps up but trails a CLI printing as fast as it can (events are
-stored and published in batches); a stalled reader passes it long before the run ends."""
+"""Room for a reader that keeps up with a CLI printing 2,500 deltas a second (``deltas:N@R``);
+a stalled reader passes it long before the run ends."""
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_r8_a_run_stream_that_stops_reading_is_evicted_and_resumes_on_the_sessio
     with gateway.client() as client:
         before = session_ids(client)
         stalled = _SmallWindow("127.0.0.1", gateway.port, timeout=30)
-        body = json.dumps(run_body(gateway, "deltas:5000"))
+        body = json.dumps(run_body(gateway, "deltas:5000@2500"))
         headers = {**AUTH, **SSE, "Content-Type": "application/json"}
         stalled.request("POST", "/v1/runs", body=body, headers=headers)
         response = stalled.getresponse()  # from now on, not read until the run has ended

@@ -353,7 +353,13 @@ class ClaudeSession(ProviderSession):
     ) -> TurnOutcome:
         while True:
             try:
-                item = await asyncio.wait_for(live.items.get(), timeout=1.0)
+                # wait_for costs a task: only for an empty queue (while the CLI streams, the
+                # queue is rarely empty).
+                item = (
+                    live.items.get_nowait()
+                    if not live.items.empty()
+                    else (await asyncio.wait_for(live.items.get(), timeout=1.0))
+                )
             except TimeoutError:
                 outcome = self._watchdog(
                     live, pending=any(not t.done() for t in approvals.values())

@@ -132,7 +132,13 @@ class CodexTurn:
                 deadlines.append(self._interrupt_at + self._settings.interrupt_grace_s)
             timeout = max(min(deadlines) - time.monotonic(), 0) if deadlines else None
             try:
-                item = await asyncio.wait_for(self._inbox.get(), timeout)
+                item = (
+                    self._inbox.get_nowait()
+                    if not self._inbox.empty()
+                    else (
+                        await asyncio.wait_for(self._inbox.get(), timeout)  # a task: only to wait
+                    )
+                )
             except TimeoutError:
                 return self._deadline_passed(last_activity)
             last_activity = time.monotonic()

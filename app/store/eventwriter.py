@@ -1,0 +1,108 @@
+"""The event log's writer: batches of events stored on a connection and a thread of its own.
+
+A streaming CLI produces thousands of events a second and each must be stored before any
+subscriber sees it, so the time from "queued" to "committed" is on every event's path. Going
+through the async engine costs a thread hop per statement (``BEGIN``, insert, update,
+``COMMIT``) plus SQLAlchemy's ORM/Core work per row; here a whole batch is one call into one
+dedicated thread, where ``sqlite3`` runs the transaction with the GIL released for SQLite's
+own work.
+
+The connection uses the same pragmas as the engine's (WAL, foreign keys, 30 s busy wait,
+``synchronous=NORMAL``), so it is one more writer that SQLite serialises with the pool's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from app.store.db import SQLITE_PRAGMAS, storage_unavailable
+
+_INSERT = (
+    "INSERT INTO events (session_id, seq, turn_id, attempt, provider, at, type, data) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ADVANCE = "UPDATE sessions SET last_seq = ? WHERE id = ?"
+_PRUNE = "DELETE FROM events WHERE session_id = ? AND seq <= ?"
+
+EventRow = tuple[str, int, str | None, int | None, str | None, str, str, str]
+"""``(session_id, seq, turn_id, attempt, provider, at, type, data)``, ``data`` as JSON text."""
+
+
+def stored_time(at: datetime) -> str:
+    """``at`` as the ``at`` column keeps it: naive UTC, the text SQLAlchemy's SQLite
+    ``DateTime`` writes and reads (``YYYY-MM-DD HH:MM:SS.ffffff``)."""
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"naive datetime {at!r}: pass an aware datetime (UTC)")
+    return at.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+class EventWriter:
+    """Appends events to a SQLite file, one transaction per ``write``, one call at a time."""
+
+    def __init__(self, database: str) -> None:
+        self._database = database
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-writer")
+        self._connection: sqlite3.Connection | None = None
+
+    async def write(
+        self, rows: Sequence[EventRow], prune_through: Mapping[str, int] | None = None
+    ) -> None:
+        """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
+        what ``prune_through`` says, all or nothing.
+
+        A database that cannot take the write (disk full, I/O error, locked past the busy
+        timeout) raises ``StorageUnavailable``; any other database error is raised as it is.
+        Cancelling the caller does not stop the transaction: it runs to its end in the thread.
+        """
+        future = asyncio.wrap_future(
+            self._executor.submit(self._write, rows, dict(prune_through or {}))
+        )
+        try:
+            await asyncio.shield(future)
+        except sqlite3.Error as exc:
+            raise storage_unavailable(exc) or exc from exc
+
+    def close(self) -> None:
+        """Close the connection and stop the thread (waits for a write under way)."""
+        self._executor.submit(self._disconnect)
+        self._executor.shutdown(wait=True)
+
+    # --- in the writer thread ------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: no implicit transactions, the statements below say BEGIN/COMMIT.
+        connection = sqlite3.connect(
+            self._database, timeout=30, isolation_level=None, check_same_thread=False
+        )
+        for name, value in SQLITE_PRAGMAS.items():
+            connection.execute(f"PRAGMA {name}={value}")
+        return connection
+
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _write(self, rows: Sequence[EventRow], prune_through: dict[str, int]) -> None:
+        if self._connection is None:
+            self._connection = self._connect()
+        connection = self._connection
+        newest: dict[str, int] = {}
+        for row in rows:
+            newest[row[0]] = max(row[1], newest.get(row[0], 0))
+        # IMMEDIATE takes the write lock up front: waiting for it happens under the busy
+        # timeout, never as a failed upgrade half-way through the transaction.
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.executemany(_INSERT, rows)
+            connection.executemany(_ADVANCE, [(seq, sid) for sid, seq in newest.items()])
+            connection.executemany(_PRUNE, list(prune_through.items()))
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
