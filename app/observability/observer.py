@@ -13,6 +13,8 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from prometheus_client import Counter
+
 from app.observability.metrics import GatewayMetrics
 from app.store.repository import EventRecord
 
@@ -21,6 +23,8 @@ log = logging.getLogger("app.events")
 MAX_TRACKED = 10_000
 """Started turns and pending approvals remembered for their durations (oldest dropped)."""
 
+_COUNTED_ONLY = frozenset({"message.delta", "reasoning.delta", "tool.output"})
+"""Streamed events: counted, never logged (thousands a turn)."""
 _TURN_ENDS = {
     "turn.completed": "completed",
     "turn.failed": "failed",
@@ -35,6 +39,7 @@ class EventObserver:
         self.metrics = metrics
         self._turn_started: dict[str, datetime] = {}
         self._approval_asked: dict[str, datetime] = {}
+        self._counters: dict[str, Counter] = {}
 
     def __call__(self, record: EventRecord) -> None:
         try:
@@ -43,7 +48,12 @@ class EventObserver:
             log.exception("could not observe event %s of session %s", record.seq, record.session_id)
 
     def _observe(self, record: EventRecord) -> None:
-        self.metrics.events.labels(type=record.type).inc()
+        counter = self._counters.get(record.type)
+        if counter is None:
+            counter = self._counters[record.type] = self.metrics.events.labels(type=record.type)
+        counter.inc()
+        if record.type in _COUNTED_ONLY:
+            return
         data = record.data
         provider = record.provider or str(data.get("provider") or "unknown")
         ids: dict[str, Any] = {"session_id": record.session_id, "provider": provider}

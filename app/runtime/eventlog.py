@@ -29,6 +29,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from prometheus_client import Histogram
+
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, EventType, encode_event
 from app.observability.metrics import GatewayMetrics
@@ -100,6 +102,8 @@ class _Subscriber:
     """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
     cursor: int = 0
     """The last seq handed to the client's transport."""
+    lag: Histogram | None = None
+    """This transport's delivery-lag histogram, once looked up."""
     overflowed: bool = False
     evicted: bool = False
     stopping: ShuttingDown | None = None
@@ -392,7 +396,6 @@ class EventLog:
             provider=provider,
             at=self._clock(),
             type=data.TYPE,
-            data=data.model_dump(mode="json"),
             data_json=data_json,
         )
         channel.assigned_seq = record.seq
@@ -537,8 +540,12 @@ class EventLog:
 
     def _delivered(self, subscriber: _Subscriber, event: LoggedEvent) -> None:
         if self._metrics is not None and event.appended_at is not None:
-            lag_s = time.monotonic() - event.appended_at
-            self._metrics.delivery_lag.labels(transport=subscriber.transport).observe(lag_s)
+            lag = subscriber.lag
+            if lag is None:
+                lag = subscriber.lag = self._metrics.delivery_lag.labels(
+                    transport=subscriber.transport
+                )
+            lag.observe(time.monotonic() - event.appended_at)
 
     def _prune_point(self, channel: _Channel, seq: int) -> int | None:
         """Prune in batches of a tenth of the cap, so most appends delete nothing."""

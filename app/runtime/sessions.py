@@ -306,7 +306,7 @@ class SessionManager:
                 provider=row.provider,
                 created_at=now,
             )
-            await self.store.add_turn(turn)
+            await self.store.add_turn(turn, now=now)
             live.turn_id = turn.id
             live.busy = True
             live.stop_reason = "interrupted by the client"

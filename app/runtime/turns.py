@@ -148,8 +148,10 @@ class Recorder:
 
     async def attempt_started(self, attempt: int) -> None:
         self.attempts = attempt
+        now = self.manager.clock()
+        started = {"started_at": now} if attempt == 1 else {}
         await self.manager.store.turn_running(
-            self.turn_id, self.live.session_id, now=self.manager.clock(), attempts=attempt
+            self.turn_id, self.live.session_id, now=now, attempts=attempt, **started
         )
 
     async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
@@ -172,15 +174,14 @@ async def run_turn(
     nothing it prints could be recorded, and the turn fails once its end can be recorded.
     """
     hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
-    store = manager.store
     try:
-        now = clock()
-        await store.turn_running(turn.id, live.session_id, now=now, started_at=now)
+        # The session is marked running with the turn's insert, the turn with its first
+        # attempt (Recorder.attempt_started): nothing to write before the event.
         await hooks.emit(TurnStarted(prompt=turn.prompt))
-        if live.thread_id is not None:  # every use of the thread refreshes its binding
-            await hooks.bind_thread(live.thread_id)
         result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
+        if live.thread_id is not None:  # every use of the thread refreshes its binding
+            await hooks.bind_thread(live.thread_id)
         hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
         await _finish(manager, live, turn, hooks, _stopped(live.stop_reason), clock)

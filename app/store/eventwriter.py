@@ -37,7 +37,9 @@ def stored_time(at: datetime) -> str:
     ``DateTime`` writes and reads (``YYYY-MM-DD HH:MM:SS.ffffff``)."""
     if at.tzinfo is None or at.utcoffset() is None:
         raise ValueError(f"naive datetime {at!r}: pass an aware datetime (UTC)")
-    return at.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    return at.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
 
 
 class EventWriter:

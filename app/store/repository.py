@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,8 +39,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, kw_only=True)
 class EventRecord:
-    """One event to store: the envelope fields and the payload, as data and as JSON text
-    (``data_json`` is what is stored, so it is encoded only once)."""
+    """One event to store: the envelope fields and the payload as the JSON text that is
+    stored (encoded once); ``data`` decodes it, for the few readers that look inside."""
 
     seq: int
     session_id: str
@@ -48,8 +49,12 @@ class EventRecord:
     provider: str | None
     at: datetime
     type: EventType
-    data: dict[str, Any]
     data_json: str
+
+    @functools.cached_property
+    def data(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.data_json)
+        return decoded
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,22 +219,28 @@ class Store:
     # --- turns ----------------------------------------------------------------------------
 
     @uninterrupted
-    async def add_turn(self, turn: TurnRow) -> None:
-        """Insert ``turn`` as the session's next one: its ``seq_no`` is set in the same
-        transaction, one past the session's newest turn."""
+    async def add_turn(self, turn: TurnRow, *, now: datetime) -> None:
+        """Insert ``turn`` as the session's next one and mark the session ``running``, in one
+        transaction (on the path of every turn's start): ``seq_no`` is one past the session's
+        newest turn."""
         async with self._write() as db:
             current = await db.scalar(
                 select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == turn.session_id)
             )
             turn.seq_no = (current or 0) + 1
             db.add(turn)
+            await db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == turn.session_id)
+                .values(status="running", updated_at=now)
+            )
 
     @uninterrupted
     async def turn_running(
         self, turn_id: str, session_id: str, *, now: datetime, **values: Any
     ) -> None:
         """Mark the turn ``running`` (with ``values``) and its session ``running``, in one
-        transaction: on the path of every turn's start."""
+        transaction: on the path of every attempt's start."""
         async with self._write() as db:
             await db.execute(
                 update(TurnRow).where(TurnRow.id == turn_id).values(status="running", **values)
