@@ -60,9 +60,7 @@ def test_render_lists_the_machine_targets_tables_and_failures() -> None:
     middle["benchmarks"]["throughput"]["targets"] = [
         {"name": "throughput", "goal": ">= 0.3x floor", "value": "0.01x", "met": False}
     ]
-    page = render(
-        SAMPLE, earlier=[before, middle], analysis="## Where the time goes\n\nsomewhere"
-    )
+    page = render(SAMPLE, earlier=[before, middle], analysis="## Where the time goes\n\nsomewhere")
 
     assert page.startswith("# Benchmarks\n")
     assert "| CPU | Test CPU (2 cores) |" in page
