@@ -34,6 +34,7 @@ from prometheus_client import Histogram
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, EventType, encode_event
 from app.observability.metrics import GatewayMetrics
+from app.runtime.queues import next_item
 from app.store.repository import EventRecord, Store
 
 log = logging.getLogger(__name__)
@@ -272,14 +273,11 @@ class Subscription:
             if channel.closed.is_set() and queue.empty():
                 self._done = subscriber.cursor >= channel.last_seq
                 return  # ended, or the tail is in the store
-            if queue.empty():
-                try:
-                    queued = [await asyncio.wait_for(queue.get(), self._heartbeat_s)]
-                except TimeoutError:
-                    yield [None]
-                    continue
-            else:
-                queued = [queue.get_nowait()]
+            try:
+                queued = [await next_item(queue, self._heartbeat_s)]
+            except TimeoutError:
+                yield [None]
+                continue
             while not queue.empty():
                 queued.append(queue.get_nowait())
             batch: list[StreamItem] = []

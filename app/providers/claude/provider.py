@@ -57,6 +57,7 @@ from app.runtime.process import (
     SpawnError,
     child_environment,
 )
+from app.runtime.queues import next_item
 from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)
@@ -353,13 +354,7 @@ class ClaudeSession(ProviderSession):
     ) -> TurnOutcome:
         while True:
             try:
-                # wait_for costs a task: only for an empty queue (while the CLI streams, the
-                # queue is rarely empty).
-                item = (
-                    live.items.get_nowait()
-                    if not live.items.empty()
-                    else (await asyncio.wait_for(live.items.get(), timeout=1.0))
-                )
+                item = await next_item(live.items, wait_s=1.0)
             except TimeoutError:
                 outcome = self._watchdog(
                     live, pending=any(not t.done() for t in approvals.values())

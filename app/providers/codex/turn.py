@@ -43,6 +43,7 @@ from app.providers.codex.jsonrpc import (
 )
 from app.providers.codex.normalizer import RequestResolved, TurnEnded, TurnNormalizer
 from app.providers.codex.protocol import Notification, ServerRequest
+from app.runtime.queues import next_item
 
 if TYPE_CHECKING:
     from app.providers.codex.provider import CodexProvider
@@ -132,13 +133,7 @@ class CodexTurn:
                 deadlines.append(self._interrupt_at + self._settings.interrupt_grace_s)
             timeout = max(min(deadlines) - time.monotonic(), 0) if deadlines else None
             try:
-                item = (
-                    self._inbox.get_nowait()
-                    if not self._inbox.empty()
-                    else (
-                        await asyncio.wait_for(self._inbox.get(), timeout)  # a task: only to wait
-                    )
-                )
+                item = await next_item(self._inbox, timeout)
             except TimeoutError:
                 return self._deadline_passed(last_activity)
             last_activity = time.monotonic()
