@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -300,6 +300,17 @@ def _json_text(value: str | None) -> str:
     return "null" if value is None else json.dumps(value, ensure_ascii=False)
 
 
+def stored_time(at: datetime) -> str:
+    """``at`` as events keep it: naive UTC text, ``YYYY-MM-DD HH:MM:SS.ffffff`` (what
+    SQLAlchemy's SQLite ``DateTime`` writes and reads). Formatted once per event; the wire
+    form is cut from it (``encode_event``), live and on replay alike."""
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"naive datetime {at!r}: pass an aware datetime (UTC)")
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    return at.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
+
+
 def encode_event(
     *,
     seq: int,
@@ -307,18 +318,18 @@ def encode_event(
     turn_id: str | None,
     attempt: int | None,
     provider: str | None,
-    at: datetime,
+    at: str,
     type: str,
     data_json: str,
 ) -> str:
     """An event's wire form (``Event``), built around ``data_json``, its already encoded
     payload: the payload is encoded once, when the event is made, and never decoded again on
-    its way to a client (live, replayed from the store or in a page)."""
-    stamp = at.isoformat().replace("+00:00", "Z")
+    its way to a client (live, replayed from the store or in a page). ``at`` is the time as
+    stored (``stored_time``); on the wire it is RFC 3339 UTC with microseconds."""
     return (
         f'{{"seq":{seq},"session_id":{_json_text(session_id)},"turn_id":{_json_text(turn_id)},'
         f'"attempt":{"null" if attempt is None else attempt},"provider":{_json_text(provider)},'
-        f'"at":"{stamp}","type":{_json_text(type)},"data":{data_json}}}'
+        f'"at":"{at[:10]}T{at[11:26]}Z","type":{_json_text(type)},"data":{data_json}}}'
     )
 
 

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from prometheus_client import Histogram
 
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
-from app.events import EventData, EventType, encode_event
+from app.events import EventData, EventType, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.runtime.queues import next_item
 from app.store.repository import EventRecord, Store
@@ -386,13 +386,15 @@ class EventLog:
             raise failure
         if data_json is None:
             data_json = data.model_dump_json()
+        at = self._clock()
         record = EventRecord(
             seq=channel.assigned_seq + 1,
             session_id=session_id,
             turn_id=turn_id,
             attempt=attempt,
             provider=provider,
-            at=self._clock(),
+            at=at,
+            at_text=stored_time(at),
             type=data.TYPE,
             data_json=data_json,
         )
@@ -408,7 +410,7 @@ class EventLog:
                 turn_id=turn_id,
                 attempt=attempt,
                 provider=provider,
-                at=record.at,
+                at=record.at_text,
                 type=record.type,
                 data_json=data_json,
             ),

@@ -17,7 +17,6 @@ import asyncio
 import sqlite3
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 
 from app.store.db import SQLITE_PRAGMAS, storage_unavailable
 
@@ -30,16 +29,6 @@ _PRUNE = "DELETE FROM events WHERE session_id = ? AND seq <= ?"
 
 EventRow = tuple[str, int, str | None, int | None, str | None, str, str, str]
 """``(session_id, seq, turn_id, attempt, provider, at, type, data)``, ``data`` as JSON text."""
-
-
-def stored_time(at: datetime) -> str:
-    """``at`` as the ``at`` column keeps it: naive UTC, the text SQLAlchemy's SQLite
-    ``DateTime`` writes and reads (``YYYY-MM-DD HH:MM:SS.ffffff``)."""
-    if at.tzinfo is None or at.utcoffset() is None:
-        raise ValueError(f"naive datetime {at!r}: pass an aware datetime (UTC)")
-    if at.tzinfo is not UTC:
-        at = at.astimezone(UTC)
-    return at.isoformat(" ", "microseconds")[:26]  # without the "+00:00"
 
 
 class EventWriter:

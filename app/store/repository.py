@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from app.events import EventType, encode_event
 from app.store.bindings import touch_binding
 from app.store.db import session_factory, sqlite_file, storage_errors
-from app.store.eventwriter import EventWriter, stored_time
+from app.store.eventwriter import EventWriter
 from app.store.tables import (
     ENDED_SESSION_STATUSES,
     ApprovalRow,
@@ -48,6 +48,8 @@ class EventRecord:
     attempt: int | None
     provider: str | None
     at: datetime
+    at_text: str
+    """``at`` as stored (``stored_time``), formatted once."""
     type: EventType
     data_json: str
 
@@ -332,7 +334,7 @@ class Store:
                     r.turn_id,
                     r.attempt,
                     r.provider,
-                    stored_time(r.at),
+                    r.at_text,
                     r.type,
                     r.data_json,
                 )
@@ -354,7 +356,7 @@ class Store:
                 events.turn_id,
                 events.attempt,
                 events.provider,
-                events.at,
+                type_coerce(events.at, Text).label("at"),
                 events.type,
                 type_coerce(events.data, Text).label("data"),
             )

@@ -6,7 +6,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -154,6 +154,21 @@ async def test_the_wire_form_is_a_valid_event_envelope(log: EventLog) -> None:
     assert event.data == delta(7)
     assert event.at.tzinfo is not None
     assert json.loads(logged.json)["at"].endswith("Z")
+
+
+async def test_the_wire_time_is_utc_with_microseconds_live_and_replayed(store: Store) -> None:
+    """Whatever zone the clock reads in, events carry one UTC form; whole seconds keep their
+    six zeros, so a replayed event is byte for byte the one published live."""
+    times = [datetime(2026, 3, 1, 14, 0, 0, tzinfo=timezone(timedelta(hours=2))), NOW]
+    clock = iter(times)
+    log = EventLog(store, clock=lambda: next(clock))
+    published = [await log.append(SESSION, delta(i)) for i in range(2)]
+    assert [json.loads(e.json)["at"] for e in published] == [
+        "2026-03-01T12:00:00.000000Z",
+        NOW.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    ]
+    stored = await log.page(SESSION, after=0, limit=10)
+    assert [e.json for e in stored] == [e.json for e in published]
 
 
 async def test_any_text_reads_back_from_the_store_exactly_as_it_was_published(

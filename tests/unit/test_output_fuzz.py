@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from app.events import Warning
 from app.providers.claude.normalizer import MAX_PARSE_WARNINGS, ClaudeNormalizer, TurnEnded
+from app.providers.raw import parse_json
 from app.runtime.process import LineTooLong, ProcessRunner, ProcessSpec, child_environment
 
 LIMIT = 256
@@ -37,6 +39,40 @@ known_shapes = st.sampled_from(
     ]
 )
 lines = st.one_of(st.binary(max_size=300), json_lines, known_shapes)
+odd_documents = st.sampled_from(
+    [
+        b'{"cost": NaN, "limit": Infinity, "floor": -Infinity}',
+        b'{"big": 1e999}',
+        b'{"text": "\\ud800 alone"}',
+        b"[" * 1500 + b"]" * 1500,
+        b'{"a": 1}\r\n',
+        b"\xef\xbb\xbf{}",
+        b"",
+        b"{",
+    ]
+)
+int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+documents_64 = st.recursive(
+    st.none() | st.booleans() | int64 | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+).map(lambda value: json.dumps(value, ensure_ascii=False).encode())
+
+
+def _parsed(parse: Callable[[bytes], object], data: bytes) -> str | None:
+    """The document as ``json`` writes it back (NaN compares equal so), None if refused."""
+    try:
+        return json.dumps(parse(data))
+    except (ValueError, RecursionError):
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), documents_64, odd_documents))
+def test_r6_cli_lines_parse_as_the_standard_library_parses_them(data: bytes) -> None:
+    # CLI lines go through orjson, and through json where orjson refuses: same documents,
+    # same values (NaN and 1e999 included), same refusals.
+    assert _parsed(parse_json, data) == _parsed(json.loads, data)
 
 
 @settings(max_examples=300, deadline=None)

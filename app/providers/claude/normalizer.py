@@ -25,7 +25,6 @@ are not JSON objects (binary, invalid UTF-8, a truncated last line) are dropped 
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -57,7 +56,15 @@ from app.providers.claude.items import (
 )
 from app.providers.claude.tools import tool_kind
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES, tool_output
-from app.providers.raw import as_dict, as_int, as_list, as_number, as_opt_int, as_str
+from app.providers.raw import (
+    as_dict,
+    as_int,
+    as_list,
+    as_number,
+    as_opt_int,
+    as_str,
+    parse_json,
+)
 
 # The items are re-exported: the normalizer's output is their home in callers' imports.
 __all__ = [
@@ -153,7 +160,7 @@ class ClaudeNormalizer:
         of some builds) and unknown message types give ``[]`` and a debug log.
         """
         try:
-            raw = json.loads(line)
+            raw = parse_json(line)
         except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError
             logger.debug("claude: skipping non-JSON stdout line: %.200r", line)
             return self._parse_error(line)

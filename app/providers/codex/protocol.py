@@ -15,6 +15,8 @@ from typing import Any, TypeAlias
 
 from pydantic import JsonValue
 
+from app.providers.raw import parse_json
+
 __all__ = [
     "CLIENT_METHODS",
     "CLIENT_NOTIFICATIONS",
@@ -107,7 +109,7 @@ Incoming: TypeAlias = Notification | ServerRequest | Response
 def parse_line(line: bytes) -> Incoming | None:
     """Classify one stdout line; ``None`` (with a debug log) for anything that is not one."""
     try:
-        raw = json.loads(line)
+        raw = parse_json(line)
     except (ValueError, RecursionError):
         logger.debug("codex: skipping non-JSON stdout line: %.200r", line)
         return None

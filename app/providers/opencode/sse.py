@@ -13,10 +13,11 @@ the gateway routes them to the session that owns the ``ses_…`` thread.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
+
+from app.providers.raw import parse_json
 
 __all__ = ["ServerEvent", "SseDecoder", "parse_event"]
 
@@ -64,7 +65,7 @@ def parse_event(data: str) -> ServerEvent | None:
     ``GET /event`` stream.
     """
     try:
-        raw = json.loads(data)
+        raw = parse_json(data)
     except (ValueError, RecursionError):
         logger.debug("opencode: skipping non-JSON event: %.200r", data)
         return None
