@@ -28,7 +28,6 @@ import fcntl
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +46,7 @@ from app.runtime.childspec import (
 )
 from app.runtime.orphans import TAG_ENV, ProcessLedger, child_tree
 from app.runtime.pipes import STDOUT_HIGH_WATER, ChildPipes
+from app.runtime.spawning import start_child
 from app.runtime.workspaces import WorkspaceMoved, open_confined
 
 __all__ = [
@@ -429,15 +429,8 @@ class ProcessRunner:
         try:
             # Returns once the child has exec'd (or failed to), so it has left cwd_fd behind.
             async with self._one_spawn_at_a_time:
-                transport, _ = await asyncio.get_running_loop().subprocess_exec(
-                    lambda: pipes,
-                    *spec.argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env={**spec.env, TAG_ENV: tag},
-                    start_new_session=True,
+                transport = await start_child(
+                    lambda: pipes, spec.argv, cwd=cwd, env={**spec.env, TAG_ENV: tag}
                 )
         except OSError as exc:
             kind = _spawn_failure(exc, cwd)

@@ -1,0 +1,120 @@
+"""``start_child``: a vfork'd child behind a ``SubprocessTransport``, on both event loops.
+
+The protocol must see what the loop's own ``subprocess_exec`` shows it, in the same order:
+``connection_made`` first, pipe data and pipe losses, ``process_exited``, and
+``connection_lost`` last, once the child has exited and every pipe is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from app.runtime import spawning
+from app.runtime.spawning import start_child
+
+pytestmark = pytest.mark.uvloop
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+class Recorder(asyncio.SubprocessProtocol):
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.output: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+        self.done = asyncio.Event()
+        self.transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.calls.append(("connection_made",))
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.output[fd] += data
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.calls.append(("pipe_lost", fd))
+
+    def process_exited(self) -> None:
+        self.calls.append(("exited",))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.calls.append(("connection_lost",))
+        self.done.set()
+
+
+def reaped(pid: int) -> bool:
+    """No zombie is left behind: the child is no longer ours to wait for."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.fixture(params=["vfork", "loop"])
+def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways to start a child: ours, and the loop's own where pidfds are missing."""
+    if request.param == "loop":
+        monkeypatch.setattr(spawning, "PIDFD_USABLE", False)
+    return str(request.param)
+
+
+async def test_the_protocol_sees_output_exit_and_the_end_in_order(way: str, tmp_path: Path) -> None:
+    protocol = Recorder()
+    script = 'read line; echo "got $line"; echo oops >&2; pwd; exit 3'
+    transport = await start_child(lambda: protocol, ["sh", "-c", script], cwd=tmp_path, env=ENV)
+    assert protocol.calls[0] == ("connection_made",)
+    # uvloop's transports are not registered with asyncio's ABCs: no isinstance checks.
+    stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
+    stdin.write(b"hello\n")
+    async with asyncio.timeout(10):
+        await protocol.done.wait()
+    transport.close()
+    assert bytes(protocol.output[1]) == f"got hello\n{tmp_path}\n".encode()
+    assert bytes(protocol.output[2]) == b"oops\n"
+    assert transport.get_returncode() == 3
+    assert protocol.calls[-1] == ("connection_lost",)
+    assert protocol.calls.index(("exited",)) < len(protocol.calls) - 1
+    assert {c for c in protocol.calls if c[0] == "pipe_lost"} == {
+        ("pipe_lost", 0),
+        ("pipe_lost", 1),
+        ("pipe_lost", 2),
+    }
+    assert transport.get_pid() > 0
+    assert reaped(transport.get_pid())
+
+
+async def test_a_signal_ends_the_child_and_the_return_code_says_which(
+    way: str, tmp_path: Path
+) -> None:
+    protocol = Recorder()
+    transport = await start_child(lambda: protocol, ["sleep", "30"], cwd=tmp_path, env=ENV)
+    assert os.getpgid(transport.get_pid()) == transport.get_pid()  # a session of its own
+    transport.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(10):
+        await protocol.done.wait()
+    transport.close()
+    assert transport.get_returncode() == -signal.SIGTERM
+
+
+async def test_closing_a_running_child_kills_and_reaps_it(way: str, tmp_path: Path) -> None:
+    protocol = Recorder()
+    transport = await start_child(lambda: protocol, ["sleep", "30"], cwd=tmp_path, env=ENV)
+    transport.close()
+    async with asyncio.timeout(10):
+        await protocol.done.wait()
+    assert transport.get_returncode() == -signal.SIGKILL
+    assert reaped(transport.get_pid())
+
+
+async def test_a_missing_executable_raises_before_anything_runs(way: str, tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        await start_child(Recorder, [str(tmp_path / "missing")], cwd=tmp_path, env=ENV)
+    with pytest.raises(FileNotFoundError):
+        await start_child(Recorder, ["true"], cwd=tmp_path / "nowhere", env=ENV)
