@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import JsonValue
-from sqlalchemy import Text, func, select, type_coerce, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.events import EventType, encode_event
 from app.store.bindings import touch_binding
 from app.store.db import session_factory, sqlite_file, storage_errors
-from app.store.eventwriter import EventWriter
+from app.store.eventfile import EventFile
 from app.store.tables import (
     ENDED_SESSION_STATUSES,
     ApprovalRow,
@@ -117,14 +117,19 @@ class Store:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = session_factory(engine)
-        self._events: EventWriter | None = None
+        self._events: EventFile | None = None
 
     def close(self) -> None:
-        """Stop the event writer's thread and close its connection (before the engine's
-        ``dispose``); a later ``insert_events`` opens them again."""
+        """Stop the event file's threads and close their connections (before the engine's
+        ``dispose``); a later event read or write opens them again."""
         events, self._events = self._events, None
         if events is not None:
             events.close()
+
+    def _event_file(self) -> EventFile:
+        if self._events is None:
+            self._events = EventFile(sqlite_file(self.engine.url))
+        return self._events
 
     @contextlib.asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncSession]:
@@ -320,13 +325,11 @@ class Store:
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
         up to which its older events are deleted in the same transaction.
 
-        Written by the event writer's own connection and thread (``EventWriter``); runs to
+        Written by the event file's own connection and thread (``EventFile``); runs to
         its end even when the caller is cancelled."""
         if not records:
             return
-        if self._events is None:
-            self._events = EventWriter(sqlite_file(self.engine.url))
-        await self._events.write(
+        await self._event_file().write(
             [
                 (
                     r.session_id,
@@ -347,42 +350,27 @@ class Store:
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
 
-        Plain rows rather than ORM entities, and the payload as the JSON text it was stored as
-        (built into the envelope, never decoded): replays read thousands of events."""
-        events = EventRow.__table__.c
-        query = (
-            select(
-                events.seq,
-                events.turn_id,
-                events.attempt,
-                events.provider,
-                type_coerce(events.at, Text).label("at"),
-                events.type,
-                type_coerce(events.data, Text).label("data"),
-            )
-            .where(events.session_id == session_id, events.seq > after)
-            .order_by(events.seq)
-            .limit(limit)
-        )
-        async with self._read() as db:
-            rows = (await db.execute(query)).all()
+        Read as plain rows on the event file's own reader (``EventFile.page``), the payload
+        as the JSON text it was stored as, built into the envelope without being decoded:
+        replays read thousands of events."""
+        rows = await self._event_file().page(session_id, after=after, limit=limit)
         return [
             StoredEvent(
-                seq=row.seq,
-                type=row.type,
-                turn_id=row.turn_id,
+                seq=seq,
+                type=kind,  # type: ignore[arg-type]  # written from EventType values only
+                turn_id=turn_id,
                 json=encode_event(
-                    seq=row.seq,
+                    seq=seq,
                     session_id=session_id,
-                    turn_id=row.turn_id,
-                    attempt=row.attempt,
-                    provider=row.provider,
-                    at=row.at,
-                    type=row.type,
-                    data_json=row.data,
+                    turn_id=turn_id,
+                    attempt=attempt,
+                    provider=provider,
+                    at=at,
+                    type=kind,
+                    data_json=data,
                 ),
             )
-            for row in rows
+            for seq, turn_id, attempt, provider, at, kind, data in rows
         ]
 
     @uninterrupted

@@ -1,14 +1,17 @@
-"""The event log's writer: batches of events stored on a connection and a thread of its own.
+"""The event log's table through connections of its own: a writer and a reader thread.
 
 A streaming CLI produces thousands of events a second and each must be stored before any
 subscriber sees it, so the time from "queued" to "committed" is on every event's path. Going
 through the async engine costs a thread hop per statement (``BEGIN``, insert, update,
 ``COMMIT``) plus SQLAlchemy's ORM/Core work per row; here a whole batch is one call into one
 dedicated thread, where ``sqlite3`` runs the transaction with the GIL released for SQLite's
-own work.
+own work. Replays read thousands of rows the same way: a page is one call into a second
+thread with a connection of its own (WAL lets it read while the writer writes), returning
+plain tuples.
 
-The connection uses the same pragmas as the engine's (WAL, foreign keys, 30 s busy wait,
-``synchronous=NORMAL``), so it is one more writer that SQLite serialises with the pool's.
+Both connections use the same pragmas as the engine's (WAL, foreign keys, 30 s busy wait,
+``synchronous=NORMAL``), so the writer is one more writer that SQLite serialises with the
+pool's.
 """
 
 from __future__ import annotations
@@ -26,18 +29,27 @@ _INSERT = (
 )
 _ADVANCE = "UPDATE sessions SET last_seq = ? WHERE id = ?"
 _PRUNE = "DELETE FROM events WHERE session_id = ? AND seq <= ?"
+_PAGE = (
+    "SELECT seq, turn_id, attempt, provider, at, type, data FROM events "
+    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
 
 EventRow = tuple[str, int, str | None, int | None, str | None, str, str, str]
 """``(session_id, seq, turn_id, attempt, provider, at, type, data)``, ``data`` as JSON text."""
+PageRow = tuple[int, str | None, int | None, str | None, str, str, str]
+"""``(seq, turn_id, attempt, provider, at, type, data)`` as stored (``at`` and ``data`` text)."""
 
 
-class EventWriter:
-    """Appends events to a SQLite file, one transaction per ``write``, one call at a time."""
+class EventFile:
+    """The ``events`` table of a SQLite file: ``write`` appends, one transaction per call and
+    one call at a time; ``page`` reads, on a thread and a connection of its own."""
 
     def __init__(self, database: str) -> None:
         self._database = database
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-writer")
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="event-reader")
         self._connection: sqlite3.Connection | None = None
+        self._read_connection: sqlite3.Connection | None = None
 
     async def write(
         self, rows: Sequence[EventRow], prune_through: Mapping[str, int] | None = None
@@ -57,10 +69,32 @@ class EventWriter:
         except sqlite3.Error as exc:
             raise storage_unavailable(exc) or exc from exc
 
+    async def page(self, session_id: str, *, after: int, limit: int) -> list[PageRow]:
+        """Up to ``limit`` of the session's events with ``seq > after``, oldest first."""
+        future = asyncio.wrap_future(self._reader.submit(self._page, session_id, after, limit))
+        try:
+            return await future
+        except sqlite3.Error as exc:
+            raise storage_unavailable(exc) or exc from exc
+
     def close(self) -> None:
-        """Close the connection and stop the thread (waits for a write under way)."""
+        """Close the connections and stop the threads (waits for a write under way)."""
+        self._reader.submit(self._disconnect_reader)
+        self._reader.shutdown(wait=True)
         self._executor.submit(self._disconnect)
         self._executor.shutdown(wait=True)
+
+    # --- in the reader thread ------------------------------------------------------------------
+
+    def _page(self, session_id: str, after: int, limit: int) -> list[PageRow]:
+        if self._read_connection is None:
+            self._read_connection = self._connect()
+        return self._read_connection.execute(_PAGE, (session_id, after, limit)).fetchall()
+
+    def _disconnect_reader(self) -> None:
+        if self._read_connection is not None:
+            self._read_connection.close()
+            self._read_connection = None
 
     # --- in the writer thread ------------------------------------------------------------------
 
