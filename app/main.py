@@ -16,6 +16,7 @@ from app.api import console, events, health, metrics, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.security import install_access_control, load_or_create_token, token_path
+from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
 from app.providers.factory import build_providers
@@ -95,6 +96,12 @@ def create_app(
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
                 asyncio.create_task(_retention(settings, store, clock), name="retention"),
                 asyncio.create_task(watchdog.run(), name="process-watchdog"),
+                asyncio.create_task(
+                    watch_loop_lag(
+                        gateway_metrics.loop_lag.observe, settings.server.loop_lag_probe_s
+                    ),
+                    name="loop-lag",
+                ),
             ]
             try:
                 yield

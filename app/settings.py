@@ -101,6 +101,8 @@ class ServerSettings(_Section):
     """On SIGTERM: how long streams and CLI processes get to end before they are cut."""
     metrics_public: bool = False
     """Serve ``GET /metrics`` without a key (for a scraper on a trusted network)."""
+    loop_lag_probe_s: float = Field(default=0.1, ge=0.001, le=60)
+    """How often the event loop's lag is sampled (``agent_gateway_event_loop_lag_seconds``)."""
 
     @field_validator("api_keys")
     @classmethod

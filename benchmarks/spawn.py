@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness import (
     Api,
@@ -33,8 +34,12 @@ MEASURES = (
     "time. Event-loop lag, measured from outside: a thread of the benchmark process sends "
     "`GET /healthz` back to back over one keep-alive connection and records round-trip "
     "times, first with the gateway idle, then while 50 new sessions start their first turn "
-    "at once (50 agent processes spawned) until every turn has completed."
+    "at once (50 agent processes spawned) until every turn has completed. Measured inside: "
+    "the gateway's own probe (`agent_gateway_event_loop_lag_seconds`, sampled every 5 ms for "
+    "the benchmark) over the same two windows; its quantiles are the upper bounds of the "
+    "histogram buckets they fall in (1, 2, 3, 5, 7.5, 10, 15, 25, 50 ms, …)."
 )
+LAG = "agent_gateway_event_loop_lag_seconds_bucket"
 
 
 async def _wait_lines(path: Path, count: int, limit_s: float = 30.0) -> list[str]:
@@ -106,13 +111,42 @@ class HealthProbe:
         self._thread.join(timeout=30)
 
 
-def lag_row(name: str, samples: list[int]) -> dict[str, object]:
+async def lag_buckets(api: Api) -> dict[float, float]:
+    """The gateway's loop-lag histogram: ``{upper bound in s: cumulative count}``."""
+    response = await api.http.get("/metrics")
+    response.raise_for_status()
+    return {
+        float(sample.labels["le"]): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+        if sample.name == LAG
+    }
+
+
+def bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The upper bound (ms) of the bucket holding quantile ``q`` of the samples taken
+    between two scrapes."""
+    counts = sorted((bound, after[bound] - before.get(bound, 0.0)) for bound in after)
+    total = counts[-1][1]
+    for bound, cumulative in counts:
+        if total and cumulative >= q / 100 * total:
+            return bound * 1000
+    return float("nan")
+
+
+def lag_row(
+    name: str, samples: list[int], inside: tuple[dict[float, float], dict[float, float]]
+) -> dict[str, object]:
+    before, after = inside
     return {
         "phase": name,
-        "probes": len(samples),
-        "p50 ms": ms(percentile(samples, 50)),
-        "p99 ms": ms(percentile(samples, 99)),
-        "max ms": ms(max(samples)) if samples else float("nan"),
+        "/healthz probes": len(samples),
+        "RTT p50 ms": ms(percentile(samples, 50)),
+        "RTT p99 ms": ms(percentile(samples, 99)),
+        "RTT max ms": ms(max(samples)) if samples else float("nan"),
+        "loop samples": after[float("inf")] - before.get(float("inf"), 0.0),
+        "loop lag p50 ms ≤": bucket_quantile(before, after, 50),
+        "loop lag p99 ms ≤": bucket_quantile(before, after, 99),
     }
 
 
@@ -123,14 +157,21 @@ async def run(config: RunConfig) -> Section:
     with scratch("spawn") as base:
         log = base / "spawns.log"
         async with running(
-            bench_gateway(base, claude_code={"env": {"BENCH_SPAWN_LOG": str(log)}})
+            bench_gateway(
+                base,
+                claude_code={"env": {"BENCH_SPAWN_LOG": str(log)}},
+                server={"loop_lag_probe_s": 0.005},
+            )
         ) as api:
             gateway = await gateway_spawns(api, log, count)
             bare_log = base / "bare.log"
             bare = await bare_spawns(install_agent(base / "bare"), bare_log, count)
             sessions = [await api.create_session() for _ in range(starting)]
+            idle_lag = [await lag_buckets(api)]
             with HealthProbe(api.gateway.base_url) as idle:
                 await asyncio.sleep(2)
+            idle_lag.append(await lag_buckets(api))
+            busy_lag = [await lag_buckets(api)]
             with HealthProbe(api.gateway.base_url) as busy:
                 start = time.monotonic()
                 turns = await asyncio.gather(
@@ -140,6 +181,7 @@ async def run(config: RunConfig) -> Section:
                     *(api.wait_turn(s, t) for s, t in zip(sessions, turns, strict=True))
                 )
                 burst_s = time.monotonic() - start
+            busy_lag.append(await lag_buckets(api))
             await asyncio.gather(*(api.delete_session(s) for s in sessions))
     spawn_rows = [
         {
@@ -157,15 +199,16 @@ async def run(config: RunConfig) -> Section:
     section.tables.append(Table(title="request to agent running", rows=spawn_rows))
     section.tables.append(
         Table(
-            title=f"/healthz round trip; {starting} sessions starting took {burst_s:.2f} s",
+            title=f"event-loop lag; {starting} sessions starting took {burst_s:.2f} s",
             rows=[
-                lag_row("idle", idle.samples),
-                lag_row(f"{starting} sessions starting", busy.samples),
+                lag_row("idle", idle.samples, (idle_lag[0], idle_lag[1])),
+                lag_row(f"{starting} sessions starting", busy.samples, (busy_lag[0], busy_lag[1])),
             ],
         )
     )
     overhead = ms(percentile(gateway, 50) - percentile(bare, 50))
-    lag = ms(percentile(busy.samples, 99))
+    lag = bucket_quantile(busy_lag[0], busy_lag[1], 99)
+    rtt = ms(percentile(busy.samples, 99))
     section.targets += [
         Target(
             name="spawn overhead over a bare spawn (p50)",
@@ -174,9 +217,9 @@ async def run(config: RunConfig) -> Section:
             met=overhead <= 5,
         ),
         Target(
-            name=f"event-loop lag p99, {starting} sessions starting (/healthz RTT)",
+            name=f"event-loop lag p99, {starting} sessions starting",
             goal="< 10 ms",
-            value=f"{lag} ms",
+            value=f"≤ {lag:g} ms in the gateway (/healthz RTT p99 {rtt} ms)",
             met=lag < 10,
         ),
     ]

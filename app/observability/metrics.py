@@ -26,6 +26,9 @@ SESSION_STATUSES: tuple[SessionStatus, ...] = (
     "failed",
 )
 TRANSPORTS = ("sse", "ws", "runs")
+LOOP_LAG_BUCKETS = (
+    0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+)  # fmt: skip
 
 
 class GatewayMetrics:
@@ -106,6 +109,12 @@ class GatewayMetrics:
             "Time from an event's append to its hand-over to a live stream, by transport",
             ["transport"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=registry,
+        )
+        self.loop_lag = Histogram(
+            "agent_gateway_event_loop_lag_seconds",
+            "How late the event loop ran a timer, sampled every server.loop_lag_probe_s",
+            buckets=LOOP_LAG_BUCKETS,
             registry=registry,
         )
         self.process_starts = Counter(

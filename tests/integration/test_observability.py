@@ -23,7 +23,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
     base = tmp_path_factory.mktemp("observability")
     gateway = fake_gateway_at(
         base,
-        server={"api_keys": [{"name": "alice", "token": ALICE}]},
+        server={"api_keys": [{"name": "alice", "token": ALICE}], "loop_lag_probe_s": 0.01},
         claude_code={
             "env": {
                 "FAKE_CLAUDE_LOG": str(base / "spawns.jsonl"),
@@ -122,6 +122,18 @@ def test_metrics_count_turns_failures_processes_and_sessions(gateway: FakeGatewa
     assert metric(after, "agent_gateway_sessions", status="idle") >= 2
     # Both turns were followed live over SSE: turn.started to the turn's end, at least.
     assert grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse") >= 4
+
+
+def test_metrics_sample_the_event_loops_lag(gateway: FakeGateway) -> None:
+    name = "agent_gateway_event_loop_lag_seconds_count"
+    with gateway.client() as client:
+        first = metric(scrape(client), name)
+        # Sampled every 10 ms (server.loop_lag_probe_s): the count keeps growing.
+        wait_until(lambda: metric(scrape(client), name) >= first + 5, timeout=10)
+        after = scrape(client)
+    assert metric(after, "agent_gateway_event_loop_lag_seconds_bucket", le="+Inf") == metric(
+        after, name
+    )
 
 
 def test_metrics_need_an_admin_key(gateway: FakeGateway) -> None:
