@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,15 @@ async def start_child(
     *,
     cwd: str | Path,
     env: Mapping[str, str],
+    executor: Executor | None = None,
 ) -> asyncio.SubprocessTransport:
     """Start ``argv`` in a new session with its three standard streams piped to the loop.
 
     Returns once the child has exec'd; raises ``OSError`` when it could not (the executable,
-    the directory), as ``subprocess_exec`` does.
+    the directory), as ``subprocess_exec`` does. The start runs on a worker thread, so the loop
+    is not held while the child execs (uvloop's ``subprocess_exec`` holds it for the whole
+    fork and exec); a caller cancelled meanwhile leaves no child behind. ``executor`` runs
+    the start (default: the loop's).
     """
     loop = asyncio.get_running_loop()
     if not PIDFD_USABLE:
@@ -54,9 +59,26 @@ async def start_child(
             start_new_session=True,
         )
         return transport
-    # vfork + exec: blocks the loop only until the child has exec'd, as subprocess_exec does.
-    popen = subprocess.Popen(  # noqa: S603, ASYNC220 - a ProcessSpec's argv, no shell
-        list(argv),
+    # vfork + exec in a worker thread: the loop goes on serving while the child execs.
+    started = loop.run_in_executor(executor, _popen, list(argv), cwd, env)
+    try:
+        popen = await asyncio.shield(started)
+    except asyncio.CancelledError:
+        # The child may start all the same: nobody will own it, so it is killed and reaped.
+        started.add_done_callback(_discard)
+        raise
+    transport = ChildTransport(loop, protocol_factory(), popen)
+    try:
+        await transport.connect()
+    except BaseException:
+        transport.close()
+        raise
+    return transport
+
+
+def _popen(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(  # noqa: S603 - a ProcessSpec's argv, no shell
+        argv,
         bufsize=0,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -65,13 +87,18 @@ async def start_child(
         env=env,
         start_new_session=True,
     )
-    transport = ChildTransport(loop, protocol_factory(), popen)
-    try:
-        await transport.connect()
-    except BaseException:
-        transport.close()
-        raise
-    return transport
+
+
+def _discard(started: asyncio.Future[subprocess.Popen[bytes]]) -> None:
+    if started.cancelled() or started.exception() is not None:
+        return
+    popen = started.result()
+    popen.kill()
+    for stream in (popen.stdin, popen.stdout, popen.stderr):
+        if stream is not None:
+            stream.close()
+    # Reaped on a worker thread: a killed child exits at once, but not within this callback.
+    asyncio.get_running_loop().run_in_executor(None, popen.wait)
 
 
 class ChildTransport(asyncio.SubprocessTransport):

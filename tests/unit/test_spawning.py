@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
@@ -118,3 +119,38 @@ async def test_a_missing_executable_raises_before_anything_runs(way: str, tmp_pa
         await start_child(Recorder, [str(tmp_path / "missing")], cwd=tmp_path, env=ENV)
     with pytest.raises(FileNotFoundError):
         await start_child(Recorder, ["true"], cwd=tmp_path / "nowhere", env=ENV)
+
+
+def children_running(token: str) -> list[int]:
+    """Pids of this process's children whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == os.getpid() and token.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_start_cancelled_half_way_leaves_no_child(tmp_path: Path) -> None:
+    token = "30.271828"  # sleep's argument names this test's child
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        task = asyncio.create_task(
+            start_child(Recorder, ["sleep", token], cwd=tmp_path, env=ENV, executor=executor)
+        )
+        await asyncio.sleep(0)  # one step: the start is handed to the executor
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The executor runs one call at a time: once this one ran, the start had returned
+        # (the child had exec'd) and nobody owns its child.
+        await asyncio.get_running_loop().run_in_executor(executor, lambda: None)
+    async with asyncio.timeout(10):
+        # Killed and reaped by the gateway, not by this test: polled, bounded.
+        while children_running(token):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
