@@ -106,7 +106,8 @@ class GatewayMetrics:
         )
         self.delivery_lag = Histogram(
             "agent_gateway_event_delivery_lag_seconds",
-            "Time from an event's append to its hand-over to a live stream, by transport",
+            "Time from an event's append to its hand-over to a live stream, by transport "
+            "(per hand-over: its oldest event)",
             ["transport"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
             registry=registry,

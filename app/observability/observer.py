@@ -1,6 +1,6 @@
 """Turns every stored event of interest into a log line and metric updates.
 
-The event log calls the observer once per event, after it is stored, so logs and metrics
+The event log calls the observer with each batch of events it stored, so logs and metrics
 describe exactly what clients can read back: a provider selected, skipped or switched, a turn
 started and finished (with its duration), a retry, an approval asked and answered (with the
 wait). Every line carries the event's session, turn and provider ids, and an ``event`` name a
@@ -10,6 +10,7 @@ log query can select on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -41,19 +42,25 @@ class EventObserver:
         self._approval_asked: dict[str, datetime] = {}
         self._counters: dict[str, Counter] = {}
 
-    def __call__(self, record: EventRecord) -> None:
-        try:
-            self._observe(record)
-        except Exception:
-            log.exception("could not observe event %s of session %s", record.seq, record.session_id)
+    def __call__(self, records: Sequence[EventRecord]) -> None:
+        kinds: dict[str, int] = {}
+        for record in records:
+            kinds[record.type] = kinds.get(record.type, 0) + 1
+            if record.type in _COUNTED_ONLY:
+                continue
+            try:
+                self._observe(record)
+            except Exception:
+                log.exception(
+                    "could not observe event %s of session %s", record.seq, record.session_id
+                )
+        for kind, count in kinds.items():  # one update per type and batch, not per event
+            counter = self._counters.get(kind)
+            if counter is None:
+                counter = self._counters[kind] = self.metrics.events.labels(type=kind)
+            counter.inc(count)
 
     def _observe(self, record: EventRecord) -> None:
-        counter = self._counters.get(record.type)
-        if counter is None:
-            counter = self._counters[record.type] = self.metrics.events.labels(type=record.type)
-        counter.inc()
-        if record.type in _COUNTED_ONLY:
-            return
         data = record.data
         provider = record.provider or str(data.get("provider") or "unknown")
         ids: dict[str, Any] = {"session_id": record.session_id, "provider": provider}

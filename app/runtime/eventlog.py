@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -48,9 +47,11 @@ CAP_RETRY_AFTER_S = 5.0
 """``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class LoggedEvent:
-    """One stored event with its wire form, encoded once for every subscriber."""
+    """One stored event with its wire form, encoded once for every subscriber (treated as
+    immutable; not frozen, because a frozen dataclass costs twice as much to make and one is
+    made per event)."""
 
     seq: int
     session_id: str
@@ -59,12 +60,15 @@ class LoggedEvent:
     json: str
     appended_at: float | None = None
     """``time.monotonic()`` of the append, on events handed to live subscribers (not replays)."""
+    _sse: bytes | None = None
 
-    @functools.cached_property
+    @property
     def sse(self) -> bytes:
         """The SSE message: ``data:`` the envelope (JSON text has no line breaks), ``id:`` the
         seq; built on first use and shared by every subscriber."""
-        return f"data: {self.json}\nid: {self.seq}\n\n".encode()
+        if self._sse is None:
+            self._sse = f"data: {self.json}\nid: {self.seq}\n\n".encode()
+        return self._sse
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -281,13 +285,15 @@ class Subscription:
             while not queue.empty():
                 queued.append(queue.get_nowait())
             batch: list[StreamItem] = []
+            oldest: LoggedEvent | None = None
             for item in queued:
                 if item is None or item.seq <= subscriber.cursor:
                     continue
                 subscriber.cursor = item.seq
-                self._log._delivered(subscriber, item)
+                oldest = oldest or item
                 batch.append(item)
-            if batch:
+            if oldest is not None:
+                self._log._delivered(subscriber, oldest)
                 yield batch
 
 
@@ -322,7 +328,7 @@ class EventLog:
         max_lag_events: int | None = None,
         max_subscribers_per_session: int | None = None,
         max_subscribers: int | None = None,
-        observer: Callable[[EventRecord], None] | None = None,
+        observer: Callable[[Sequence[EventRecord]], None] | None = None,
         metrics: GatewayMetrics | None = None,
     ) -> None:
         self._store = store
@@ -380,7 +386,7 @@ class EventLog:
         Cancelling the caller never cancels the write. ``data_json`` is ``data`` already
         encoded (``model_dump_json()``), for a caller that encoded it to measure it.
         """
-        channel = await self._channel(session_id)
+        channel = self._channels.get(session_id) or await self._channel(session_id)
         if channel.failure is not None:
             failure, channel.failure = channel.failure, None
             raise failure
@@ -533,12 +539,14 @@ class EventLog:
                     subscriber.queue.put_nowait(item.event)
                 except asyncio.QueueFull:
                     subscriber.overflowed = True
+        if self._observer is not None:
+            self._observer([item.record for item in items])
         for item in items:
-            if self._observer is not None:
-                self._observer(item.record)
             _settle(item, event=item.event)
 
     def _delivered(self, subscriber: _Subscriber, event: LoggedEvent) -> None:
+        """Record the delivery lag of a hand-over by its oldest event (the others in it
+        waited less): one observation per hand-over, not per event."""
         if self._metrics is not None and event.appended_at is not None:
             lag = subscriber.lag
             if lag is None:

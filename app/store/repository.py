@@ -37,10 +37,11 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class EventRecord:
     """One event to store: the envelope fields and the payload as the JSON text that is
-    stored (encoded once); ``data`` decodes it, for the few readers that look inside."""
+    stored (encoded once); ``data`` decodes it, for the few readers that look inside.
+    Treated as immutable (not frozen: one is made per event, and frozen ones cost more)."""
 
     seq: int
     session_id: str
@@ -52,11 +53,13 @@ class EventRecord:
     """``at`` as stored (``stored_time``), formatted once."""
     type: EventType
     data_json: str
+    _data: dict[str, Any] | None = None
 
-    @functools.cached_property
+    @property
     def data(self) -> dict[str, Any]:
-        decoded: dict[str, Any] = json.loads(self.data_json)
-        return decoded
+        if self._data is None:
+            self._data = json.loads(self.data_json)
+        return self._data
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

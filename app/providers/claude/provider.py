@@ -270,7 +270,10 @@ class ClaudeSession(ProviderSession):
                         if future is not None and not future.done():
                             future.set_result(item)
                         continue
-                    await items.put(item)
+                    if items.full():
+                        await items.put(item)
+                    else:  # no coroutine per item while the follower keeps up
+                        items.put_nowait(item)
         except LineTooLong:
             pass  # the process recorded the limit it broke and was killed for it
         except ProcessError as exc:
