@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -60,14 +61,14 @@ async def start_child(
         )
         return transport
     # vfork + exec in a worker thread: the loop goes on serving while the child execs.
-    started = loop.run_in_executor(executor, _popen, list(argv), cwd, env)
+    started = loop.run_in_executor(executor, _start, list(argv), cwd, env)
     try:
-        popen = await asyncio.shield(started)
+        child = await asyncio.shield(started)
     except asyncio.CancelledError:
         # The child may start all the same: nobody will own it, so it is killed and reaped.
         started.add_done_callback(_discard)
         raise
-    transport = ChildTransport(loop, protocol_factory(), popen)
+    transport = ChildTransport(loop, protocol_factory(), child)
     try:
         await transport.connect()
     except BaseException:
@@ -76,29 +77,79 @@ async def start_child(
     return transport
 
 
-def _popen(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(  # noqa: S603 - a ProcessSpec's argv, no shell
-        argv,
-        bufsize=0,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+@dataclasses.dataclass(frozen=True)
+class _Started:
+    popen: subprocess.Popen[bytes]
+    ends: tuple[int, int, int]
+    """Our ends of the child's stdin, stdout and stderr pipes."""
 
 
-def _discard(started: asyncio.Future[subprocess.Popen[bytes]]) -> None:
+def _start(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> _Started:
+    """Start the child on pipes made here (not by Popen: its file objects would close the
+    descriptors a second time after the loop's transports did)."""
+    stdin, stdin_end = os.pipe()
+    stdout_end, stdout = os.pipe()
+    stderr_end, stderr = os.pipe()
+    ours = (stdin_end, stdout_end, stderr_end)
+    try:
+        popen = subprocess.Popen(  # noqa: S603 - a ProcessSpec's argv, no shell
+            argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin, stdout, stderr):  # the child's ends: it has its own copies now
+            os.close(fd)
+    return _Started(popen=popen, ends=ours)
+
+
+def _discard(started: asyncio.Future[_Started]) -> None:
     if started.cancelled() or started.exception() is not None:
         return
-    popen = started.result()
-    popen.kill()
-    for stream in (popen.stdin, popen.stdout, popen.stderr):
-        if stream is not None:
-            stream.close()
+    child = started.result()
+    child.popen.kill()
+    for fd in child.ends:
+        os.close(fd)
     # Reaped on a worker thread: a killed child exits at once, but not within this callback.
-    asyncio.get_running_loop().run_in_executor(None, popen.wait)
+    asyncio.get_running_loop().run_in_executor(None, child.popen.wait)
+
+
+class _PipeEnd:
+    """One of our pipe ends, as the file object the loop's pipe transports take.
+
+    Whoever closes the descriptor does it once: asyncio's transports close it through this
+    object; uvloop hands the descriptor to libuv, which closes it, and then closes the file
+    object too, expecting ``EBADF`` -- but by then another thread (SQLite's, a child's start)
+    may have been given the same number, and a second ``close`` would close that. So under
+    uvloop ``close`` leaves the descriptor alone.
+    """
+
+    def __init__(self, fd: int, *, loop_closes: bool) -> None:
+        self._fd = fd
+        self._loop_closes = loop_closes
+        self.closed = False
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if not self._loop_closes:
+            os.close(self._fd)
+
+
+def _loop_closes_descriptors(loop: asyncio.AbstractEventLoop) -> bool:
+    return type(loop).__module__.partition(".")[0] == "uvloop"
 
 
 class ChildTransport(asyncio.SubprocessTransport):
@@ -108,12 +159,14 @@ class ChildTransport(asyncio.SubprocessTransport):
         self,
         loop: asyncio.AbstractEventLoop,
         protocol: asyncio.SubprocessProtocol,
-        popen: subprocess.Popen[bytes],
+        child: _Started,
     ) -> None:
         super().__init__()
         self._loop = loop
         self._protocol = protocol
-        self._popen = popen
+        self._popen = popen = child.popen
+        self._ends: dict[int, int] = dict(enumerate(child.ends))
+        """Pipe ends not handed to the loop yet (by the child's fd: 0, 1, 2)."""
         self._pid = popen.pid
         self._returncode: int | None = None
         self._pipes: dict[int, asyncio.BaseTransport] = {}
@@ -127,15 +180,15 @@ class ChildTransport(asyncio.SubprocessTransport):
     async def connect(self) -> None:
         """Hand the pipes to the loop, then tell the protocol (what the pipes delivered
         meanwhile follows ``connection_made``)."""
-        popen, loop = self._popen, self._loop
-        streams = ((0, popen.stdin), (1, popen.stdout), (2, popen.stderr))
-        for fd, stream in streams:
-            assert stream is not None
+        loop = self._loop
+        loop_closes = _loop_closes_descriptors(loop)
+        for fd in (0, 1, 2):
+            # From here the loop's transport closes the descriptor (even one that fails to
+            # connect): never this transport too.
+            end = _PipeEnd(self._ends.pop(fd), loop_closes=loop_closes)
             self._open_pipes.add(fd)
             connect = loop.connect_write_pipe if fd == 0 else loop.connect_read_pipe
-            self._pipes[fd], _ = await connect(functools.partial(_Pipe, self, fd), stream)
-        # The pipe transports own the streams now: Popen must not close them again.
-        popen.stdin = popen.stdout = popen.stderr = None
+            self._pipes[fd], _ = await connect(functools.partial(_Pipe, self, fd), end)
         self._protocol.connection_made(self)
         pending, self._pending = self._pending, None
         for callback, args in pending or ():
@@ -215,9 +268,9 @@ class ChildTransport(asyncio.SubprocessTransport):
         self._closed = True
         for pipe in self._pipes.values():
             pipe.close()
-        for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
-            if stream is not None:  # never handed to the loop
-                stream.close()
+        for fd in self._ends.values():  # never handed to the loop
+            os.close(fd)
+        self._ends.clear()
         self.kill()
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+import uvloop
 
 from app.runtime import spawning
 from app.runtime.spawning import start_child
@@ -154,3 +155,34 @@ async def test_a_start_cancelled_half_way_leaves_no_child(tmp_path: Path) -> Non
         # Killed and reaped by the gateway, not by this test: polled, bounded.
         while children_running(token):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
+
+
+async def test_each_pipe_descriptor_is_closed_by_exactly_one_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvloop gives the descriptor to libuv, which closes it, then closes the file object
+    too: a second close there would hit whatever another thread opened meanwhile under the
+    same number (a soak saw SQLite's database and a child's pipes closed so). Python code
+    closes the ends only on asyncio's loop, once each."""
+    on_uvloop = isinstance(asyncio.get_running_loop(), uvloop.Loop)
+    closed: list[int] = []
+    real_close = os.close
+
+    def close(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    protocol = Recorder()
+    transport = await start_child(lambda: protocol, ["true"], cwd=tmp_path, env=ENV)
+    pipes = [transport.get_pipe_transport(fd) for fd in (0, 1, 2)]
+    ends = [pipe.get_extra_info("pipe").fileno() for pipe in pipes if pipe is not None]
+    monkeypatch.setattr(os, "close", close)
+    async with asyncio.timeout(10):
+        await protocol.done.wait()
+    transport.close()
+    monkeypatch.undo()
+    by_python = [fd for fd in closed if fd in ends]
+    assert sorted(by_python) == ([] if on_uvloop else sorted(ends))
+    for fd in ends:  # closed by someone: none is left open
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)
