@@ -82,7 +82,7 @@ def storage_errors() -> Iterator[None]:
     """Turn a database that cannot be written into ``StorageUnavailable`` (503, Retry-After).
 
     The one place where SQLite's "disk full", I/O errors and "locked" (after the busy
-    timeout) become an API answer (the event writer's own connection uses
+    timeout) become an API answer (the event file's own connections use
     ``storage_unavailable`` too); other database errors pass through unchanged.
     """
     try:
