@@ -142,8 +142,10 @@ def test_metrics_and_logs_after_a_real_turn(gateway: GatewayProcess, workspace: 
     assert grew("agent_gateway_process_starts_total", provider="claude_code") >= 1
     assert metric(after, "agent_gateway_live_processes", provider="claude_code") == 1
     assert metric(after, "agent_gateway_sessions", status="idle") == 1
-    # Delivery: every event of the turn reached the open stream live, and was timed.
-    assert grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse") == len(events)
+    # Delivery: the turn's events reached the open stream live, every hand-over timed (one
+    # carries whatever queued at once, so there are at most as many samples as events).
+    handovers = grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse")
+    assert 1 <= handovers <= len(events)
     assert metric(during, "agent_gateway_event_subscribers", transport="sse") == 1
 
     lines = [line for line in log_lines(gateway) if line.get("session_id") == sid]

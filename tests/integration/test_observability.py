@@ -120,8 +120,9 @@ def test_metrics_count_turns_failures_processes_and_sessions(gateway: FakeGatewa
     assert grew("agent_gateway_process_starts_total", provider="claude_code") >= 2
     assert metric(after, "agent_gateway_live_processes", provider="claude_code") >= 2
     assert metric(after, "agent_gateway_sessions", status="idle") >= 2
-    # Both turns were followed live over SSE: turn.started to the turn's end, at least.
-    assert grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse") >= 4
+    # Both turns were followed live over SSE; one delay sample per hand-over, and each turn's
+    # events reached the stream in one hand-over or more.
+    assert grew("agent_gateway_event_delivery_lag_seconds_count", transport="sse") >= 2
 
 
 def test_metrics_sample_the_event_loops_lag(gateway: FakeGateway) -> None:
