@@ -173,10 +173,14 @@ async def test_each_pipe_descriptor_is_closed_by_exactly_one_owner(
         real_close(fd)
 
     protocol = Recorder()
-    transport = await start_child(lambda: protocol, ["true"], cwd=tmp_path, env=ENV)
+    # cat runs until its stdin closes: nothing ends before the closes are watched.
+    transport = await start_child(lambda: protocol, ["cat"], cwd=tmp_path, env=ENV)
     pipes = [transport.get_pipe_transport(fd) for fd in (0, 1, 2)]
     ends = [pipe.get_extra_info("pipe").fileno() for pipe in pipes if pipe is not None]
     monkeypatch.setattr(os, "close", close)
+    stdin = pipes[0]
+    assert stdin is not None
+    stdin.close()
     async with asyncio.timeout(10):
         await protocol.done.wait()
     transport.close()
