@@ -45,7 +45,8 @@ from app.api.schemas import (
 )
 from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
-from app.runtime.eventlog import (
+from app.runtime.sessions import SessionManager
+from app.runtime.subscription import (
     Evicted,
     LoggedEvent,
     ResyncRequired,
@@ -53,7 +54,6 @@ from app.runtime.eventlog import (
     StreamItem,
     Subscription,
 )
-from app.runtime.sessions import SessionManager
 from app.store.tables import ENDED_SESSION_STATUSES
 
 log = logging.getLogger(__name__)

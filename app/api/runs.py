@@ -27,8 +27,8 @@ from app.api.security import Authenticated
 from app.errors import GatewayError
 from app.events import TurnError, Usage
 from app.providers.base import ApprovalMode
-from app.runtime.eventlog import LoggedEvent, ResyncRequired, Subscription
 from app.runtime.runs import Run, start_run
+from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
 
 log = logging.getLogger(__name__)
 

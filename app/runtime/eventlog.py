@@ -1,21 +1,8 @@
 """The event log: numbers each session's events, persists them, then fans them out.
 
 An event is written to the store before any subscriber sees it, so a client that reconnects
-with ``Last-Event-ID`` / ``after`` always finds in the store what it missed. A subscription
-first registers its live queue, then replays the store, then follows the queue, dropping
-what the replay already delivered. A subscriber whose queue fills up is not waited for: it
-catches up from the store, so a slow reader never holds back an append or another reader.
-
-Besides events, a subscription yields a few control items, each ending or bending the stream
-visibly rather than silently:
-
-- ``ResyncRequired``: the events after the cursor were pruned (``storage.max_events_per_session``);
-  the stream continues from the oldest kept event.
-- ``Evicted``: the subscriber fell more than ``max_lag_events`` behind the newest event; the
-  stream ends and the client reconnects from ``last_seq_sent``, losing nothing.
-- ``ShuttingDown``: the gateway is stopping; the stream ends.
-
-``None`` is a keep-alive tick.
+with ``Last-Event-ID`` / ``after`` always finds in the store what it missed. What subscribers
+receive, and how a subscription replays and follows, is in app/runtime/subscription.py.
 """
 
 from __future__ import annotations
@@ -24,21 +11,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from prometheus_client import Histogram
-
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
-from app.events import EventData, EventType, encode_event, stored_time
+from app.events import EventData, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
-from app.runtime.queues import next_item
+from app.runtime.subscription import (
+    Evicted,
+    LoggedEvent,
+    ResyncRequired,
+    ShuttingDown,
+    Subscriber,
+    Subscription,
+)
 from app.store.repository import EventRecord, Store
 
 log = logging.getLogger(__name__)
 
-REPLAY_PAGE = 500
 MAX_BATCH = 500
 """Events stored in one transaction at most."""
 MAX_PENDING = 5000
@@ -47,81 +38,8 @@ CAP_RETRY_AFTER_S = 5.0
 """``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
 
-@dataclass(kw_only=True, slots=True, eq=False)
-class LoggedEvent:
-    """One stored event with its wire form, encoded once for every subscriber (treated as
-    immutable; not frozen, because a frozen dataclass costs twice as much to make and one is
-    made per event)."""
-
-    seq: int
-    session_id: str
-    type: EventType
-    turn_id: str | None
-    json: str
-    appended_at: float | None = None
-    """``time.monotonic()`` of the append, on events handed to live subscribers (not replays)."""
-    _sse: bytes | None = None
-
-    @property
-    def sse(self) -> bytes:
-        """The SSE message: ``data:`` the envelope (JSON text has no line breaks), ``id:`` the
-        seq; built on first use and shared by every subscriber."""
-        if self._sse is None:
-            self._sse = f"data: {self.json}\nid: {self.seq}\n\n".encode()
-        return self._sse
-
-
-@dataclass(frozen=True, kw_only=True)
-class ResyncRequired:
-    """Events after ``after`` are no longer kept; the stream goes on from ``first_seq``."""
-
-    first_seq: int
-    after: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Evicted:
-    """The subscriber fell too far behind; it reconnects after ``last_seq_sent``."""
-
-    last_seq_sent: int
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ShuttingDown:
-    """The gateway is stopping; clients reconnect after ``retry_ms``."""
-
-    retry_ms: int
-
-
-StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
-
-
-@dataclass(eq=False)
-class _Subscriber:
-    queue: asyncio.Queue[LoggedEvent | None]
-    baseline: int
-    """The newest seq when the subscription opened: older events are history it may replay
-    at its own pace; only events appended since count towards its lag."""
-    transport: str = "internal"
-    """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
-    cursor: int = 0
-    """The last seq handed to the client's transport."""
-    lag: Histogram | None = None
-    """This transport's delivery-lag histogram, once looked up."""
-    overflowed: bool = False
-    evicted: bool = False
-    stopping: ShuttingDown | None = None
-
-    def wake(self) -> None:
-        try:
-            self.queue.put_nowait(None)
-        except asyncio.QueueFull:
-            self.overflowed = True  # a full queue is read before the flags are looked at
-
-
 @dataclass
-class _Channel:
+class Channel:
     last_seq: int
     """The newest stored (and published) seq: what readers may rely on."""
     first_seq: int
@@ -130,7 +48,7 @@ class _Channel:
     """The newest seq handed out; ahead of ``last_seq`` while events wait for their commit."""
     failure: Exception | None = None
     """A write of events nobody waited for failed: raised by the next ``append``."""
-    subscribers: set[_Subscriber] = field(default_factory=set)
+    subscribers: set[Subscriber] = field(default_factory=set)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
@@ -141,160 +59,11 @@ class _Channel:
 class _Pending:
     """An event numbered and waiting for the writer's next commit."""
 
-    channel: _Channel
+    channel: Channel
     record: EventRecord
     event: LoggedEvent
     done: asyncio.Future[LoggedEvent] | None
     """Resolved once stored (None: the appender did not wait)."""
-
-
-class Subscription:
-    """A registered subscriber: iterate it once, by item or by ``batches()``; ``release()``
-    unregisters (idempotent).
-
-    Registration happens when the subscription is opened, so caps are checked and counted
-    before a response starts; iterating to the end, or ``release()``, gives the slot back.
-    """
-
-    def __init__(
-        self,
-        log_: EventLog,
-        session_id: str,
-        channel: _Channel,
-        subscriber: _Subscriber,
-        *,
-        after: int,
-        heartbeat_s: float | None,
-    ) -> None:
-        self._log = log_
-        self._session_id = session_id
-        self._channel = channel
-        self._subscriber = subscriber
-        self._after = after
-        self._heartbeat_s = heartbeat_s
-        self._done = False
-        """The stream ended (the session closed) or was stopped (eviction, shutdown)."""
-        self._batches = self._read()
-        self._iterator = self._items()
-
-    def __aiter__(self) -> AsyncIterator[StreamItem]:
-        return self._iterator
-
-    def batches(self) -> AsyncIterator[list[StreamItem]]:
-        """The items in the groups they became available in (a replayed page, whatever was
-        queued when the reader came back): a transport writes each group at once."""
-        return self._batches
-
-    def release(self) -> None:
-        self._log._unregister(self._channel, self._subscriber)
-
-    async def aclose(self) -> None:
-        """Stop iterating (for a consumer that leaves before the end) and release."""
-        await self._iterator.aclose()
-        await self._batches.aclose()
-        self.release()
-
-    def _stop(self) -> Evicted | ShuttingDown | None:
-        subscriber = self._subscriber
-        if subscriber.stopping is not None:
-            return subscriber.stopping
-        if subscriber.evicted:
-            return Evicted(last_seq_sent=subscriber.cursor, reason="lagging")
-        return None
-
-    async def _items(self) -> AsyncGenerator[StreamItem, None]:
-        async for batch in self._batches:
-            for item in batch:
-                yield item
-
-    async def _read(self) -> AsyncGenerator[list[StreamItem], None]:
-        subscriber = self._subscriber
-        subscriber.cursor = self._after
-        try:
-            while not self._done:
-                # A fresh queue before the replay: whatever is appended from now on is either
-                # in the store when the replay reads it or in this queue, or both.
-                subscriber.queue = asyncio.Queue(self._log._queue_size)
-                subscriber.overflowed = False
-                async for batch in self._replay():
-                    yield batch
-                if self._done:
-                    return
-                async for batch in self._follow():
-                    yield batch
-                if not self._done:
-                    log.debug(
-                        "subscriber of %s fell behind at %d; catching up",
-                        self._session_id,
-                        subscriber.cursor,
-                    )
-        finally:
-            self.release()
-
-    async def _replay(self) -> AsyncGenerator[list[StreamItem], None]:
-        """What the store has past the cursor, a page at a time."""
-        channel, subscriber = self._channel, self._subscriber
-        while True:
-            if (stop := self._stop()) is not None:
-                self._done = True
-                yield [stop]
-                return
-            cursor, head = subscriber.cursor, channel.last_seq
-            # Shielded: a client that hangs up mid-read cancels this generator, and a
-            # database call cancelled half-way costs its pooled connection.
-            page = await asyncio.shield(
-                self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
-            )
-            batch: list[StreamItem] = []
-            first = page[0].seq if page else head + 1
-            if first > cursor + 1 and (page or cursor < head):
-                log.info(
-                    "subscriber of %s asked for events after %d; oldest kept is %d",
-                    self._session_id,
-                    cursor,
-                    first,
-                )
-                batch.append(ResyncRequired(first_seq=first, after=cursor))
-                subscriber.cursor = first - 1
-            if page:
-                batch += page
-                subscriber.cursor = page[-1].seq
-            if batch:
-                yield batch
-            if len(page) < REPLAY_PAGE:
-                return
-
-    async def _follow(self) -> AsyncGenerator[list[StreamItem], None]:
-        """Live events from the queue, everything queued at once, until the queue overflowed
-        (the rest is then read from the store), the stream stops, or the session closed."""
-        channel, subscriber = self._channel, self._subscriber
-        queue = subscriber.queue
-        while not subscriber.overflowed:
-            if (stop := self._stop()) is not None:
-                self._done = True
-                yield [stop]
-                return
-            if channel.closed.is_set() and queue.empty():
-                self._done = subscriber.cursor >= channel.last_seq
-                return  # ended, or the tail is in the store
-            try:
-                queued = [await next_item(queue, self._heartbeat_s)]
-            except TimeoutError:
-                yield [None]
-                continue
-            while not queue.empty():
-                queued.append(queue.get_nowait())
-            batch: list[StreamItem] = []
-            oldest: LoggedEvent | None = None
-            for item in queued:
-                if item is None or item.seq <= subscriber.cursor:
-                    continue
-                subscriber.cursor = item.seq
-                oldest = oldest or item
-                batch.append(item)
-            if oldest is not None:
-                self._log._delivered(subscriber, oldest)
-                yield batch
 
 
 def _retrieve(future: asyncio.Future[LoggedEvent]) -> None:
@@ -340,7 +109,7 @@ class EventLog:
         self._max_lag = max_lag_events
         self._max_per_session = max_subscribers_per_session
         self._max_total = max_subscribers
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, Channel] = {}
         self._channels_lock = asyncio.Lock()
         self._total = 0
         self._stopping: ShuttingDown | None = None
@@ -350,14 +119,14 @@ class EventLog:
         self._drained: list[asyncio.Future[None]] = []
         self._writing = False
 
-    async def _channel(self, session_id: str) -> _Channel:
+    async def _channel(self, session_id: str) -> Channel:
         channel = self._channels.get(session_id)
         if channel is None:
             async with self._channels_lock:
                 channel = self._channels.get(session_id)
                 if channel is None:
                     first, last = await self._store.event_bounds(session_id)
-                    channel = self._channels[session_id] = _Channel(last_seq=last, first_seq=first)
+                    channel = self._channels[session_id] = Channel(last_seq=last, first_seq=first)
         return channel
 
     async def last_seq(self, session_id: str) -> int:
@@ -544,7 +313,7 @@ class EventLog:
         for item in items:
             _settle(item, event=item.event)
 
-    def _delivered(self, subscriber: _Subscriber, event: LoggedEvent) -> None:
+    def _delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None:
         """Record the delivery lag of a hand-over by its oldest event (the others in it
         waited less): one observation per hand-over, not per event."""
         if self._metrics is not None and event.appended_at is not None:
@@ -555,7 +324,7 @@ class EventLog:
                 )
             lag.observe(time.monotonic() - event.appended_at)
 
-    def _prune_point(self, channel: _Channel, seq: int) -> int | None:
+    def _prune_point(self, channel: Channel, seq: int) -> int | None:
         """Prune in batches of a tenth of the cap, so most appends delete nothing."""
         if self._max_events is None:
             return None
@@ -564,7 +333,7 @@ class EventLog:
             return None
         return keep_from - 1
 
-    def _evict(self, channel: _Channel, subscriber: _Subscriber, session_id: str) -> None:
+    def _evict(self, channel: Channel, subscriber: Subscriber, session_id: str) -> None:
         log.warning(
             "subscriber of %s evicted: more than %d events behind (sent up to %d)",
             session_id,
@@ -603,7 +372,7 @@ class EventLog:
         self._refuse_while_stopping()
         if check_limits:
             self._refuse_at_caps(len(channel.subscribers))
-        subscriber = _Subscriber(
+        subscriber = Subscriber(
             queue=asyncio.Queue(self._queue_size),
             baseline=channel.last_seq,
             cursor=after,
@@ -644,7 +413,7 @@ class EventLog:
                 limit=self._max_total,
             )
 
-    def _unregister(self, channel: _Channel, subscriber: _Subscriber) -> None:
+    def _unregister(self, channel: Channel, subscriber: Subscriber) -> None:
         if subscriber in channel.subscribers:
             channel.subscribers.discard(subscriber)
             self._total -= 1

@@ -14,15 +14,15 @@ from pydantic import TypeAdapter
 
 from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import Event, MessageDelta, MessageDeltaEvent, TurnStarted
-from app.runtime.eventlog import (
-    EventLog,
+from app.runtime.eventlog import EventLog
+from app.runtime.subscription import (
     Evicted,
     LoggedEvent,
     ResyncRequired,
     ShuttingDown,
     StreamItem,
 )
-from app.runtime.eventlog import Subscription as Subscription_
+from app.runtime.subscription import Subscription as Subscription_
 from app.store.db import create_engine, session_factory, upgrade_async
 from app.store.repository import Store
 from app.store.retention import cleanup
