@@ -204,11 +204,7 @@ class Subscription:
                 yield [stop]
                 return
             cursor, head = subscriber.cursor, channel.last_seq
-            # Shielded: a client that hangs up mid-read cancels this generator, and a
-            # database call cancelled half-way costs its pooled connection.
-            page = await asyncio.shield(
-                self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
-            )
+            page = await self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
             batch: list[StreamItem] = []
             first = page[0].seq if page else head + 1
             if first > cursor + 1 and (page or cursor < head):

@@ -70,7 +70,10 @@ class EventFile:
             raise storage_unavailable(exc) or exc from exc
 
     async def page(self, session_id: str, *, after: int, limit: int) -> list[PageRow]:
-        """Up to ``limit`` of the session's events with ``seq > after``, oldest first."""
+        """Up to ``limit`` of the session's events with ``seq > after``, oldest first.
+
+        A caller cancelled meanwhile only drops the result: the read ends in its thread and
+        leaves the connection as it was (no pooled connection, no transaction)."""
         future = asyncio.wrap_future(self._reader.submit(self._page, session_id, after, limit))
         try:
             return await future

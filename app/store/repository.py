@@ -349,7 +349,6 @@ class Store:
             prune_through,
         )
 
-    @uninterrupted
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
 
