@@ -36,18 +36,10 @@ lint: setup
 audit: setup
 	$(BIN)/python scripts/audit_deps.py
 
-## Debian's Chromium for the browser tests (tests/browser drives it with Playwright):
-## installed with apt-get when it is missing and this runs as root; otherwise says how.
-CHROMIUM := /usr/bin/chromium
+## Debian's Chromium for the browser tests (tests/browser drives it with Playwright), installed
+## by scripts/system-packages.sh when it is missing (as root; otherwise it says how, and stops).
 browser:
-	@if [ -x $(CHROMIUM) ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "installing chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	else \
-	  echo "$(CHROMIUM) is missing: the browser tests (tests/browser) will fail;" \
-	    "install it with: sudo apt-get install chromium" >&2; \
-	fi
+	scripts/system-packages.sh chromium
 
 ## The whole suite: setup, lint, type checks, the dependency audit, then every test
 ## (real CLIs and a real browser, loopback only).
