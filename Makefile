@@ -5,9 +5,9 @@ BIN := $(VENV)/bin
 
 .PHONY: run setup lint audit browser test test-fast bench openapi clean
 
-## Set everything up, migrate, and serve on 127.0.0.1 (prints the URL and the token).
+## Set everything up and serve on 127.0.0.1 (prints the URL and the token); serve creates or
+## upgrades the database itself.
 run: setup
-	$(BIN)/agent-gateway migrate
 	$(BIN)/agent-gateway serve
 
 ## Python packages into .venv, the pinned agent CLIs into agents/node_modules.

@@ -21,7 +21,8 @@ from sqlalchemy.engine import make_url
 
 from app.api.security import read_token_file, token_path, write_token_file
 from app.settings import Settings
-from app.store.db import check_schema, create_engine, session_factory
+from app.store.db import create_engine, session_factory
+from app.store.schema import check_schema
 from app.store.tables import SessionRow, SessionStatus
 
 SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)

@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from app.admin import (
     PROBE_TIMEOUT_S,
     SESSION_STATUSES,
@@ -26,8 +28,9 @@ from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
 from app.redaction import Redactor, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
-from app.store.db import SchemaError, check_schema, create_engine, upgrade
+from app.store.db import create_engine
 from app.store.retention import cleanup
+from app.store.schema import Migration, SchemaError, check_schema, migrate
 
 log = logging.getLogger("app.cli")
 
@@ -72,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
         "generated there (mode 600) and printed once on the first start. A host other than\n"
         "loopback is refused while no token exists yet: configure server.token or run\n"
         "`agent-gateway token rotate` first. Refuses to run as root unless server.allow_root.\n"
+        "A new database is created and an older one upgraded before serving (one process at a\n"
+        "time); a database migrated by a newer gateway is refused.\n"
         "Exit status: 0 after a graceful stop, 2 when the configuration or schema is unusable.",
     )
     serve.add_argument("--host", help="override server.host")
@@ -81,8 +86,11 @@ def _parser() -> argparse.ArgumentParser:
         "migrate",
         "upgrade the database schema to this version",
         "Upgrade the database (storage.url, default <storage.data_dir>/gateway.db) to the\n"
-        "schema this version needs, creating it if missing.",
-        "Safe to run again; it prints where the database is.",
+        "schema this version needs, creating it if missing. `serve` does the same by itself;\n"
+        "this is for operators who migrate as a separate step.",
+        "Safe to run again, and beside a starting gateway (one of them migrates, the other\n"
+        "waits). Prints where the database is and what changed. Exit status 2 when a newer\n"
+        "gateway has migrated the database.",
     )
     command(
         commands,
@@ -207,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(settings, host=args.host, port=args.port)
         if args.command == "migrate":
-            upgrade(settings.storage.database_url)
-            print(f"database at {settings.storage.database_url} is up to date")
+            migration = asyncio.run(migrate(settings.storage.database_url))
+            print(_migrated(settings.storage.database_url, migration))
             return 0
         if args.command == "doctor":
             return asyncio.run(_doctor(settings))
@@ -253,12 +261,22 @@ async def _doctor(settings: Settings) -> int:
     return code
 
 
-async def _check(settings: Settings) -> None:
-    engine = create_engine(settings.storage.database_url)
-    try:
-        await check_schema(engine)
-    finally:
-        await engine.dispose()
+def _migrated(url: str, migration: Migration) -> str:
+    url = make_url(url).render_as_string(hide_password=True)
+    if not migration.changed:
+        return f"database at {url} is up to date (schema revision {migration.after})"
+    if not migration.before:
+        return f"database at {url} created at schema revision {migration.after}"
+    before = ", ".join(migration.before)
+    return f"database at {url} upgraded from schema revision {before} to {migration.after}"
+
+
+def _prepare_database(settings: Settings) -> None:
+    """Create or upgrade the database before serving; refuse one a newer gateway migrated."""
+    url = settings.storage.database_url
+    migration = asyncio.run(migrate(url))
+    if migration.changed:
+        log.info(_migrated(url, migration), extra={"event": "database.migrated"})
 
 
 def _is_loopback(host: str) -> bool:
@@ -314,7 +332,7 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)
-    asyncio.run(_check(settings))
+    _prepare_database(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)
     redactor = Redactor(secrets_of(settings, token))

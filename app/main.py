@@ -25,9 +25,10 @@ from app.runtime.eventlog import EventLog
 from app.runtime.sessions import SessionManager
 from app.runtime.watchdog import supervised_runner
 from app.settings import Settings
-from app.store.db import check_schema, checkpoint, create_engine
+from app.store.db import checkpoint, create_engine
 from app.store.repository import Store
 from app.store.retention import cleanup
+from app.store.schema import check_schema
 
 log = logging.getLogger(__name__)
 

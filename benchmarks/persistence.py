@@ -20,8 +20,9 @@ from typing import Any, cast
 
 from app.events import MessageDelta
 from app.runtime.eventlog import EventLog
-from app.store.db import create_engine, upgrade_async
+from app.store.db import create_engine
 from app.store.repository import Store, StoredEvent
+from app.store.schema import upgrade_async
 from app.store.tables import SessionRow
 from benchmarks.harness import (
     Section,

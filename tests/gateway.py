@@ -1,8 +1,9 @@
 """Test harness: the real gateway as a child process (``python -m app serve``) on loopback.
 
-``GatewayProcess`` writes a TOML config, runs migrations, starts the server on a free port
-and waits for ``/healthz``; ``stop()`` sends SIGTERM and waits. The same data directory can
-be started again to prove what survives a restart. ``SseReader`` parses a real SSE stream.
+``GatewayProcess`` writes a TOML config, starts the server (which migrates its database) on a
+free port and waits for ``/healthz``; ``stop()`` sends SIGTERM and waits. The same data
+directory can be started again to prove what survives a restart. ``SseReader`` parses a real
+SSE stream.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class GatewayProcess:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    config_name: str = "gateway.toml"
+    """The configuration file written into ``data_dir`` (two gateways sharing one need two)."""
     _log_file: Any = None
 
     @property
@@ -85,7 +88,7 @@ class GatewayProcess:
         # CI and the development machines run as root; the gateway refuses root by default.
         server.setdefault("allow_root", os.geteuid() == 0)
         config.setdefault("storage", {}).setdefault("data_dir", str(self.data_dir))
-        path = self.data_dir / "gateway.toml"
+        path = self.data_dir / self.config_name
         path.write_text(to_toml(config))
         return path
 
@@ -112,9 +115,13 @@ class GatewayProcess:
         self.command("migrate")
 
     def start(self, timeout: float = 30.0) -> Self:
+        """Serve (which creates or upgrades the database itself) and wait for ``/healthz``."""
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> Self:
+        """Start ``serve`` without waiting for it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.migrate()
-        self.log_path = self.data_dir / f"gateway-{int(time.time() * 1000)}.log"
+        self.log_path = self.data_dir / f"gateway-{time.time_ns()}.log"
         self._log_file = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app", "serve"],
@@ -123,6 +130,11 @@ class GatewayProcess:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
         )
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> Self:
+        """Wait until the launched server answers ``/healthz``; its log in the error if not."""
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

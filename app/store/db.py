@@ -1,23 +1,16 @@
-"""Engines, sessions and the schema gate.
+"""Engines and sessions, SQLite's pragmas, and storage faults as ``StorageUnavailable``.
 
-The app builds one engine with ``create_engine`` and refuses to start unless ``check_schema``
-passes; ``upgrade`` / ``upgrade_async`` run ``alembic upgrade head`` from code (the CLI's
-``migrate`` command and, optionally, app startup). Nothing here reads the working directory:
-the Alembic scripts are found next to the ``app`` package.
+The app builds one engine with ``create_engine``; schema changes use
+``create_migration_engine`` (``app.store.schema`` runs them).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -30,12 +23,9 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import ConnectionPoolEntry
 
-import app
 from app.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
-
-MIGRATIONS_DIR = Path(app.__file__).resolve().parent.parent / "migrations"
 
 SQLITE_PRAGMAS = {
     "journal_mode": "WAL",
@@ -102,20 +92,6 @@ async def checkpoint(engine: AsyncEngine) -> None:
         await connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
 
 
-class SchemaError(Exception):
-    """The database's schema revision is not the one this code was written for.
-
-    ``current`` is what the database records (empty: no schema at all), ``required`` is the head
-    of ``migrations/``. The message says what to run.
-    """
-
-    def __init__(self, message: str, *, url: str, current: tuple[str, ...], required: str):
-        super().__init__(message)
-        self.url = url
-        self.current = current
-        self.required = required
-
-
 def create_engine(url: str) -> AsyncEngine:
     """An async engine for ``url``; for SQLite, WAL, foreign keys and a 30 s busy wait.
 
@@ -142,80 +118,6 @@ def create_migration_engine(url: str) -> AsyncEngine:
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions whose objects stay readable after commit (``expire_on_commit=False``)."""
     return async_sessionmaker(engine, expire_on_commit=False)
-
-
-def alembic_config(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> Config:
-    """An Alembic config for ``url`` and ``migrations_dir``, built in code (no ini, no cwd)."""
-    config = Config()
-    config.set_main_option("script_location", str(migrations_dir))
-    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    return config
-
-
-async def check_schema(engine: AsyncEngine, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
-    """Return if the database is at the head revision of ``migrations_dir``, else raise SchemaError.
-
-    Only reads: a database with no schema is reported, not created.
-    """
-    script = ScriptDirectory(str(migrations_dir))
-    required = script.get_current_head()
-    if required is None:
-        raise RuntimeError(f"no migrations found in {migrations_dir}: the install is incomplete")
-    async with engine.connect() as connection:
-        current = await connection.run_sync(_current_heads)
-    if current == (required,):
-        return
-    url = engine.url.render_as_string(hide_password=True)
-    known = {revision.revision for revision in script.walk_revisions()}
-    unknown = [revision for revision in current if revision not in known]
-    if unknown:
-        message = (
-            f"this database was migrated by a newer gateway (revision {', '.join(unknown)} "
-            f"unknown): upgrade the gateway or point storage.url elsewhere (database at {url})"
-        )
-    elif not current:
-        message = f"database at {url} has no schema: run `agent-gateway migrate`"
-    else:
-        message = (
-            f"database at {url} is at revision {', '.join(current)} but this gateway needs "
-            f"{required}: run `agent-gateway migrate`"
-        )
-    raise SchemaError(message, url=url, current=current, required=required)
-
-
-def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
-    """Migrate the database at ``url`` to head; for callers with no running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(upgrade_async(url, migrations_dir=migrations_dir))
-    else:
-        raise RuntimeError("upgrade() inside a running event loop: await upgrade_async()")
-
-
-async def upgrade_async(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
-    """Migrate the database at ``url`` to head; safe to await inside a running event loop.
-
-    Alembic's (synchronous) env runs in ``run_sync`` on a connection of a migration engine,
-    handed over through ``config.attributes["connection"]``. Each revision commits on its own:
-    one that fails is rolled back and leaves the database at the revision before it.
-    """
-    config = alembic_config(url, migrations_dir=migrations_dir)
-    engine = create_migration_engine(url)
-    try:
-        async with engine.connect() as connection:
-            await connection.run_sync(_upgrade_to_head, config)
-    finally:
-        await engine.dispose()
-
-
-def _upgrade_to_head(connection: Connection, config: Config) -> None:
-    config.attributes["connection"] = connection
-    command.upgrade(config, "head")
-
-
-def _current_heads(connection: Connection) -> tuple[str, ...]:
-    return MigrationContext.configure(connection).get_current_heads()
 
 
 def _create_engine(url: URL, pragmas: dict[str, str]) -> AsyncEngine:

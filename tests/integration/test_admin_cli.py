@@ -336,4 +336,4 @@ def test_sessions_list_refuses_a_database_without_this_schema(
     db.close()
     code, out, err = run(capsys, config, "sessions", "list")
     assert (code, out) == (2, "")
-    assert "has no schema: run `agent-gateway migrate`" in err
+    assert "has no schema: `agent-gateway serve` creates it, or run `agent-gateway migrate`" in err

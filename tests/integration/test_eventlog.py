@@ -23,9 +23,10 @@ from app.runtime.subscription import (
     StreamItem,
 )
 from app.runtime.subscription import Subscription as Subscription_
-from app.store.db import create_engine, session_factory, upgrade_async
+from app.store.db import create_engine, session_factory
 from app.store.repository import Store
 from app.store.retention import cleanup
+from app.store.schema import upgrade_async
 from app.store.tables import EventRow
 from tests.integration.rows import session_row
 

@@ -12,10 +12,12 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -280,16 +282,20 @@ def test_t2_non_loopback_bind_without_any_token_yet_refuses(tmp_path: Path) -> N
         assert "agent-gateway token rotate" in refused.stderr
         assert "Traceback" not in refused.stderr
     assert not (tmp_path / "token").exists()
+    assert not (tmp_path / "gateway.db").exists()  # refused before anything was created
 
 
 def test_t2_a_token_file_made_before_the_start_counts_as_explicit(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("operator-token-0123456789abcdefghijklmnopqrstuvwxyz\n")
-    # No database: serving stops at the schema gate, after the exposure check, before binding
-    # (192.0.2.10 is a documentation address no machine here has).
+    # A database of a newer gateway: serving stops at the schema check, after the exposure
+    # check, before binding (192.0.2.10 is a documentation address no machine here has).
+    with closing(sqlite3.connect(tmp_path / "gateway.db")) as db, db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+        db.execute("INSERT INTO alembic_version VALUES ('f00d')")
     passed = serve_on(tmp_path, "192.0.2.10")
     assert passed.returncode == 2, passed.stderr
     assert "reachable from other machines" not in passed.stderr
-    assert "has no schema: run `agent-gateway migrate`" in passed.stderr
+    assert "is at revision f00d, which this gateway" in passed.stderr
     assert "Traceback" not in passed.stderr
 
 

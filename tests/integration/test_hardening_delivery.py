@@ -42,7 +42,7 @@ from websockets.uri import parse_uri
 from app.main import create_app
 from app.runtime.eventlog import EventLog
 from app.settings import Settings
-from app.store.db import upgrade_async
+from app.store.schema import upgrade_async
 from tests.gateway import TOKEN, SseEvent, SseReader, is_turn_end
 from tests.gateway import wait_until as poll_until
 from tests.integration.conftest import FAKE_CLAUDE, FakeGateway, FakeGatewayFactory

@@ -143,22 +143,16 @@ def test_a_turn_cut_by_shutdown_is_reported_interrupted_after_restart(
         assert turn(client, sid, "hi")[-1]["type"] == "turn.completed"
 
 
-def test_serve_refuses_an_unmigrated_database_and_invalid_configuration(
-    make_fake_gateway: FakeGatewayFactory,
-) -> None:
+def test_serve_refuses_invalid_configuration(make_fake_gateway: FakeGatewayFactory) -> None:
     gateway = make_fake_gateway()
     gateway.data_dir.mkdir(parents=True)
-    refused = gateway.command("serve", check=False)
-    assert refused.returncode == 2
-    assert "agent-gateway migrate" in refused.stderr
-    assert not (gateway.data_dir / "spawns.jsonl").exists()
-
     gateway.config["server"] = {"max_body_bytes": "lots"}
     refused = gateway.command("serve", check=False)
     assert refused.returncode == 2
     assert "server.max_body_bytes" in refused.stderr
     assert "GATEWAY_SERVER__MAX_BODY_BYTES" in refused.stderr
     assert "Traceback" not in refused.stderr
+    assert not (gateway.data_dir / "gateway.db").exists()  # refused before the migration
 
 
 def test_cleanup_deletes_unused_bindings_and_use_refreshes_them(

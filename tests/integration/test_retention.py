@@ -11,8 +11,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.store.bindings import touch_binding
-from app.store.db import create_engine, session_factory, upgrade_async
+from app.store.db import create_engine, session_factory
 from app.store.retention import CleanupReport, cleanup
+from app.store.schema import upgrade_async
 from app.store.tables import BindingRow, EventRow, SessionRow, SessionStatus
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)

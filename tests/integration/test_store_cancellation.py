@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.store.db import create_engine, upgrade_async
+from app.store.db import create_engine
 from app.store.repository import Store
+from app.store.schema import upgrade_async
 from tests.integration.rows import session_row
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)

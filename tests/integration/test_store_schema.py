@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import logging
+import os
 import shutil
 import sqlite3
+import stat
 from collections.abc import AsyncIterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
@@ -16,12 +21,14 @@ from sqlalchemy import Connection, delete, func, select, text
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.store.db import (
+from app.store.db import create_engine, session_factory
+from app.store.schema import (
     MIGRATIONS_DIR,
+    Migration,
     SchemaError,
     check_schema,
-    create_engine,
-    session_factory,
+    migrate,
+    migration_lock,
     upgrade,
     upgrade_async,
 )
@@ -148,17 +155,20 @@ async def test_check_schema_accepts_a_migrated_database(migrated: AsyncEngine) -
 
 
 async def test_check_schema_tells_how_to_migrate_an_empty_database(engine: AsyncEngine) -> None:
-    with pytest.raises(SchemaError, match="has no schema: run `agent-gateway migrate`") as error:
+    with pytest.raises(
+        SchemaError, match="has no schema: `agent-gateway serve` creates it"
+    ) as error:
         await check_schema(engine)
     assert error.value.current == ()
     assert error.value.required == "0001"
+    assert not error.value.newer
 
 
 async def test_check_schema_tells_how_to_migrate_an_older_database(
     migrated: AsyncEngine, tmp_path: Path
 ) -> None:
     newer = migrations_with(tmp_path, REBUILD_SESSIONS)
-    with pytest.raises(SchemaError, match=r"at revision 0001 but this gateway needs 0002: run `ag"):
+    with pytest.raises(SchemaError, match=r"at revision 0001 but this gateway needs 0002: `agent"):
         await check_schema(migrated, migrations_dir=newer)
 
 
@@ -167,9 +177,10 @@ async def test_check_schema_rejects_a_revision_from_a_newer_gateway(
 ) -> None:
     async with migrated.begin() as connection:
         await connection.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
-    with pytest.raises(SchemaError, match=r"newer gateway \(revision f00d unknown\)") as error:
+    with pytest.raises(
+        SchemaError, match=r"revision f00d, which this gateway \(schema revision 0001\)"
+    ):
         await check_schema(migrated)
-    assert error.value.current == ("f00d",)
 
 
 async def test_upgrading_a_migrated_database_changes_nothing(
@@ -265,3 +276,93 @@ async def test_a_failing_migration_is_rolled_back_whole(
 async def test_sync_upgrade_refuses_a_running_event_loop(url: str) -> None:
     with pytest.raises(RuntimeError, match="await upgrade_async"):
         upgrade(url)
+
+
+# --- migrate(): what `serve` and `migrate` run, one process at a time --------------------------
+
+
+async def test_migrate_creates_a_new_database(url: str, engine: AsyncEngine) -> None:
+    assert await migrate(url) == Migration(before=(), after="0001")
+    await check_schema(engine)
+
+
+async def test_migrate_upgrades_an_older_database_and_keeps_its_rows(
+    url: str, migrated: AsyncEngine, tmp_path: Path
+) -> None:
+    await add_session_with_children(migrated)
+    newer = migrations_with(tmp_path, REBUILD_SESSIONS)
+    migration = await migrate(url, migrations_dir=newer)
+    assert migration == Migration(before=("0001",), after="0002")
+    assert migration.changed
+    await check_schema(migrated, migrations_dir=newer)
+    assert await count(migrated, SessionRow) == 1
+
+
+async def test_migrate_leaves_a_current_database_alone(url: str, migrated: AsyncEngine) -> None:
+    migration = await migrate(url)
+    assert migration == Migration(before=("0001",), after="0001")
+    assert not migration.changed
+
+
+async def test_migrate_refuses_a_newer_database_naming_both_revisions(
+    url: str, migrated: AsyncEngine
+) -> None:
+    async with migrated.begin() as connection:
+        await connection.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
+    with pytest.raises(SchemaError) as error:
+        await migrate(url)
+    assert error.value.newer
+    assert (error.value.current, error.value.required) == (("f00d",), "0001")
+    assert "revision f00d, which this gateway (schema revision 0001) does not know" in str(
+        error.value
+    )
+    async with migrated.connect() as connection:  # left exactly as it was
+        version = await connection.execute(text("SELECT version_num FROM alembic_version"))
+        assert version.scalars().all() == ["f00d"]
+
+
+async def test_concurrent_migrations_of_a_new_database_run_once(
+    url: str, engine: AsyncEngine
+) -> None:
+    results = await asyncio.gather(*(migrate(url) for _ in range(4)))
+    assert sorted(result.changed for result in results) == [False, False, False, True]
+    await check_schema(engine)
+
+
+async def test_migrate_waits_for_the_lock_and_then_finds_the_work_done(
+    url: str, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    blocked = asyncio.Event()
+
+    class Waiting(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if getattr(record, "event", None) == "database.migration_waiting":
+                blocked.set()
+
+    handler, schema_log = Waiting(), logging.getLogger("app.store.schema")
+    schema_log.addHandler(handler)
+    schema_log.setLevel(logging.INFO)
+    try:
+        async with migration_lock(url, timeout_s=5):
+            waiting = asyncio.create_task(migrate(url))
+            await asyncio.wait_for(blocked.wait(), 5)  # it found the lock held
+            await upgrade_async(url)  # what the holder does meanwhile
+            assert not waiting.done()
+        assert (await waiting).changed is False
+    finally:
+        schema_log.removeHandler(handler)
+        schema_log.setLevel(logging.NOTSET)
+    lock = tmp_path / "gateway.db-migrate.lock"
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+
+
+async def test_a_lock_held_too_long_is_reported(url: str, tmp_path: Path) -> None:
+    lock = tmp_path / "gateway.db-migrate.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process (here: another descriptor) migrating
+        with pytest.raises(SchemaError, match="another process has been migrating"):
+            await migrate(url, lock_timeout_s=0.2)
+    finally:
+        os.close(fd)
+    assert (await migrate(url)).changed  # the lock went with its holder

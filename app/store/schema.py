@@ -1,0 +1,251 @@
+"""The database schema: Alembic's revisions, the check the app makes before it serves, and the
+migration ``serve`` and ``migrate`` run, one process at a time.
+
+    new database ──► migrate: create at head
+    older        ──► migrate: upgrade to head
+    at head      ──► nothing to do
+    newer        ──► SchemaError naming both revisions (never downgraded, never touched)
+
+Nothing here reads the working directory: the Alembic scripts are found next to the ``app``
+package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+import app
+from app.store.db import create_engine, create_migration_engine
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(app.__file__).resolve().parent.parent / "migrations"
+MIGRATION_LOCK_TIMEOUT_S = 600.0
+"""How long a process waits for another one's migration before it gives up."""
+_LOCK_POLL_S = 0.05
+
+
+class SchemaError(Exception):
+    """The database's schema revision is not the one this code was written for.
+
+    ``current`` is what the database records (empty: no schema at all), ``required`` is the head
+    of ``migrations/``; ``newer`` when the database names a revision this code does not know
+    (a newer gateway migrated it). The message says what to do.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        current: tuple[str, ...],
+        required: str,
+        newer: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.current = current
+        self.required = required
+        self.newer = newer
+
+
+@dataclass(frozen=True, kw_only=True)
+class Migration:
+    """What ``migrate`` did: ``before`` is the revision found (empty: a new database)."""
+
+    before: tuple[str, ...]
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != (self.after,)
+
+
+def alembic_config(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> Config:
+    """An Alembic config for ``url`` and ``migrations_dir``, built in code (no ini, no cwd)."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+async def check_schema(engine: AsyncEngine, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+    """Return if the database is at the head revision of ``migrations_dir``, else raise SchemaError.
+
+    Only reads: a database with no schema is reported, not created.
+    """
+    script = ScriptDirectory(str(migrations_dir))
+    problem = _judge(engine.url.render_as_string(), await _revisions(engine), script)
+    if problem is not None:
+        raise problem
+
+
+async def migrate(
+    url: str,
+    *,
+    migrations_dir: Path = MIGRATIONS_DIR,
+    lock_timeout_s: float = MIGRATION_LOCK_TIMEOUT_S,
+) -> Migration:
+    """Bring the database at ``url`` to this code's head: create a new one, upgrade an older one.
+
+    Runs under the migration lock, so of several processes starting on one new database one
+    migrates and the others find it done. A database migrated by a newer gateway is refused
+    (``SchemaError`` naming both revisions) and left as it is.
+    """
+    script = ScriptDirectory(str(migrations_dir))
+    async with migration_lock(url, timeout_s=lock_timeout_s):
+        engine = create_engine(url)
+        try:
+            current = await _revisions(engine)
+        finally:
+            await engine.dispose()
+        problem = _judge(url, current, script)
+        if problem is not None and problem.newer:
+            raise problem
+        if problem is not None:
+            await upgrade_async(url, migrations_dir=migrations_dir)
+        return Migration(before=current, after=_head(script))
+
+
+@contextlib.asynccontextmanager
+async def migration_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
+    """Held by the one process migrating the database at ``url``; others wait for it.
+
+    For a SQLite file, an exclusive ``flock`` on ``<file>-migrate.lock`` beside it (mode 600),
+    which the kernel releases when its holder exits, however it exits; never a lock on the
+    database file itself, whose SQLite locks closing another descriptor would drop. Waits at
+    most ``timeout_s`` (then ``SchemaError``), saying once in the log that it waits.
+    """
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        yield  # one process per in-memory database; server databases lock on their own terms
+        return
+    path = Path(f"{database}-migrate.lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        waiting = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    shown = parsed.render_as_string(hide_password=True)
+                    raise SchemaError(
+                        f"another process has been migrating {shown} for over "
+                        f"{timeout_s:.0f} s (it holds {path}); wait for it to finish, or stop it",
+                        url=shown,
+                        current=(),
+                        required="",
+                    ) from None
+                if not waiting:
+                    waiting = True
+                    log.info(
+                        "waiting for another process to finish migrating the database",
+                        extra={"event": "database.migration_waiting"},
+                    )
+                await asyncio.sleep(_LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+    """Migrate the database at ``url`` to head; for callers with no running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(upgrade_async(url, migrations_dir=migrations_dir))
+    else:
+        raise RuntimeError("upgrade() inside a running event loop: await upgrade_async()")
+
+
+async def upgrade_async(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+    """Migrate the database at ``url`` to head without the lock (for a database no other
+    process uses); safe to await inside a running event loop.
+
+    Alembic's (synchronous) env runs in ``run_sync`` on a connection of a migration engine,
+    handed over through ``config.attributes["connection"]``. Each revision commits on its own:
+    one that fails is rolled back and leaves the database at the revision before it.
+    """
+    config = alembic_config(url, migrations_dir=migrations_dir)
+    engine = create_migration_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_upgrade_to_head, config)
+    finally:
+        await engine.dispose()
+
+
+def _judge(url: str, current: tuple[str, ...], script: ScriptDirectory) -> SchemaError | None:
+    """None when ``current`` is the head of ``script``, else the error that says what to do."""
+    required = _head(script)
+    if current == (required,):
+        return None
+    shown = make_url(url).render_as_string(hide_password=True)
+    known = {revision.revision for revision in script.walk_revisions()}
+    unknown = [revision for revision in current if revision not in known]
+    if unknown:
+        return SchemaError(
+            f"database at {shown} is at revision {', '.join(unknown)}, which this gateway "
+            f"(schema revision {required}) does not know: a newer gateway migrated it. Run that "
+            "gateway version or newer, or restore a backup taken before the upgrade",
+            url=shown,
+            current=current,
+            required=required,
+            newer=True,
+        )
+    if not current:
+        message = (
+            f"database at {shown} has no schema: `agent-gateway serve` creates it, or run "
+            "`agent-gateway migrate`"
+        )
+    else:
+        message = (
+            f"database at {shown} is at revision {', '.join(current)} but this gateway needs "
+            f"{required}: `agent-gateway serve` upgrades it, or run `agent-gateway migrate`"
+        )
+    return SchemaError(message, url=shown, current=current, required=required)
+
+
+def _head(script: ScriptDirectory) -> str:
+    required = script.get_current_head()
+    if required is None:
+        raise RuntimeError(f"no migrations found in {script.dir}: the install is incomplete")
+    return required
+
+
+async def _revisions(engine: AsyncEngine) -> tuple[str, ...]:
+    async with engine.connect() as connection:
+        return await connection.run_sync(_current_heads)
+
+
+def _upgrade_to_head(connection: Connection, config: Config) -> None:
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _current_heads(connection: Connection) -> tuple[str, ...]:
+    return MigrationContext.configure(connection).get_current_heads()

@@ -1,0 +1,138 @@
+"""A first start as a new user meets it: ``agent-gateway serve`` on a database nobody migrated.
+
+Real gateway processes (``python -m app serve``) on real SQLite files: ``serve`` creates the
+schema itself, two processes starting on one new database migrate it once and both serve, and a
+database a newer gateway migrated is refused with both revisions named and left untouched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.store.schema import MIGRATIONS_DIR
+from tests.integration.conftest import FakeGateway, fake_gateway_at
+
+HEAD = max(path.name.split("_", 1)[0] for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
+
+
+def log_lines(gateway: FakeGateway) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in gateway.log().splitlines() if line.startswith("{")]
+
+
+def events(gateway: FakeGateway, name: str) -> list[dict[str, Any]]:
+    return [line for line in log_lines(gateway) if line.get("event") == name]
+
+
+def revision(database: Path) -> list[str]:
+    with closing(sqlite3.connect(database)) as connection:
+        rows = connection.execute("SELECT version_num FROM alembic_version").fetchall()
+    return [row[0] for row in rows]
+
+
+@contextmanager
+def stopping(*gateways: FakeGateway) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for gateway in gateways:
+            gateway.stop()
+
+
+def test_serve_creates_the_schema_of_a_new_database(tmp_path: Path) -> None:
+    gateway = fake_gateway_at(tmp_path)
+    database = gateway.data_dir / "gateway.db"
+    assert not database.exists()
+    with stopping(gateway):
+        gateway.start()  # no `agent-gateway migrate` before it
+        with gateway.client() as client:
+            created = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)})
+            assert created.status_code == 201, created.text
+        assert revision(database) == [HEAD]
+        [migrated] = events(gateway, "database.migrated")
+        assert f"created at schema revision {HEAD}" in migrated["msg"]
+        gateway.stop()
+        gateway.start()  # the same database again: nothing to migrate, the session is there
+        assert events(gateway, "database.migrated") == []
+        with gateway.client() as client:
+            assert len(client.get("/v1/sessions").json()["sessions"]) == 1
+
+
+def test_two_gateways_starting_on_one_new_database_migrate_it_once(tmp_path: Path) -> None:
+    first = fake_gateway_at(tmp_path)
+    second = FakeGateway(data_dir=first.data_dir, config=first.config, config_name="second.toml")
+    second.spawn_log, second.workspace = first.spawn_log, first.workspace
+    first.data_dir.mkdir(parents=True)
+    # The test holds the migration lock (as an operator's `agent-gateway migrate` would) until
+    # both gateways are waiting for it, so they surely contend for it when it is released.
+    lock = os.open(first.data_dir / "gateway.db-migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    with stopping(first, second):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            first.launch()
+            second.launch()
+            deadline = time.monotonic() + 30
+            while not all(events(g, "database.migration_waiting") for g in (first, second)):
+                assert time.monotonic() < deadline, first.log() + second.log()
+                assert first.process is not None
+                assert second.process is not None
+                assert first.process.poll() is None, first.log()
+                assert second.process.poll() is None, second.log()
+                time.sleep(0.05)  # polling the logs for the line both must write; bounded
+        finally:
+            os.close(lock)  # releases the lock
+        first.wait_ready()
+        second.wait_ready()
+        migrations = [events(g, "database.migrated") for g in (first, second)]
+        assert sorted(len(found) for found in migrations) == [0, 1], migrations
+        assert revision(first.data_dir / "gateway.db") == [HEAD]
+        ids = []
+        for gateway in (first, second):
+            with gateway.client() as client:
+                assert client.get("/readyz").json()["checks"]["database"] == "ok"
+                created = client.post("/v1/sessions", json={"workspace": str(first.workspace)})
+                assert created.status_code == 201, created.text
+                ids.append(created.json()["id"])
+        with second.client() as client:  # both write the one database
+            listed = {s["id"] for s in client.get("/v1/sessions").json()["sessions"]}
+        assert listed == set(ids)
+    for gateway in (first, second):
+        assert "Traceback" not in gateway.log()
+
+
+@pytest.mark.parametrize("command", ["serve", "migrate"])
+def test_a_database_a_newer_gateway_migrated_is_refused_and_left_alone(
+    tmp_path: Path, command: str
+) -> None:
+    gateway = fake_gateway_at(tmp_path)
+    gateway.data_dir.mkdir(parents=True)
+    gateway.migrate()
+    database = gateway.data_dir / "gateway.db"
+    with closing(sqlite3.connect(database)) as connection, connection:
+        connection.execute("UPDATE alembic_version SET version_num = 'f00d'")
+    refused = gateway.command(command, check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        f"is at revision f00d, which this gateway (schema revision {HEAD}) does not know"
+        in refused.stderr
+    )
+    assert "Traceback" not in refused.stderr
+    assert revision(database) == ["f00d"]
+
+
+def test_migrate_says_what_it_did(tmp_path: Path) -> None:
+    gateway = fake_gateway_at(tmp_path)
+    gateway.data_dir.mkdir(parents=True)
+    first = gateway.command("migrate")
+    assert f"created at schema revision {HEAD}" in first.stdout
+    again = gateway.command("migrate")
+    assert f"is up to date (schema revision {HEAD})" in again.stdout
