@@ -254,6 +254,8 @@ def _why(response: httpx.Response) -> str:
         body = response.json()
     except ValueError:
         return response.reason_phrase or "unexpected answer"
+    if isinstance(body, dict) and body.get("reasons") and isinstance(body["reasons"], list):
+        return "not ready: " + "; ".join(str(reason) for reason in body["reasons"])
     if isinstance(body, dict) and isinstance(body.get("checks"), dict):
         failing = [f"{name} {state}" for name, state in body["checks"].items() if state != "ok"]
         return "not ready: " + ", ".join(failing)

@@ -7,16 +7,19 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from pydantic import JsonValue
 
 from app.api.schemas import (
     ApprovalPublic,
     ProcessPublic,
+    RetryPolicyPublic,
     Selection,
     SessionPublic,
     TurnPublic,
 )
 from app.api.security import Principal, access_of
 from app.events import TurnError, Usage
+from app.runtime.coordinator import RetryPolicy
 from app.runtime.sessions import SessionManager
 from app.store.tables import ApprovalRow, SessionRow, TurnRow
 
@@ -80,6 +83,19 @@ def turn_public(row: TurnRow) -> TurnPublic:
         usage=Usage.model_validate(row.usage) if row.usage else None,
         error=TurnError.model_validate(row.error) if row.error else None,
         final_text=row.final_text,
+        retry=_retry_public(row.retry_policy),
+    )
+
+
+def _retry_public(snapshot: dict[str, JsonValue] | None) -> RetryPolicyPublic | None:
+    if snapshot is None:
+        return None
+    policy = RetryPolicy.from_snapshot(snapshot)
+    return RetryPolicyPublic(
+        enabled=policy.enabled,
+        strategy=policy.strategy,
+        delays_s=list(policy.delays_s),
+        max_attempts=policy.max_attempts,
     )
 
 

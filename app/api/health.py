@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.security import Authenticated
+from app.providers.registry import Health, ProviderRegistry
+from app.settings import SelectionSettings
 
 router = APIRouter(tags=["health"])
+
+DATABASE_CHECK_TIMEOUT_S = 5.0
 
 
 class Liveness(BaseModel):
@@ -21,7 +28,10 @@ class Liveness(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, str]
-    """``database`` and ``provider:<name>``: ``ok`` or what failed."""
+    """``database``: ``ok`` or the error; ``provider:<name>`` for every configured provider:
+    ``ok`` or ``unavailable: <why>`` (its cached health probe, phrased as what to fix)."""
+    reasons: list[str] = []
+    """Why the gateway is not ready; empty when it is."""
 
 
 @router.get("/healthz", operation_id="healthz")
@@ -40,19 +50,56 @@ async def openapi_document(request: Request, _: Authenticated) -> JSONResponse:
     "/readyz",
     operation_id="readyz",
     response_model=Readiness,
-    responses={503: {"model": Readiness, "description": "Not ready; `checks` says what failed"}},
+    responses={
+        503: {
+            "model": Readiness,
+            "description": "Not ready: the database does not answer, or neither the default "
+            "provider nor any of its fallbacks is available; `reasons` says why",
+        }
+    },
 )
 async def readyz(request: Request, _: Authenticated) -> JSONResponse:
-    """Ready when the database answers and every enabled provider was built."""
-    checks: dict[str, str] = {}
+    """Ready while the database answers and the default provider (``selection.default``) or one
+    of its fallbacks (``selection.fallback_chain``) is available; each provider's entry is its
+    cached health probe (``selection.probe_ttl_s``)."""
+    registry: ProviderRegistry = request.app.state.registry
+    selection: SelectionSettings = request.app.state.settings.selection
+    database = await _database_check(request.app.state.store.engine)
+    names = registry.names
+    healths = dict(
+        zip(names, await asyncio.gather(*(registry.health(n) for n in names)), strict=True)
+    )
+    body = readiness(database, healths, serving=[selection.default, *selection.fallback_chain])
+    return JSONResponse(body.model_dump(), status_code=200 if body.status == "ready" else 503)
+
+
+def readiness(database: str, healths: Mapping[str, Health], *, serving: Sequence[str]) -> Readiness:
+    """The readiness answer from the database check (``ok`` or the error) and each provider's
+    health; ``serving`` is the default provider and its fallbacks, in order."""
+    checks = {"database": database}
+    for name, health in healths.items():
+        checks[f"provider:{name}"] = "ok" if health.available else f"unavailable: {health.reason}"
+    reasons: list[str] = []
+    if database != "ok":
+        reasons.append(f"the database does not answer ({database})")
+    if not any(healths[name].available for name in serving if name in healths):
+        unavailable = "; ".join(
+            f"{name}: {healths[name].reason if name in healths else 'not configured'}"
+            for name in serving
+        )
+        reasons.append(
+            "no provider can serve new sessions: neither the default provider nor any of its "
+            f"fallbacks (selection.fallback_chain) is available ({unavailable})"
+        )
+    return Readiness(status="not_ready" if reasons else "ready", checks=checks, reasons=reasons)
+
+
+async def _database_check(engine: AsyncEngine) -> str:
     try:
-        async with request.app.state.store.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
-        checks["database"] = "ok"
+        async with asyncio.timeout(DATABASE_CHECK_TIMEOUT_S), engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    except TimeoutError:
+        return f"error: no answer within {DATABASE_CHECK_TIMEOUT_S:g} s"
     except Exception as exc:  # any database failure means not ready
-        checks["database"] = f"error: {type(exc).__name__}"
-    for name in request.app.state.providers:
-        checks[f"provider:{name}"] = "ok"
-    ready = all(v == "ok" for v in checks.values())
-    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
-    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+        return f"error: {type(exc).__name__}"
+    return "ok"

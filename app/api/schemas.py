@@ -119,6 +119,18 @@ class TurnCreate(_In):
     retry: RetryPolicyIn | None = None
 
 
+class RetryPolicyPublic(BaseModel):
+    """The retry policy fixed when the turn was created; configuration changed since does not
+    touch it."""
+
+    enabled: bool
+    strategy: str
+    delays_s: list[float]
+    """The wait before each retry attempt, in order."""
+    max_attempts: int
+    """1 plus one attempt per delay when enabled, else 1."""
+
+
 class TurnPublic(BaseModel):
     id: str
     session_id: str
@@ -133,6 +145,8 @@ class TurnPublic(BaseModel):
     usage: Usage | None = None
     error: TurnError | None = None
     final_text: str | None = None
+    retry: RetryPolicyPublic | None = None
+    """The turn's retry policy snapshot (absent only on turns stored before it was kept)."""
 
 
 class TurnList(BaseModel):

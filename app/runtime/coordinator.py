@@ -80,6 +80,17 @@ class RetryPolicy:
         """The JSON stored in ``turns.retry_policy``."""
         return {"enabled": self.enabled, "strategy": self.strategy, "delays_s": list(self.delays_s)}
 
+    @classmethod
+    def from_snapshot(cls, snapshot: dict[str, JsonValue]) -> RetryPolicy:
+        """The policy ``snapshot`` stored; raises ``ValueError`` for anything else."""
+        enabled, strategy, delays = (snapshot.get(k) for k in ("enabled", "strategy", "delays_s"))
+        numbers = (
+            [d for d in delays if isinstance(d, int | float)] if isinstance(delays, list) else []
+        )
+        if not (isinstance(enabled, bool) and isinstance(strategy, str) and numbers == delays):
+            raise ValueError(f"not a retry policy snapshot: {snapshot!r}")
+        return cls(enabled=enabled, strategy=strategy, delays_s=tuple(float(d) for d in numbers))
+
 
 def resolve_policy(
     turn: dict[str, JsonValue] | None,

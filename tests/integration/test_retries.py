@@ -80,6 +80,12 @@ def test_a_flaky_turn_is_retried_in_the_same_thread_with_the_continuation_prompt
             "SELECT retry_policy FROM turns WHERE id = ?", (turn["id"],)
         ).fetchone()
     assert json.loads(policy) == {"enabled": True, "strategy": "default", "delays_s": [0.1, 0.2]}
+    assert turn["retry"] == {
+        "enabled": True,
+        "strategy": "default",
+        "delays_s": [0.1, 0.2],
+        "max_attempts": 3,
+    }
 
 
 def test_a_persistent_failure_is_reported_once_after_the_schedule(gateway: FakeGateway) -> None:
@@ -112,6 +118,24 @@ def test_a_turn_can_switch_retry_off(gateway: FakeGateway) -> None:
     assert turn["status"] == "failed"
     assert turn["attempts"] == 1
     assert of_type(events, "retry.scheduled") == []
+    assert turn["retry"] == {
+        "enabled": False,
+        "strategy": "default",
+        "delays_s": [0.1, 0.2],
+        "max_attempts": 1,
+    }
+
+
+def test_the_turn_keeps_the_policy_it_was_created_with(gateway: FakeGateway) -> None:
+    with gateway.client() as client:
+        sid = new_session(client, gateway, retry={"strategy": "slow"})
+        created = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
+        assert created.status_code == 202, created.text
+        slow = {"enabled": True, "strategy": "slow", "delays_s": [30.0], "max_attempts": 2}
+        assert created.json()["retry"] == slow  # in the 202 already
+        follow(client, sid)
+        listed = client.get(f"/v1/sessions/{sid}/turns").json()["turns"]
+        assert [turn["retry"] for turn in listed] == [slow]
 
 
 def test_an_unknown_retry_strategy_is_refused(gateway: FakeGateway) -> None:

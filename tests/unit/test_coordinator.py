@@ -346,3 +346,25 @@ def test_the_snapshot_records_the_resolved_delays() -> None:
         "strategy": "default",
         "delays_s": [10.0, 20.0, 60.0],
     }
+
+
+def test_a_policy_snapshot_reads_back_as_the_same_policy() -> None:
+    assert RetryPolicy.from_snapshot(POLICY.snapshot()) == POLICY
+    assert RetryPolicy.from_snapshot({"enabled": True, "strategy": "x", "delays_s": [1]}) == (
+        RetryPolicy(enabled=True, strategy="x", delays_s=(1.0,))
+    )
+
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        {},
+        {"enabled": "yes", "strategy": "default", "delays_s": [1.0]},
+        {"enabled": True, "strategy": None, "delays_s": [1.0]},
+        {"enabled": True, "strategy": "default", "delays_s": ["1"]},
+        {"enabled": True, "strategy": "default", "delays_s": 1.0},
+    ],
+)
+def test_anything_else_is_not_a_policy_snapshot(snapshot: dict[str, JsonValue]) -> None:
+    with pytest.raises(ValueError, match="not a retry policy snapshot"):
+        RetryPolicy.from_snapshot(snapshot)
