@@ -8,14 +8,16 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── SessionClosed             the session was deleted or ended
 │   └── ApprovalNotPending        the approval was already resolved
 ├── InvalidRequest           422  a field is well-formed but unacceptable
-│   └── WorkspaceRejected         the workspace is outside the roots or missing
+│   ├── WorkspaceRejected         the workspace is outside the roots or missing
+│   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
 ├── Gone                     410  the cursor is older than the events the gateway keeps
 ├── PayloadTooLarge          413  body over the limit
 ├── TooManyRequests          429  a rate or subscriber limit was reached (Retry-After)
 └── Unavailable              503  the gateway cannot serve the request now (Retry-After)
-    ├── ProviderUnavailable       the provider cannot serve the request
+    ├── ProviderUnavailable       the provider cannot serve the request now
+    │   └── NoProviderAvailable   no candidate is available (selector)
     ├── AtCapacity                every live-process or subscriber slot is taken
     └── StorageUnavailable        the database cannot be written (disk full, I/O error)
 """

@@ -10,9 +10,10 @@ to do about it. Every setting is documented in README.md.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -35,8 +36,12 @@ from pydantic_settings import (
 
 from app.providers.base import ApprovalMode
 
-KNOWN_PROVIDERS: tuple[str, ...] = ("claude_code", "codex", "opencode")
-"""Provider names this build can drive."""
+ProviderName = Literal["claude_code", "codex", "opencode"]
+"""A provider this build can drive: what a request's ``provider`` may name."""
+KNOWN_PROVIDERS: tuple[str, ...] = get_args(ProviderName)
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""A name an operator gives in the configuration (a retry strategy) and requests repeat."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
@@ -206,6 +211,12 @@ class RetrySettings(_Section):
     def _has_default(self) -> RetrySettings:
         if "default" not in self.strategies:
             raise ValueError("retry.strategies must define a 'default' strategy")
+        for name in self.strategies:
+            if not re.fullmatch(NAME_PATTERN, name):
+                raise ValueError(
+                    f"retry.strategies: {name!r} is not a valid name (letters, digits, '_', "
+                    "'.' and '-', starting with a letter or digit, at most 64 characters)"
+                )
         return self
 
 

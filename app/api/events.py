@@ -70,10 +70,9 @@ _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
 
 
 def _cursor_text(value: object) -> object:
-    """An empty cursor is none; any other text must be ASCII digits (``int()`` would also
-    take signs, spaces, underscores and other scripts' digits)."""
-    if value == "":
-        return None
+    """Cursor text must be 1 to 16 ASCII digits (``int()`` would also take signs, spaces,
+    underscores and other scripts' digits, and an empty one reads as a mistake: leave the
+    parameter out to start from the beginning)."""
     if isinstance(value, str) and not _CURSOR.fullmatch(value):
         raise ValueError("must be a non-negative integer (an event seq)")
     return value
@@ -85,7 +84,7 @@ Cursor = Annotated[Annotated[int, Field(ge=0, le=MAX_CURSOR)] | None, BeforeVali
 
 def parse_cursor(raw: str | None, *, name: str) -> int | None:
     """A ``Last-Event-ID`` / ``after`` value: a non-negative integer, or 422 saying so."""
-    if raw is None or raw == "":
+    if raw is None:
         return None
     if not _CURSOR.fullmatch(raw) or int(raw) > MAX_CURSOR:
         raise InvalidRequest(

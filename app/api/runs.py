@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session
 from app.api.events import SubscriptionResponse, sse_message
-from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus
+from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus, Workspace
 from app.api.security import Authenticated
 from app.errors import GatewayError
 from app.events import TurnError, Usage
-from app.providers.base import ApprovalMode
+from app.providers.base import ApprovalMode, Capability
 from app.runtime.runs import Run, start_run
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
+from app.settings import ProviderName
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +39,13 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
-    workspace: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
-    provider: Annotated[str, StringConstraints(max_length=64)] | None = None
+    workspace: Workspace
+    provider: ProviderName | None = None
     scenario: Annotated[str, StringConstraints(max_length=64)] | None = None
     model: ModelName | None = None
     approval_mode: ApprovalMode | None = None
     retry: RetryPolicyIn | None = None
-    requires: list[Annotated[str, StringConstraints(max_length=64)]] = Field(
-        default=[], max_length=16
-    )
+    requires: list[Capability] = Field(default=[], max_length=16)
 
 
 class ProviderSwitch(BaseModel):

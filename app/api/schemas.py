@@ -18,11 +18,27 @@ from pydantic import (
 )
 
 from app.events import ApprovalDecision, Event, SelectionReason, TurnError, Usage
-from app.providers.base import ApprovalMode
+from app.providers.base import ApprovalMode, Capability
+from app.settings import NAME_PATTERN, ProviderName
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+
+WORKSPACE_PATTERN = r"^(/+([^/\x00.][^/\x00]*|\.([^/\x00.][^/\x00]*)?|\.\.[^/\x00]+))*/*$"
+"""An absolute path with no ``..`` segment and no NUL byte, in the document: the lexical rules
+``resolve_workspace`` applies (and words as ``workspace_rejected``) before it resolves the path
+inside the roots, which no schema can state."""
+
+Workspace = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=4096),
+    Field(json_schema_extra={"pattern": WORKSPACE_PATTERN}),
+]
+"""A directory inside one of the gateway's workspace roots (absolute, no ``..``, no NUL)."""
+
+StrategyName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+"""A retry strategy the gateway's configuration defines (``retry.strategies``)."""
 
 ModelName = Annotated[
     str,
@@ -43,8 +59,11 @@ def _timestamp_text(value: object) -> object:
 def _in_utc(value: datetime) -> datetime:
     try:
         return value.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00+01:00 and the like
-        raise ValueError("is outside the range of timestamps the gateway stores") from None
+    except OverflowError:
+        # 0001-01-01T00:00+01:00 is before, 9999-12-31T23:59-01:00 after, any time Python (and
+        # so the store) can hold: the earliest or latest one compares the same way.
+        earliest, latest = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+        return earliest if value.year == 1 else latest
 
 
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc)]
@@ -57,19 +76,17 @@ class _In(BaseModel):
 
 class RetryPolicyIn(_In):
     enabled: bool | None = None
-    strategy: Annotated[str, StringConstraints(max_length=64)] | None = None
+    strategy: StrategyName | None = None
 
 
 class SessionCreate(_In):
-    provider: Annotated[str, StringConstraints(max_length=64)] | None = None
+    provider: ProviderName | None = None
     scenario: Annotated[str, StringConstraints(max_length=64)] | None = None
-    workspace: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    workspace: Workspace
     model: ModelName | None = None
     approval_mode: ApprovalMode | None = None
     retry: RetryPolicyIn | None = None
-    requires: list[Annotated[str, StringConstraints(max_length=64)]] = Field(
-        default=[], max_length=16
-    )
+    requires: list[Capability] = Field(default=[], max_length=16)
     metadata: dict[Annotated[str, StringConstraints(max_length=128)], JsonValue] | None = Field(
         default=None, max_length=64
     )

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request, WebSocket
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import HTTPConnection
 
+from app.api.queries import refuse_unknown_query
 from app.api.ratelimits import KeyedBuckets, SessionQuota
 from app.errors import GatewayError, TooManyRequests, Unauthorized
 from app.settings import Settings
@@ -271,8 +273,11 @@ def _authenticate(connection: HTTPConnection, presented: str) -> Principal:
 
 
 async def require_token(request: Request) -> Principal:
-    """Route dependency: the request carries a gateway key in its Authorization header."""
-    return _authenticate(request, _bearer(request.headers.get("authorization")))
+    """Route dependency: the request carries a gateway key in its Authorization header (and,
+    once it is authenticated, no query parameter the route does not take)."""
+    principal = _authenticate(request, _bearer(request.headers.get("authorization")))
+    refuse_unknown_query(request)
+    return principal
 
 
 async def require_stream_token(request: Request) -> Principal:
@@ -284,7 +289,9 @@ async def require_stream_token(request: Request) -> Principal:
         and "text/event-stream" in request.headers.get("accept", "")
     ):
         presented = request.query_params.get(TOKEN_QUERY, "")
-    return _authenticate(request, presented)
+    principal = _authenticate(request, presented)
+    refuse_unknown_query(request, also=frozenset({TOKEN_QUERY}))
+    return principal
 
 
 async def require_ws_token(websocket: WebSocket) -> Principal:
@@ -326,4 +333,6 @@ async def authentication_failure(request: Request) -> GatewayError | None:
         await check(request)
     except GatewayError as exc:
         return exc
+    except RequestValidationError:
+        return None  # authenticated; the query it carries is the next thing wrong with it
     return None

@@ -70,7 +70,8 @@ class TurnOutcome:
 
 @dataclass(frozen=True, kw_only=True)
 class Capabilities:
-    """What a provider can do; the selector and clients read these."""
+    """What a provider can do; the selector and clients read these (``Capability`` names
+    each field)."""
 
     text_deltas: bool
     """Streams ``message.delta`` while the agent writes (not only whole messages)."""
@@ -86,6 +87,12 @@ class Capabilities:
     """Reports the cost of a turn."""
     shared_process: bool
     """One CLI process serves every session of the provider."""
+
+
+Capability = Literal[
+    "text_deltas", "approvals", "interrupt", "resume", "usage", "cost", "shared_process"
+]
+"""A field of ``Capabilities``: what a request's ``requires`` may name."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,18 +11,16 @@ The session manager gathers the state (probes are cached by the registry) and lo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 from app.errors import InvalidRequest, ProviderUnavailable
 from app.events import SelectionReason
-from app.providers.base import Capabilities
+from app.providers.base import Capabilities, Capability
 from app.settings import SelectionSettings
 
-CAPABILITY_NAMES: frozenset[str] = frozenset(
-    field.name for field in dataclasses.fields(Capabilities)
-)
+CAPABILITY_NAMES: frozenset[str] = frozenset(get_args(Capability))
 """What ``requires`` may name: the fields of ``Capabilities``."""
 
 
@@ -71,6 +69,22 @@ class NoProviderAvailable(ProviderUnavailable):
             detail = "no configured provider is available; see each candidate's reason"
         super().__init__(
             detail, candidates=[{"provider": s.provider, "reason": s.why} for s in skipped]
+        )
+        self.skipped = tuple(skipped)
+
+
+class CapabilitiesUnmet(InvalidRequest):
+    """No candidate has every capability ``requires`` names, so none could serve even when
+    available (422: a request that waiting will not help; ``candidates`` says what each lacks)."""
+
+    type = "capabilities_unmet"
+    title = "No candidate has the required capabilities"
+
+    def __init__(self, skipped: Sequence[Skipped], requires: Sequence[str]) -> None:
+        super().__init__(
+            f"no candidate provider has every required capability ({', '.join(requires)}); "
+            "drop a requirement or name a provider that has it (GET /v1/providers lists them)",
+            candidates=[{"provider": s.provider, "reason": s.why} for s in skipped],
         )
         self.skipped = tuple(skipped)
 
@@ -136,13 +150,21 @@ def why_not(state: ProviderState | None, requires: Sequence[str]) -> str | None:
     return None
 
 
+def _lacks(state: ProviderState | None, requires: Sequence[str]) -> bool:
+    """Whether the provider is known to lack a required capability (built or not)."""
+    if state is None or state.capabilities is None:
+        return False
+    return any(not getattr(state.capabilities, name) for name in requires)
+
+
 def select(
     ordered: Sequence[Candidate],
     states: Mapping[str, ProviderState],
     *,
     requires: Sequence[str] = (),
 ) -> Selection:
-    """The first candidate that can serve; raises ``NoProviderAvailable`` listing them all."""
+    """The first candidate that can serve; raises ``CapabilitiesUnmet`` (422) when none has
+    the required capabilities, else ``NoProviderAvailable`` (503) listing them all."""
     check_requires(requires)
     skipped: list[Skipped] = []
     for candidate in ordered:
@@ -152,5 +174,7 @@ def select(
                 provider=candidate.provider, reason=candidate.reason, skipped=tuple(skipped)
             )
         skipped.append(Skipped(provider=candidate.provider, why=why))
+    if requires and all(_lacks(states.get(c.provider), requires) for c in ordered):
+        raise CapabilitiesUnmet(skipped, requires)
     explicit = len(ordered) == 1 and ordered[0].reason == "explicit"
     raise NoProviderAvailable(skipped, explicit=explicit)

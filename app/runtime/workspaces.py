@@ -14,6 +14,20 @@ from app.errors import WorkspaceRejected
 log = logging.getLogger(__name__)
 
 
+def lexical_problem(requested: str) -> str | None:
+    """What is wrong with ``requested`` as written (before it is resolved), or None: it must be
+    absolute, with no ``..`` segment and no NUL byte (the API document's ``Workspace`` pattern
+    states the same rules)."""
+    if "\x00" in requested:
+        return "workspace contains a NUL byte"
+    path = Path(requested)
+    if not path.is_absolute():
+        return "workspace must be an absolute path inside a configured root"
+    if ".." in path.parts:
+        return "workspace must not contain '..' segments"
+    return None
+
+
 def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
     """The real path of ``requested`` if it is an existing directory inside one of ``roots``.
 
@@ -21,18 +35,10 @@ def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
     followed before the check, so a link that points out of every root is refused. Raises
     ``WorkspaceRejected`` saying what to change.
     """
-    if "\x00" in requested:
-        raise WorkspaceRejected("workspace contains a NUL byte", workspace=requested[:200])
-    path = Path(requested)
-    if not path.is_absolute():
-        raise WorkspaceRejected(
-            "workspace must be an absolute path inside a configured root",
-            workspace=requested,
-            roots=[str(r) for r in roots],
-        )
-    if ".." in path.parts:
-        raise WorkspaceRejected("workspace must not contain '..' segments", workspace=requested)
-    real = Path(os.path.realpath(path))
+    problem = lexical_problem(requested)
+    if problem is not None:
+        raise WorkspaceRejected(problem, workspace=requested[:200], roots=[str(r) for r in roots])
+    real = Path(os.path.realpath(requested))
     for root in roots:
         real_root = os.path.realpath(root)
         if os.path.commonpath([real_root, real]) == real_root:

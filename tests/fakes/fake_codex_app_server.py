@@ -2,9 +2,10 @@
 """A fake ``codex app-server`` speaking enough JSON-RPC (reference §2.3) for provider tests.
 
 Every start appends ``{"pid", "argv", "env"}`` and every message it reads ``{"pid", "in": message}``
-as JSON lines to ``$FAKE_CODEX_LOG`` (when set). ``$FAKE_CODEX_START`` = ``exit`` makes it
-exit 2 at once; ``mute`` makes it never answer ``initialize``. With ``$FAKE_CODEX_WRAPPER``
-set it runs the server as its child, sharing its stdio, as npm's ``codex`` wrapper does.
+as JSON lines to ``$FAKE_CODEX_LOG`` (when set); ``--version`` prints one and exits.
+``$FAKE_CODEX_START`` = ``exit`` makes it exit 2 at once; ``mute`` makes it never answer
+``initialize``. With ``$FAKE_CODEX_WRAPPER`` set it runs the server as its child, sharing its
+stdio, as npm's ``codex`` wrapper does.
 
 ``thread/start`` makes ``thr_<n>``; ``thread/resume`` of an id starting ``gone`` fails as
 0.169.0 does ("no rollout found"). A turn's behaviour is chosen by its prompt:
@@ -311,6 +312,9 @@ def handle(message: dict[str, Any], state: dict[str, bool]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # the health probe
+        print("codex-cli 0.0.1-fake")
+        return
     if os.environ.pop("FAKE_CODEX_WRAPPER", None):
         # Like npm's `codex` on Node < 22.15: the server runs as a child sharing our stdio.
         sys.exit(subprocess.call([sys.executable, *sys.argv]))

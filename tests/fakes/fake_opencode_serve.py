@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A fake ``opencode serve`` with the few routes and the event stream the provider uses.
 
-Run as ``fake_opencode_serve.py serve --hostname 127.0.0.1 --port N``. It requires basic
+Run as ``fake_opencode_serve.py serve --hostname 127.0.0.1 --port N`` (``--version`` prints one
+and exits). It requires basic
 auth (``$OPENCODE_SERVER_USERNAME``, default ``opencode`` / ``$OPENCODE_SERVER_PASSWORD``),
 prints ``opencode server listening on http://127.0.0.1:N`` once its socket is bound, and
 speaks the 1.18.33 shapes of reference §3.2: ``GET /global/health``, ``GET /global/event``
@@ -477,6 +478,9 @@ class _Server(uvicorn.Server):
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # the health probe
+        print("0.0.1-fake")
+        return
     port = int(sys.argv[sys.argv.index("--port") + 1])
     log({"argv": sys.argv, "env": dict(os.environ)})
     mode = os.environ.get("FAKE_OPENCODE_START")

@@ -29,6 +29,20 @@ def fake_claude_in(directory: Path) -> Path:
     return executable
 
 
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+
+
+def fake_server_in(directory: Path, name: str) -> Path:
+    """``directory/<name>`` running the fake ``codex app-server`` (``codex``) or ``opencode
+    serve`` (``opencode``) with this interpreter, which has the packages the fakes need."""
+    fake = {"codex": "fake_codex_app_server.py", "opencode": "fake_opencode_serve.py"}[name]
+    directory.mkdir(parents=True, exist_ok=True)
+    executable = directory / name
+    executable.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / fake}" "$@"\n')
+    executable.chmod(0o755)
+    return executable
+
+
 class FakeGateway(GatewayProcess):
     """A gateway whose ``claude`` is tests/fakes/fake_claude.py, logging every spawn."""
 

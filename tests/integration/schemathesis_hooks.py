@@ -1,4 +1,14 @@
-"""Schemathesis checks of our own, loaded by the fuzzing test (``SCHEMATHESIS_HOOKS``).
+"""Schemathesis hooks and checks of our own, loaded by the fuzzing test (``SCHEMATHESIS_HOOKS``).
+
+``map_case`` gives the facts only the deployment knows their values in *positive* cases, so
+that every other schema-valid request must be accepted (check ST202): the workspace (the
+document says absolute, no ``..``, no NUL; which directories exist inside the gateway's roots
+only the gateway knows) becomes ``$FUZZ_WORKSPACE``, a retry strategy name one the gateway
+defines (``default``), and an event cursor ``0`` (one past the newest event of *that* session
+is refused). One cross-field rule, stated in words rather than in the schema, is kept too: an
+explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIES``, from
+``GET /v1/providers``; asking more is a 422 ``capabilities_unmet``). Negative cases are left as
+generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -10,10 +20,35 @@ nothing about the API beyond "send a key". Only the gate answers first: a body o
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import schemathesis
 from schemathesis import Case, CheckContext, Response
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Case[Any]) -> Case[Any]:
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return case
+    if isinstance(case.body, dict):
+        if "workspace" in case.body:
+            case.body["workspace"] = os.environ["FUZZ_WORKSPACE"]
+        retry = case.body.get("retry")
+        if isinstance(retry, dict) and isinstance(retry.get("strategy"), str):
+            retry["strategy"] = "default"
+        provider, requires = case.body.get("provider"), case.body.get("requires")
+        if isinstance(provider, str) and isinstance(requires, list):
+            has = json.loads(os.environ["FUZZ_CAPABILITIES"])[provider]
+            case.body["requires"] = [name for name in requires if name in has]
+    if case.operation.definition.raw.get("operationId") == "getEvents":
+        if case.query and "after" in case.query:
+            case.query["after"] = 0
+        if case.headers:
+            for name in [n for n in case.headers if n.lower() == "last-event-id"]:
+                case.headers[name] = "0"
+    return case
 
 
 @schemathesis.check

@@ -1,11 +1,14 @@
 """Schemathesis fuzzes a live gateway (the fake ``claude``) from the committed OpenAPI document.
 
-Two seeded, deterministic runs of the ``schemathesis`` CLI against one gateway:
+Two seeded runs of the ``schemathesis`` CLI against one gateway:
 
 - with the key: the coverage, fuzzing and stateful phases (sessions → turns → events, by the
-  document's links), checking that nothing is a 5xx, that every status, content type, header
-  and body is the documented one, that invalid input is refused and valid input accepted,
-  that auth is enforced (``ignored_auth``), and that each answer comes within a bound;
+  document's links) with every check but ``use_after_free`` (``DELETE`` closes a session and
+  keeps its history readable, on purpose): nothing is a 5xx, every status, content type,
+  header and body is the documented one, invalid input is refused and every schema-valid
+  request accepted (ST202: the contract states what the server enforces; the few facts only
+  the deployment knows get its values in positive cases, see ``schemathesis_hooks``), auth is
+  enforced (``ignored_auth``), and each answer comes within a bound;
 - without a key: every keyed operation answers 401 ``application/problem+json`` whatever the
   request (``schemathesis_hooks.keyless_requests_are_refused``), and nothing is a 5xx.
 
@@ -26,38 +29,23 @@ import httpx
 import pytest
 
 from tests.gateway import ROOT, TOKEN
-from tests.integration.conftest import FakeGateway, fake_gateway_at
+from tests.integration.conftest import FakeGateway, fake_gateway_at, fake_server_in
 
 DOCUMENT = ROOT / "docs" / "openapi.json"
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
-SEED = 20_250_131
+SEED = 4242
 MAX_EXAMPLES = 12
 MAX_RESPONSE_S = 5.0
 
-SEMANTIC_422 = ["createSession", "createRun", "createTurn", "getEvents"]
-"""Operations where a request the schema allows may still be refused (422) for facts the
-document cannot state: the workspace roots, the configured provider and strategy names, the
-newest seq of a session. ``positive_data_acceptance`` is off for them only."""
-
+# Positive cases get the gateway's workspace from the map_case hook (schemathesis_hooks), so the
+# stateful phase has sessions to follow; negative ones exercise the workspace checks (422).
 CONFIG = """
-[dictionaries.workspace]
-values = [{workspace}]
-
-# Most generated sessions and runs get the one workspace under the gateway's root, so the
-# stateful phase has sessions to follow; the rest exercise the workspace checks (422).
-[parameters]
-"body.workspace" = {{ dictionary = "workspace", probability = 0.8 }}
-
 # 413 (body over server.max_body_bytes) is a refusal too.
 [checks.negative_data_rejection]
 expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
 
 # DELETE closes a session and keeps its history readable: a closed session is not gone.
 [checks.use_after_free]
-enabled = false
-
-# The stateful phase chains the operations whose valid-looking input may still be refused.
-[phases.stateful.checks.positive_data_acceptance]
 enabled = false
 
 [phases.stateful.checks.use_after_free]
@@ -68,15 +56,32 @@ enabled = false
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
     base = tmp_path_factory.mktemp("fuzz")
+    # Every provider the schema names is available (the fake CLIs), and OpenCode, which has
+    # every capability, is the fallback: any schema-valid provider or `requires` can be served.
     gateway = fake_gateway_at(
         base,
+        codex={
+            "enabled": True,
+            "executable": str(fake_server_in(base / "bin", "codex")),
+            "env": {"FAKE_CODEX_LOG": str(base / "codex.log")},
+        },
+        opencode={
+            "enabled": True,
+            "executable": str(fake_server_in(base / "bin", "opencode")),
+            "env": {"XDG_DATA_HOME": str(base / "opencode-data")},
+        },
+        selection={"fallback_chain": ["opencode"]},
         limits={
             "max_live_processes": 4,  # at the cap the longest-idle CLI is closed
             "session_creates_per_minute": 100_000,
             "max_open_sessions_per_key": 100_000,
             "auth_failures_per_minute": 100_000,  # keyless runs get 401s, not the 429 backoff
         },
-        sessions={"turn_timeout_s": 20},
+        # Every mode the schema lists is enabled here, so each schema-valid one is accepted.
+        sessions={
+            "turn_timeout_s": 20,
+            "allowed_approval_modes": ["ask", "auto_edits", "allow_all", "read_only"],
+        },
     ).start()
     yield gateway
     gateway.stop()
@@ -84,18 +89,13 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
 
 def _schemathesis(gateway: FakeGateway, tmp_path: Path, *args: str) -> str:
     config = tmp_path / "schemathesis.toml"
-    config.write_text(
-        CONFIG.format(workspace=json.dumps(str(gateway.workspace)))
-        + "".join(
-            f"\n[[operations]]\ninclude-operation-id = {json.dumps(operation)}\n"
-            "checks.positive_data_acceptance.enabled = false\n"
-            for operation in SEMANTIC_422
-        )
-    )
+    config.write_text(CONFIG)
     env = {
         **os.environ,
         "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks",
         "PYTHONPATH": str(ROOT),
+        "FUZZ_WORKSPACE": str(gateway.workspace),
+        "FUZZ_CAPABILITIES": json.dumps(_capabilities(gateway)),
     }
     env.pop("SCHEMATHESIS_CONFIG", None)
     result = subprocess.run(
@@ -109,7 +109,6 @@ def _schemathesis(gateway: FakeGateway, tmp_path: Path, *args: str) -> str:
             gateway.base_url,
             "--seed",
             str(SEED),
-            "--generation-deterministic",
             "--max-examples",
             str(MAX_EXAMPLES),
             "--request-timeout",
@@ -149,6 +148,8 @@ def test_fuzzing_with_the_key_finds_nothing_undocumented(
         "false",
         "--phases",
         "coverage,fuzzing,stateful",
+        "--checks",
+        "all",
         "--exclude-checks",
         "use_after_free,keyless_requests_are_refused",
         "--max-response-time",
@@ -175,6 +176,13 @@ def test_every_keyed_operation_refuses_a_request_without_a_key(
     assert (_sessions(gateway), len(gateway.spawns())) == before  # nothing created or started
 
 
+def _capabilities(gateway: FakeGateway) -> dict[str, list[str]]:
+    """The capabilities each provider has, by name, as the gateway lists them."""
+    with gateway.client() as client:
+        providers = client.get("/v1/providers").json()["providers"]
+    return {p["name"]: [name for name, has in p["capabilities"].items() if has] for p in providers}
+
+
 def _sessions(gateway: FakeGateway) -> set[str]:
     with gateway.client() as client:
         listed = client.get("/v1/sessions", params={"limit": 500}).json()["sessions"]
@@ -186,12 +194,29 @@ def test_what_fuzzing_found_stays_fixed(gateway: FakeGateway) -> None:
     """Each was a finding of these runs: the exact request, and the answer it gets now."""
     problem = "application/problem+json"
     with gateway.client() as client:
-        for before in ("2024-01-01T00:00:00", "2024-01-01", "0.5", "0001-01-01T00:00:00+05:00"):
-            # a naive or out-of-range time was a 500; a bare number was read as Unix time
+        for before in ("2024-01-01T00:00:00", "2024-01-01", "0.5"):
+            # a naive time was a 500; a bare number was read as Unix time
             refused = client.get("/v1/sessions", params={"before": before})
             assert refused.status_code == 422, (before, refused.text)
             assert refused.headers["content-type"] == problem
         assert client.get("/v1/sessions", params={"before": "2024-01-01T00:00:00Z"}).is_success
+        # a valid time beyond the range Python holds was a 500, then a 422 the schema did not
+        # promise; it is before (or after) every session
+        created = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)})
+        assert created.status_code == 201, created.text
+        for before, found in (
+            ("0001-01-01T00:00:00+05:00", False),
+            ("9999-12-31T23:00-05:00", True),
+        ):
+            listed = client.get("/v1/sessions", params={"before": before})
+            assert listed.status_code == 200, listed.text
+            ids = {s["id"] for s in listed.json()["sessions"]}
+            assert (created.json()["id"] in ids) is found, before
+        # a provider or capability the gateway does not know is refused by the schema itself
+        for body in ({"provider": ""}, {"provider": "gemini"}, {"requires": ["telepathy"]}):
+            refused = client.post("/v1/sessions", json={"workspace": "/x", **body})
+            assert refused.status_code == 422, refused.text
+            assert refused.json()["type"].endswith(":validation_failed"), refused.text
         # the router named only one route's methods in Allow (and the handler dropped it)
         wrong = client.request("PUT", "/v1/sessions")
         assert wrong.status_code == 405

@@ -188,6 +188,35 @@ def test_bad_cursors_are_refused(gateway: FakeGateway, session: dict[str, Any]) 
         assert client.get(events, params={"after": "1"}).json()["events"][0]["seq"] == 2
 
 
+def test_an_unknown_query_parameter_is_refused_naming_the_known_ones(
+    gateway: FakeGateway, session: dict[str, Any]
+) -> None:
+    events = f"/v1/sessions/{session['id']}/events"
+    with gateway.client() as client:
+        typo = assert_problem(client.get("/v1/sessions", params={"limt": "5"}), 422)
+        assert typo["errors"] == [
+            {
+                "location": "query.limt",
+                "message": "unknown query parameter; this operation takes before, limit, status",
+            }
+        ]
+        none = assert_problem(client.get(f"/v1/sessions/{session['id']}", params={"x": "1"}), 422)
+        assert none["errors"][0]["message"] == "unknown query parameter; this operation takes none"
+        assert_problem(client.post(f"{events.removesuffix('/events')}/turns?dry=1", json={}), 422)
+        assert client.get("/v1/sessions", params={"limit": "5"}).status_code == 200
+        assert client.get(events, params={"after": "0", "limit": "5"}).status_code == 200
+    # A caller without a key learns only that it needs one.
+    keyless = httpx.get(f"{gateway.base_url}/v1/sessions", params={"limt": "5"})
+    assert_problem(keyless, 401)
+    # EventSource's access_token is a parameter of the events stream.
+    url = f"{gateway.base_url}{events}"
+    sse = {"Accept": "text/event-stream"}
+    with httpx.stream("GET", url, params={"access_token": TOKEN, "after": "0"}, headers=sse) as ok:
+        assert ok.status_code == 200
+        assert next(iter(SseReader(ok))).json()["type"] == "session.created"
+    assert gateway.spawns() == []
+
+
 def test_cli_environment_is_allow_listed(make_fake_gateway: FakeGatewayFactory) -> None:
     gateway = make_fake_gateway()
     gateway.extra_env = {

@@ -897,7 +897,9 @@ def test_r17_bad_cursors_are_422_and_never_another_sessions_events(gateway: Fake
                 {"Authorization": f"Bearer {TOKEN}"},
             )
             assert refused.response.status_code == 422
-        replay = client.get(events, headers={"Last-Event-ID": ""}).json()
+        for empty in ({"headers": {"Last-Event-ID": ""}}, {"params": {"after": ""}}):
+            assert_problem(client.get(events, **empty), 422)  # type: ignore[arg-type]
+        replay = client.get(events).json()
         assert [e["seq"] for e in replay["events"]] == list(range(1, quiet_last + 1))
         page = client.get(events, headers={"Last-Event-ID": "1"}).json()["events"]
         assert {e["session_id"] for e in page} == {quiet}

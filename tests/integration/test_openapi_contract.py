@@ -8,15 +8,18 @@ detector is scripts/openapi_compat.py, tested here on small hand-made documents.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 
+from app.providers.base import Capabilities, Capability
+from app.settings import KNOWN_PROVIDERS, NAME_PATTERN
 from tests.gateway import ROOT
 from tests.integration.conftest import FakeGateway
 
@@ -448,3 +451,21 @@ def test_a_stale_copy_fails_with_the_regeneration_hint_and_a_break_lists_it() ->
 def test_the_committed_copy_is_pretty_printed_with_sorted_keys() -> None:
     text = COMMITTED.read_text()
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_the_document_states_the_names_the_server_accepts() -> None:
+    """Clients generated from the contract can know the valid values: the provider names of
+    the registry and the capabilities as enums, a strategy name and a workspace as patterns."""
+    schemas = _committed()["components"]["schemas"]
+    capability_fields = {f.name for f in dataclasses.fields(Capabilities)}
+    assert set(get_args(Capability)) == capability_fields
+    for name in ("SessionCreate", "RunCreate"):
+        properties = schemas[name]["properties"]
+        [provider] = [s for s in properties["provider"]["anyOf"] if s.get("type") == "string"]
+        assert provider["enum"] == list(KNOWN_PROVIDERS)
+        assert set(properties["requires"]["items"]["enum"]) == capability_fields
+        assert properties["workspace"]["pattern"].startswith("^(/+")
+    [strategy] = [
+        s for s in schemas["RetryPolicyIn"]["properties"]["strategy"]["anyOf"] if "pattern" in s
+    ]
+    assert strategy["pattern"] == NAME_PATTERN

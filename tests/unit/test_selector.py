@@ -10,6 +10,7 @@ from app.errors import InvalidRequest, ProviderUnavailable
 from app.providers.base import Capabilities
 from app.runtime.selector import (
     Candidate,
+    CapabilitiesUnmet,
     NoProviderAvailable,
     ProviderState,
     Selection,
@@ -121,6 +122,28 @@ def test_a_provider_lacking_a_required_capability_is_skipped() -> None:
     assert chosen.skipped == (
         Skipped(provider="claude_code", why="lacks required capabilities: approvals, resume"),
     )
+
+
+def test_no_candidate_with_the_capabilities_is_a_422_not_a_503() -> None:
+    no_cost = dataclasses.replace(FULL, cost=False)
+    states = {"claude_code": ok(no_cost), "codex": down("no codex")}
+    states["codex"] = dataclasses.replace(states["codex"], capabilities=no_cost)
+    states["opencode"] = ok(no_cost)
+    with pytest.raises(CapabilitiesUnmet) as raised:
+        select(order(), states, requires=["cost"])
+    assert raised.value.status == 422
+    assert [s.provider for s in raised.value.skipped] == ["claude_code", "codex", "opencode"]
+    # An explicit provider lacking it: the same.
+    with pytest.raises(CapabilitiesUnmet, match="no candidate provider has every required"):
+        select(order("claude_code"), states, requires=["cost", "approvals"])
+
+
+def test_a_candidate_that_has_them_but_is_down_or_disabled_is_a_503() -> None:
+    no_cost = dataclasses.replace(FULL, cost=False)
+    for other in (down("no codex"), DISABLED):
+        states = {"claude_code": ok(no_cost), "codex": other, "opencode": ok(no_cost)}
+        with pytest.raises(NoProviderAvailable):
+            select(order(), states, requires=["cost"])
 
 
 def test_an_unhealthy_provider_without_a_reason_is_unavailable() -> None:

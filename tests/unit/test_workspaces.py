@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.api.schemas import WORKSPACE_PATTERN
 from app.errors import WorkspaceRejected
-from app.runtime.workspaces import resolve_workspace
+from app.runtime.workspaces import lexical_problem, resolve_workspace
 
 OUTSIDE = "outside every configured root"
 MISSING = "not an existing directory"
@@ -135,7 +137,7 @@ def test_a_long_nul_bearing_path_is_truncated_in_the_error() -> None:
     requested = "/" + "a" * 1000 + "\x00"
     with pytest.raises(WorkspaceRejected) as raised:
         resolve_workspace(requested, [Path("/")])
-    assert raised.value.fields == {"workspace": requested[:200]}
+    assert raised.value.fields == {"workspace": requested[:200], "roots": ["/"]}
 
 
 # --- T6: properties over generated paths ---------------------------------------------------
@@ -222,3 +224,15 @@ def test_t6_a_symlink_out_of_the_root_is_refused_however_it_is_reached(
     for requested in (link, tree["root"] / "link-in" / "nested" / "escape"):
         with pytest.raises(WorkspaceRejected, match=OUTSIDE):
             resolve_workspace(str(requested), roots_of(tree))
+
+
+_PATH_TEXT = st.text(alphabet=st.sampled_from(["/", ".", "a", " ", "\x00", "\n", "é"]), max_size=24)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(requested=_PATH_TEXT | st.text(max_size=24))
+def test_the_documented_workspace_pattern_states_the_lexical_rules(requested: str) -> None:
+    """The API document's pattern accepts exactly the paths the lexical checks let through to
+    resolution (inside the roots, which no schema can state)."""
+    documented = re.fullmatch(WORKSPACE_PATTERN, requested) is not None and requested != ""
+    assert documented == (lexical_problem(requested) is None), requested
