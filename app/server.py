@@ -11,6 +11,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
+from app.connections import GatewayWebSocketProtocol, deadline_protocol
 from app.main import begin_shutdown
 from app.settings import Settings
 
@@ -56,7 +57,12 @@ def run(app: FastAPI, settings: Settings) -> None:
         timeout_graceful_shutdown=math.ceil(settings.server.shutdown_grace_s),
         limit_concurrency=settings.server.limit_concurrency,
         # h11 keeps an absolute-form target visible to the Host gate, refuses two Host
-        # headers and caps the request head (httptools does none of these).
-        http="h11",
+        # headers and caps the request head (httptools does none of these); the deadlines
+        # close connections that send their request too slowly (app/connections.py).
+        http=deadline_protocol(
+            head_timeout_s=settings.server.request_head_timeout_s,
+            min_body_rate=settings.server.request_body_min_rate_bytes_s,
+        ),
+        ws=GatewayWebSocketProtocol,
     )
     GatewayServer(config, on_exit=lambda: begin_shutdown(app)).run()

@@ -102,6 +102,13 @@ class ServerSettings(_Section):
     """Serve even when running as root (the CLIs then run as root too); off by default."""
     limit_concurrency: int = Field(default=1000, ge=1)
     """Open connections and requests beyond which the server answers 503."""
+    request_head_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """A request's head (line and headers) must arrive within this, counted from the
+    connection or the request's first byte; a connection that misses it gets 408 and is
+    closed."""
+    request_body_min_rate_bytes_s: float = Field(default=1024.0, gt=0)
+    """After a grace of ``request_head_timeout_s``, a request body must average this rate;
+    a connection that falls behind gets 408 (when no response has begun) and is closed."""
     shutdown_grace_s: float = Field(default=10.0, gt=0)
     """On SIGTERM: how long streams and CLI processes get to end before they are cut."""
     metrics_public: bool = False

@@ -64,6 +64,8 @@ MAX_CURSOR = 2**53
 WS_EVICTED = 4000
 """WebSocket close code of a subscriber evicted for falling behind; reconnect with ``after``."""
 WS_SERVICE_RESTART = 1012
+WS_UNSUPPORTED_DATA = 1003
+"""Close code for a binary frame: commands are JSON text frames."""
 _CURSOR = re.compile(r"[0-9]{1,16}")
 """ASCII digits only: ``str.isdigit`` also accepts other scripts' digits and superscripts."""
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
@@ -256,6 +258,13 @@ async def session_ws(
         await _checked_cursor(manager, session_id, cursor)
         subscription = await manager.events.open(session_id, after=cursor, transport="ws")
     except GatewayError as exc:
+        log.info(
+            "refused websocket for session %s: %s (%d)",
+            session_id[:64],
+            exc.type,
+            exc.status,
+            extra={"event": "websocket.refused"},
+        )
         await websocket.send_denial_response(
             JSONResponse(
                 problem_for(exc),
@@ -303,7 +312,15 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
 async def _receive_commands(websocket: WebSocket, manager: SessionManager, session_id: str) -> None:
     limit = websocket.app.state.settings.server.ws_max_message_bytes
     while True:
-        text = await websocket.receive_text()
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        text = message.get("text")
+        if text is None:  # a binary frame: commands are JSON text
+            await websocket.close(
+                code=WS_UNSUPPORTED_DATA, reason="send commands as JSON in text frames"
+            )
+            return
         if len(text) > limit:
             await _send_error(
                 websocket, None, InvalidRequest(f"frames are limited to {limit} bytes")

@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 MAX_HEADER_BYTES = 32 * 1024
 MAX_HEADERS = 100
-"""A request head past either is refused with 431 (uvicorn's parser itself only bounds a
-head that arrives slowly, at 16 KiB)."""
+"""A request head (target and header fields) past either is refused with 431 (uvicorn's parser
+itself only bounds a head that arrives slowly, at 16 KiB)."""
+MAX_TARGET_BYTES = 8 * 1024
+"""A request target (path and query) past this is refused with 414."""
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Origin = tuple[str, str, int]
@@ -100,16 +102,24 @@ class GateMiddleware:
     def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         """(status, problem type, detail) when the target, Host or Origin is not acceptable."""
         headers = scope["headers"]
+        target = scope.get("raw_path") or scope["path"].encode()
+        target_bytes = len(target) + 1 + len(scope.get("query_string", b""))
+        if target_bytes > MAX_TARGET_BYTES:
+            return (
+                414,
+                "target_too_long",
+                f"request targets (path and query) are limited to {MAX_TARGET_BYTES} bytes",
+            )
         if (
             len(headers) > MAX_HEADERS
-            or sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES
+            or target_bytes + sum(len(k) + len(v) for k, v in headers) > MAX_HEADER_BYTES
         ):
             return (
                 431,
                 "headers_too_large",
-                f"request headers are limited to {MAX_HEADERS} fields and {MAX_HEADER_BYTES} bytes",
+                f"request heads are limited to {MAX_HEADERS} header fields and "
+                f"{MAX_HEADER_BYTES} bytes, the target included",
             )
-        target = scope.get("raw_path") or scope["path"].encode()
         if not target.startswith(b"/"):
             return (
                 400,
@@ -191,7 +201,10 @@ class GateMiddleware:
     async def _refuse(
         self, scope: Scope, receive: Receive, send: Send, status: int, type_: str, detail: str
     ) -> None:
-        log.warning("refused %s %s: %s", scope["type"], scope.get("path", "")[:200], type_)
+        # A client's mistake, at INFO: a caller without a key cannot flood the log with errors.
+        log.info(
+            "refused %s %s: %s (%d)", scope["type"], scope.get("path", "")[:200], type_, status
+        )
         body = json.dumps(
             problem(status=status, type_=type_, title="Request refused", detail=detail)
         ).encode()

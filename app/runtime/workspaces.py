@@ -49,7 +49,13 @@ def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
             workspace=requested,
             roots=[str(r) for r in roots],
         )
-    if not real.is_dir():
+    try:
+        directory = real.is_dir()
+    except OSError as exc:  # a component over the file system's name limit, a loop, …
+        raise WorkspaceRejected(
+            f"workspace cannot be looked up: {exc.strerror or exc}", workspace=requested[:200]
+        ) from None
+    if not directory:
         raise WorkspaceRejected("workspace is not an existing directory", workspace=requested)
     return real
 

@@ -1,0 +1,149 @@
+"""uvicorn's connection protocols, with what a gateway open to callers without a key needs.
+
+``DeadlineH11Protocol`` (HTTP/1.1, h11) gives every request a deadline for its head and a
+minimum rate for its body, on new and kept-alive connections alike, so a socket that sends
+nothing, or trickles a header line or a body byte now and then, cannot hold a connection slot
+(``server.limit_concurrency``) for longer than that:
+
+    connection made / first byte of the next request ── head deadline ──► head complete
+        (``server.request_head_timeout_s``; missed: 408, closed)
+    head complete ── body due by start + grace + received / rate ──► body complete
+        (``server.request_body_min_rate_bytes_s``, grace = the head timeout; missed: 408
+        when no response has started, then closed)
+
+Idle kept-alive connections are closed by uvicorn's own keep-alive timeout. Upgraded
+WebSocket connections leave both deadlines behind.
+
+``GatewayWebSocketProtocol`` marks an upgrade refused with an HTTP answer (401, 403, 404,
+429) as handled, which uvicorn otherwise logs at ERROR as "returned without completing
+handshake" for every refusal: a log flood any caller could cause.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, ClassVar
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from app.errors import problem
+
+log = logging.getLogger(__name__)
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """HTTP/1.1 with a deadline for each request head and a minimum rate for each body."""
+
+    head_timeout_s: ClassVar[float] = 10.0
+    min_body_rate: ClassVar[float] = 1024.0
+    """Bytes per second a request body must average, after a grace of ``head_timeout_s``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._timer: Any = None
+        self._body_started: float | None = None
+        self._body_received = 0
+        self._upgraded = False
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm(self.head_timeout_s, self._head_missed)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._upgraded or self.transport.is_closing():
+            self._disarm()
+            return
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            if self._timer is None:  # the first bytes of the next request on this connection
+                self._arm(self.head_timeout_s, self._head_missed)
+        elif state is h11.SEND_BODY:
+            now = time.monotonic()
+            if self._body_started is None:
+                self._body_started, self._body_received = now, 0
+            self._body_received += len(data)
+            due = (
+                self._body_started + self.head_timeout_s + self._body_received / self.min_body_rate
+            )
+            self._arm(max(0.0, due - now), self._body_missed)
+        else:
+            self._disarm()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._upgraded = True
+        self._disarm()
+        super().handle_websocket_upgrade(event)
+
+    def _arm(self, delay_s: float, callback: Any) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.loop.call_later(delay_s, callback)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._body_started = None
+
+    def _head_missed(self) -> None:
+        self._timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._close_late(
+                "the request head did not arrive within server.request_head_timeout_s "
+                f"({self.head_timeout_s:g} s)"
+            )
+
+    def _body_missed(self) -> None:
+        self._timer = None
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            self._close_late(
+                "the request body arrived slower than server.request_body_min_rate_bytes_s "
+                f"({self.min_body_rate:g} bytes/s)"
+            )
+
+    def _close_late(self, detail: str) -> None:
+        """Answer 408 when no response has begun on this connection, then close it."""
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "unknown"
+        log.info("closing a slow connection from %s: %s", client, detail)
+        if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
+            body = json.dumps(
+                problem(status=408, type_="request_timeout", title="Request timeout", detail=detail)
+            ).encode()
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\n"
+                b"content-type: application/problem+json\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + body
+            )
+        self.transport.close()
+
+
+def deadline_protocol(*, head_timeout_s: float, min_body_rate: float) -> type[H11Protocol]:
+    """``DeadlineH11Protocol`` with these limits, for ``uvicorn.Config(http=…)``."""
+    return type(
+        "DeadlineH11Protocol",
+        (DeadlineH11Protocol,),
+        {"head_timeout_s": head_timeout_s, "min_body_rate": min_body_rate},
+    )
+
+
+class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol; an upgrade answered with an HTTP refusal is complete."""
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if (
+            message["type"] == "websocket.http.response.body"
+            and not message.get("more_body", False)
+            and self.initial_response is not None
+        ):
+            self.handshake_complete = True  # answered (refused): nothing is missing
