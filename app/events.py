@@ -225,6 +225,10 @@ class ApprovalResolved(_Payload):
     by: Literal["client", "policy", "gateway"]
     reason: Literal["decided", "expired", "cancelled", "session_closed", "gateway_restart"]
     message: str | None = None
+    updated_input: dict[str, JsonValue] | None = None
+    """The input the tool runs with when the client edited what the agent asked."""
+    updated_by: str | None = None
+    """The key (its name) that edited the input."""
 
 
 class RetryScheduled(_Payload):

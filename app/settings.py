@@ -235,6 +235,9 @@ class SessionSettings(_Section):
     default_approval_mode: ApprovalMode = "ask"
     turn_timeout_s: float = Field(default=3600.0, gt=0)
     """Wall-clock limit of one turn, all attempts and retry waits included."""
+    allow_updated_input: bool = True
+    """Whether a client may allow a tool call with edited input (``updated_input``); every
+    edit is recorded on the approval and its ``approval.resolved`` event."""
 
 
 class LimitsSettings(_Section):

@@ -114,4 +114,6 @@ def approval_public(row: ApprovalRow) -> ApprovalPublic:
         created_at=row.created_at,
         expires_at=row.expires_at,
         decided_at=row.decided_at,
+        updated_input=row.updated_input,
+        updated_by=row.updated_by,
     )

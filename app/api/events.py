@@ -278,7 +278,7 @@ async def session_ws(
         await websocket.accept()
         sender = asyncio.create_task(_send_events(websocket, subscription))
         try:
-            await _receive_commands(websocket, manager, session_id)
+            await _receive_commands(websocket, manager, session_id, principal.name)
         except WebSocketDisconnect:
             pass
         finally:
@@ -309,7 +309,9 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
     await websocket.close(code=1000, reason="session closed")
 
 
-async def _receive_commands(websocket: WebSocket, manager: SessionManager, session_id: str) -> None:
+async def _receive_commands(
+    websocket: WebSocket, manager: SessionManager, session_id: str, by: str
+) -> None:
     limit = websocket.app.state.settings.server.ws_max_message_bytes
     while True:
         message = await websocket.receive()
@@ -336,14 +338,16 @@ async def _receive_commands(websocket: WebSocket, manager: SessionManager, sessi
             await _send_error(websocket, None, InvalidRequest(f"invalid frame: {detail}"))
             continue
         try:
-            reply = await _dispatch(manager, session_id, frame)
+            reply = await _dispatch(manager, session_id, frame, by)
         except GatewayError as exc:
             await _send_error(websocket, frame.type, exc)
             continue
         await websocket.send_text(json.dumps({"type": "ack", "request": frame.type, **reply}))
 
 
-async def _dispatch(manager: SessionManager, session_id: str, frame: Any) -> dict[str, Any]:
+async def _dispatch(
+    manager: SessionManager, session_id: str, frame: Any, by: str
+) -> dict[str, Any]:
     match frame:
         case WsTurnStart(prompt=prompt, retry=retry):
             turn = await manager.start_turn(
@@ -357,6 +361,7 @@ async def _dispatch(manager: SessionManager, session_id: str, frame: Any) -> dic
                 decision=frame.decision,
                 message=frame.message,
                 updated_input=frame.updated_input,
+                by=by,
             )
             return {"approval": approval_public(row).model_dump(mode="json")}
         case WsTurnInterrupt():

@@ -24,6 +24,8 @@ class CapabilitiesPublic(BaseModel):
     usage: bool
     cost: bool
     shared_process: bool
+    approval_edits: bool
+    """Runs an allowed tool call with the input the client edited (``updated_input``)."""
 
 
 class HealthPublic(BaseModel):

@@ -190,6 +190,10 @@ class ApprovalPublic(BaseModel):
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None = None
+    updated_input: dict[str, JsonValue] | None = None
+    """The input the tool ran with when the client edited ``input`` (what the agent asked)."""
+    updated_by: str | None = None
+    """The key (its name) that edited the input."""
 
 
 class ApprovalList(BaseModel):

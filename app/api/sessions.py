@@ -188,6 +188,8 @@ async def list_approvals(
         notes={
             404: "No such session or approval",
             409: "The approval is no longer pending",
+            422: "Invalid request, or edited input (`updated_input`) this gateway or provider "
+            "does not take (the approval stays pending)",
             503: STORAGE,
         }
     ),
@@ -206,6 +208,7 @@ async def respond_approval(
         decision=body.decision,
         message=body.message,
         updated_input=body.updated_input,
+        by=principal.name,
         owner=principal.owner_filter,
     )
     return approval_public(row)

@@ -761,7 +761,11 @@ function approvalResolved(envelope, data) {
   const verdict = data.decision === "deny" ? "Denied" : "Allowed";
   const why = data.reason === "decided" ? `by the ${data.by}` : data.reason.replace("_", " ");
   const said = data.message ? `: ${data.message}` : "";
-  const text = `${verdict} (${why})${said}`;
+  // An edit is shown as what runs: the human who answered must see the tool's real input.
+  const edited = data.updated_input
+    ? `; input edited by ${data.updated_by || "the client"} to ${JSON.stringify(data.updated_input)}`
+    : "";
+  const text = `${verdict} (${why})${said}${edited}`;
   if (!card) return line(envelope, "notice", `Approval ${data.approval_id}: ${text}`);
   card.root.classList.remove("pending");
   card.root.classList.add(data.decision === "deny" ? "denied" : "allowed");

@@ -195,8 +195,16 @@ class EventObserver:
             wait_s = (record.at - asked).total_seconds()
             self.metrics.approval_wait.labels(provider=provider).observe(wait_s)
             fields["wait_ms"] = round(wait_s * 1000)
+        edited = data.get("updated_input") is not None
+        if edited:
+            fields |= {"input_edited": True, "updated_by": data.get("updated_by")}
         log.info(
-            "approval %s by %s (%s)", data["decision"], data["by"], data["reason"], extra=fields
+            "approval %s by %s (%s)%s",
+            data["decision"],
+            data["by"],
+            data["reason"],
+            f"; the input was edited by {data.get('updated_by')}" if edited else "",
+            extra=fields,
         )
 
 

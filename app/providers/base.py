@@ -87,10 +87,19 @@ class Capabilities:
     """Reports the cost of a turn."""
     shared_process: bool
     """One CLI process serves every session of the provider."""
+    approval_edits: bool
+    """Runs an allowed tool call with the input the client edited (``updated_input``)."""
 
 
 Capability = Literal[
-    "text_deltas", "approvals", "interrupt", "resume", "usage", "cost", "shared_process"
+    "text_deltas",
+    "approvals",
+    "interrupt",
+    "resume",
+    "usage",
+    "cost",
+    "shared_process",
+    "approval_edits",
 ]
 """A field of ``Capabilities``: what a request's ``requires`` may name."""
 

@@ -10,13 +10,14 @@ as ``cancelled``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Literal
 
-from app.errors import ApprovalNotPending, NotFound
+from app.errors import ApprovalNotPending, InvalidRequest, NotFound
 from app.events import ApprovalOption, ApprovalRequested, ApprovalResolved, EventData
 from app.providers.base import ApprovalAnswer, ApprovalRequest
 from app.store.repository import Store
@@ -114,8 +115,22 @@ class ApprovalBroker:
             self._waiting.pop(approval_id, None)
             await self._on_change(len(self._waiting))
 
-    async def respond(self, approval_id: str, answer: ApprovalAnswer, emit: Emit) -> ApprovalRow:
-        """Apply a client's decision to a pending approval."""
+    async def respond(
+        self,
+        approval_id: str,
+        answer: ApprovalAnswer,
+        emit: Emit,
+        *,
+        by: str,
+        edit_refusal: str | None = None,
+    ) -> ApprovalRow:
+        """Apply a client's decision to a pending approval.
+
+        An allow whose ``updated_input`` differs from what the agent asked is an edit: it is
+        recorded (the edited input and ``by``, the key that sent it) on the approval and its
+        ``approval.resolved`` event, or refused with ``edit_refusal`` (422) while the approval
+        stays pending. An ``updated_input`` equal to the asked input, or on a deny, is no edit.
+        """
         row = await self._store.get_approval(self._session_id, approval_id)
         if row is None:
             raise NotFound(f"approval {approval_id} does not exist in this session")
@@ -124,6 +139,15 @@ class ApprovalBroker:
             raise ApprovalNotPending(
                 f"approval {approval_id} is already {row.status}", approval_status=row.status
             )
+        edited = (
+            answer.decision != "deny"
+            and answer.updated_input is not None
+            and answer.updated_input != row.input
+        )
+        if edited and edit_refusal is not None:
+            raise InvalidRequest(edit_refusal, approval_id=approval_id)
+        if not edited:
+            answer = dataclasses.replace(answer, updated_input=None)
         future.set_result(answer)
         row = await self._store.update_approval(
             approval_id,
@@ -132,6 +156,8 @@ class ApprovalBroker:
             message=answer.message,
             decided_by="client",
             decided_at=self._clock(),
+            updated_input=answer.updated_input,
+            updated_by=by if edited else None,
         )
         await emit(
             ApprovalResolved(
@@ -140,6 +166,8 @@ class ApprovalBroker:
                 by="client",
                 reason="decided",
                 message=answer.message,
+                updated_input=answer.updated_input,
+                updated_by=by if edited else None,
             )
         )
         return row

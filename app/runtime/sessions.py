@@ -426,8 +426,11 @@ class SessionManager:
         decision: ApprovalDecision,
         message: str | None,
         updated_input: dict[str, JsonValue] | None,
+        by: str,
         owner: str | None = None,
     ) -> ApprovalRow:
+        """Resolve a pending approval; ``by`` names the key that answered (recorded when it
+        edited the input)."""
         row = await self.get(session_id, owner=owner)
         live = self._live.get(session_id)
         if live is None:
@@ -440,7 +443,24 @@ class SessionManager:
         async def emit(data: EventData) -> None:
             await self.events.append(session_id, data, turn_id=live.turn_id, provider=row.provider)
 
-        return await live.approvals.respond(approval_id, answer, emit)
+        return await live.approvals.respond(
+            approval_id, answer, emit, by=by, edit_refusal=self._edit_refusal(row.provider)
+        )
+
+    def _edit_refusal(self, provider: str) -> str | None:
+        """Why an allow with edited input cannot be taken for this provider, or None."""
+        if not self.settings.sessions.allow_updated_input:
+            return (
+                "this gateway does not accept edited tool input "
+                "(sessions.allow_updated_input = false): allow or deny the call as asked"
+            )
+        built = self.providers.get(provider)
+        if built is not None and not built.capabilities.approval_edits:
+            return (
+                f"{provider} runs exactly the tool call it asked about and cannot take edited "
+                "input: allow or deny the call as asked"
+            )
+        return None
 
     # --- lifecycle ------------------------------------------------------------------------
 

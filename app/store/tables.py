@@ -162,6 +162,10 @@ class ApprovalRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_input: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    """The input the tool ran with when the client edited it; ``input`` is what was asked."""
+    updated_by: Mapped[str | None] = mapped_column(String(64))
+    """The key (its name) that edited the input."""
 
 
 class EventRow(Base):

@@ -91,6 +91,12 @@ def test_websocket_runs_a_turn_with_an_approval_round_trip(
         assert any(f["type"] == "ack" and f["request"] == "approval.respond" for f in frames)
         tool_done = next(f for f in frames if f["type"] == "tool.completed")
         assert tool_done["data"]["status"] == "completed"
+        resolved = next(f for f in frames if f["type"] == "approval.resolved")
+        assert resolved["data"]["updated_input"] == edited  # the edit is on the record
+        assert resolved["data"]["updated_by"] == "admin"
+        ack = next(f for f in frames if f["type"] == "ack" and f["request"] == "approval.respond")
+        assert ack["approval"]["input"] == asked["input"]
+        assert ack["approval"]["updated_input"] == edited
         assert frames[-1]["type"] == "turn.completed"
         ws.send(json.dumps({"type": "turn.interrupt"}))
         error = _ws_until(ws, lambda f: f["type"] == "error")[-1]

@@ -28,6 +28,10 @@ JSON; ``malformed`` prints binary, invalid UTF-8 and non-object lines before ans
 ``oversize:BYTES`` prints one line of BYTES bytes (at most 200 MB), then answers;
 ``spew-retry:BYTES`` makes this and every later turn of the thread stream BYTES of text and
 fail with a retryable 529.
+
+``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
+answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
+``denied: <message>``.
 """
 
 from __future__ import annotations
@@ -232,9 +236,44 @@ def faults(prompt: str) -> bool:
     return False
 
 
+answers: dict[str, dict[str, object]] = {}
+answered = threading.Condition(lock)
+
+
+def ask(command: str) -> None:
+    """Ask to run ``command`` in Bash, then report what the answer let it run."""
+    request_id = f"ask-{uuid.uuid4()}"
+    emit(
+        {
+            "type": "control_request",
+            "request_id": request_id,
+            "request": {
+                "subtype": "can_use_tool",
+                "tool_name": "Bash",
+                "input": {"command": command},
+                "tool_use_id": "toolu_fake",
+            },
+        }
+    )
+    with answered:
+        answered.wait_for(lambda: request_id in answers or interrupted.is_set(), timeout=600)
+        answer = answers.pop(request_id, {})
+    if answer.get("behavior") == "allow":
+        updated = answer.get("updatedInput")
+        ran = updated.get("command") if isinstance(updated, dict) else None
+        text(f"ran: {ran}")
+        result(f"ran: {ran}")
+    else:
+        text(f"denied: {answer.get('message')}")
+        result(f"denied: {answer.get('message')}")
+
+
 def turn(prompt: str) -> None:
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
     log_prompt(prompt)
+    if prompt.startswith("ask:"):
+        ask(prompt.split(":", 1)[1])
+        return
     if faults(prompt):
         return
     spew = spew_budget(prompt)
@@ -351,6 +390,8 @@ def main() -> None:
             subtype = message["request"]["subtype"]
             if subtype == "interrupt":
                 interrupted.set()
+                with answered:
+                    answered.notify_all()
             emit(
                 {
                     "type": "control_response",
@@ -361,6 +402,11 @@ def main() -> None:
                     },
                 }
             )
+        elif message["type"] == "control_response":  # an answer to ask()
+            response = message["response"]
+            with answered:
+                answers[response["request_id"]] = response.get("response", {})
+                answered.notify_all()
         elif message["type"] == "user":
             prompt = message["message"]["content"]
             threading.Thread(target=turn, args=(prompt,), daemon=True).start()

@@ -7,8 +7,9 @@ only the gateway knows) becomes ``$FUZZ_WORKSPACE``, a retry strategy name one t
 defines (``default``), and an event cursor ``0`` (one past the newest event of *that* session
 is refused). One cross-field rule, stated in words rather than in the schema, is kept too: an
 explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIES``, from
-``GET /v1/providers``; asking more is a 422 ``capabilities_unmet``). Negative cases are left as
-generated.
+``GET /v1/providers``; asking more is a 422 ``capabilities_unmet``), and without one, ``requires``
+keeps what one configured provider has (which providers exist is the deployment's fact).
+Negative cases are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -39,8 +40,12 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
         if isinstance(retry, dict) and isinstance(retry.get("strategy"), str):
             retry["strategy"] = "default"
         provider, requires = case.body.get("provider"), case.body.get("requires")
-        if isinstance(provider, str) and isinstance(requires, list):
-            has = json.loads(os.environ["FUZZ_CAPABILITIES"])[provider]
+        if isinstance(requires, list):
+            capabilities: dict[str, list[str]] = json.loads(os.environ["FUZZ_CAPABILITIES"])
+            if isinstance(provider, str):
+                has = capabilities[provider]
+            else:  # the provider with the most of them serves
+                has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
     if case.operation.definition.raw.get("operationId") == "getEvents":
         if case.query and "after" in case.query:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, delete, func, select, text
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -36,13 +37,14 @@ from app.store.tables import ApprovalRow, Base, BindingRow, EventRow, SessionRow
 from tests.integration.rows import session_row
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
+HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head() or ""
 
 REBUILD_SESSIONS = """
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "9001"
+down_revision = "{head}"
 
 
 def upgrade():
@@ -54,15 +56,15 @@ FAIL_HALFWAY = """
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "9001"
+down_revision = "{head}"
 
 
 def upgrade():
     op.create_table("scratch", sa.Column("id", sa.Integer, primary_key=True))
     with op.batch_alter_table("sessions", recreate="always") as batch:
         batch.add_column(sa.Column("extra", sa.Integer))
-    raise RuntimeError("revision 0002 failed")
+    raise RuntimeError("revision 9001 failed")
 """
 
 
@@ -85,10 +87,10 @@ async def migrated(url: str, engine: AsyncEngine) -> AsyncEngine:
 
 
 def migrations_with(tmp_path: Path, revision: str) -> Path:
-    """A copy of ``migrations/`` with one more revision, 0002."""
+    """A copy of ``migrations/`` with one more revision, 9001, after the head."""
     directory = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, directory, ignore=shutil.ignore_patterns("__pycache__"))
-    (directory / "versions" / "0002_extra.py").write_text(revision)
+    (directory / "versions" / "9001_extra.py").write_text(revision.replace("{head}", HEAD))
     return directory
 
 
@@ -160,7 +162,7 @@ async def test_check_schema_tells_how_to_migrate_an_empty_database(engine: Async
     ) as error:
         await check_schema(engine)
     assert error.value.current == ()
-    assert error.value.required == "0001"
+    assert error.value.required == HEAD
     assert not error.value.newer
 
 
@@ -168,7 +170,7 @@ async def test_check_schema_tells_how_to_migrate_an_older_database(
     migrated: AsyncEngine, tmp_path: Path
 ) -> None:
     newer = migrations_with(tmp_path, REBUILD_SESSIONS)
-    with pytest.raises(SchemaError, match=r"at revision 0001 but this gateway needs 0002: `agent"):
+    with pytest.raises(SchemaError, match=rf"at revision {HEAD} but this gateway needs 9001: `"):
         await check_schema(migrated, migrations_dir=newer)
 
 
@@ -178,7 +180,7 @@ async def test_check_schema_rejects_a_revision_from_a_newer_gateway(
     async with migrated.begin() as connection:
         await connection.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
     with pytest.raises(
-        SchemaError, match=r"revision f00d, which this gateway \(schema revision 0001\)"
+        SchemaError, match=rf"revision f00d, which this gateway \(schema revision {HEAD}\)"
     ):
         await check_schema(migrated)
 
@@ -194,9 +196,7 @@ def test_sync_upgrade_runs_without_an_event_loop(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "gateway.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
     with closing(sqlite3.connect(path)) as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
-            ("0001",)
-        ]
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD,)]
 
 
 async def test_engine_turns_on_wal_foreign_keys_and_busy_wait(engine: AsyncEngine) -> None:
@@ -263,7 +263,7 @@ async def test_a_table_rebuilding_migration_keeps_child_rows(
 async def test_a_failing_migration_is_rolled_back_whole(
     url: str, migrated: AsyncEngine, tmp_path: Path
 ) -> None:
-    with pytest.raises(RuntimeError, match="revision 0002 failed"):
+    with pytest.raises(RuntimeError, match="revision 9001 failed"):
         await upgrade_async(url, migrations_dir=migrations_with(tmp_path, FAIL_HALFWAY))
     await check_schema(migrated)
     async with migrated.connect() as connection:
@@ -282,7 +282,7 @@ async def test_sync_upgrade_refuses_a_running_event_loop(url: str) -> None:
 
 
 async def test_migrate_creates_a_new_database(url: str, engine: AsyncEngine) -> None:
-    assert await migrate(url) == Migration(before=(), after="0001")
+    assert await migrate(url) == Migration(before=(), after=HEAD)
     await check_schema(engine)
 
 
@@ -292,7 +292,7 @@ async def test_migrate_upgrades_an_older_database_and_keeps_its_rows(
     await add_session_with_children(migrated)
     newer = migrations_with(tmp_path, REBUILD_SESSIONS)
     migration = await migrate(url, migrations_dir=newer)
-    assert migration == Migration(before=("0001",), after="0002")
+    assert migration == Migration(before=(HEAD,), after="9001")
     assert migration.changed
     await check_schema(migrated, migrations_dir=newer)
     assert await count(migrated, SessionRow) == 1
@@ -300,7 +300,7 @@ async def test_migrate_upgrades_an_older_database_and_keeps_its_rows(
 
 async def test_migrate_leaves_a_current_database_alone(url: str, migrated: AsyncEngine) -> None:
     migration = await migrate(url)
-    assert migration == Migration(before=("0001",), after="0001")
+    assert migration == Migration(before=(HEAD,), after=HEAD)
     assert not migration.changed
 
 
@@ -312,8 +312,8 @@ async def test_migrate_refuses_a_newer_database_naming_both_revisions(
     with pytest.raises(SchemaError) as error:
         await migrate(url)
     assert error.value.newer
-    assert (error.value.current, error.value.required) == (("f00d",), "0001")
-    assert "revision f00d, which this gateway (schema revision 0001) does not know" in str(
+    assert (error.value.current, error.value.required) == (("f00d",), HEAD)
+    assert f"revision f00d, which this gateway (schema revision {HEAD}) does not know" in str(
         error.value
     )
     async with migrated.connect() as connection:  # left exactly as it was

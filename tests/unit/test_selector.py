@@ -28,6 +28,7 @@ FULL = Capabilities(
     usage=True,
     cost=True,
     shared_process=False,
+    approval_edits=True,
 )
 CONFIGURED = ["claude_code", "codex", "opencode"]
 SETTINGS = SelectionSettings(

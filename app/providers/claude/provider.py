@@ -116,6 +116,7 @@ class ClaudeCodeProvider(Provider):
         usage=True,
         cost=True,
         shared_process=False,
+        approval_edits=True,
     )
 
     def __init__(

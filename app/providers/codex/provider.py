@@ -45,6 +45,7 @@ class CodexProvider(Provider):
         usage=True,
         cost=False,  # app-server reports tokens, never money
         shared_process=True,
+        approval_edits=False,  # it runs exactly the command or patch it asked about
     )
 
     def __init__(

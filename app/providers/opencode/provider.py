@@ -32,6 +32,7 @@ class OpenCodeProvider(Provider):
         usage=True,
         cost=True,
         shared_process=True,
+        approval_edits=False,  # a permission reply cannot carry edited input
     )
 
     def __init__(
