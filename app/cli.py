@@ -29,6 +29,7 @@ from app.observability.logs import configure_logging
 from app.redaction import Redactor, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
+from app.store.files import private_directory
 from app.store.retention import cleanup
 from app.store.schema import Migration, SchemaError, check_schema, migrate
 
@@ -274,6 +275,7 @@ def _migrated(url: str, migration: Migration) -> str:
 def _prepare_database(settings: Settings) -> None:
     """Create or upgrade the database before serving; refuse one a newer gateway migrated."""
     url = settings.storage.database_url
+    private_directory(settings.storage.data_dir)
     migration = asyncio.run(migrate(url))
     if migration.changed:
         log.info(_migrated(url, migration), extra={"event": "database.migrated"})
@@ -318,6 +320,7 @@ def exposure_refusal(settings: Settings) -> str | None:
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     from app.main import create_app
+    from app.providers.factory import cli_secrets
     from app.server import run
 
     if host is not None or port is not None:
@@ -335,7 +338,7 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     _prepare_database(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)
-    redactor = Redactor(secrets_of(settings, token))
+    redactor = Redactor(secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ)))
     install_log_redaction(redactor)
     configure_logging(level=settings.log_level, log_format=settings.log_format, redactor=redactor)
     app = create_app(settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
@@ -19,8 +20,9 @@ from app.api.security import install_access_control, load_or_create_token, token
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
-from app.providers.factory import build_providers
+from app.providers.factory import build_providers, cli_secrets
 from app.providers.registry import ProviderRegistry
+from app.redaction import SecretMask, secrets_of
 from app.runtime.eventlog import EventLog
 from app.runtime.sessions import SessionManager
 from app.runtime.watchdog import supervised_runner
@@ -77,7 +79,7 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = _event_log(settings, store, clock, gateway_metrics)
+            event_log = _event_log(settings, store, clock, gateway_metrics, token)
             manager = SessionManager(
                 settings=settings,
                 store=store,
@@ -170,8 +172,14 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
 
 
 def _event_log(
-    settings: Settings, store: Store, clock: Callable[[], datetime], metrics: GatewayMetrics
+    settings: Settings,
+    store: Store,
+    clock: Callable[[], datetime],
+    metrics: GatewayMetrics,
+    token: str,
 ) -> EventLog:
+    """The event log; configured secrets (keys, provider credentials) masked in payloads."""
+    secrets = secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ))
     return EventLog(
         store,
         queue_size=settings.server.subscriber_queue_size,
@@ -182,6 +190,7 @@ def _event_log(
         max_subscribers=settings.limits.max_subscribers,
         observer=EventObserver(metrics),
         metrics=metrics,
+        mask=SecretMask(secrets),
     )
 
 

@@ -11,6 +11,7 @@ formatted and redacted too. Request bodies are never logged.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import traceback
@@ -75,11 +76,62 @@ class Redactor:
             record.stack_info = self(record.stack_info)
 
 
-def secrets_of(settings: Settings, admin_token: str) -> list[str]:
-    """Every value the log must not show: the keys and secret-looking provider variables."""
+class SecretMask:
+    """Replaces configured secret values with ``[redacted]`` in what the gateway stores and
+    sends: event payloads (already JSON) and turn texts.
+
+    By value only, and only values of at least ``MIN_SECRET_LENGTH`` characters with a letter
+    in them (a number could be part of another number in a JSON document).
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        values = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH and _has_letter(s)}
+        self._text = sorted(values, key=len, reverse=True)
+        # As each value appears inside a JSON string, with and without \u escapes.
+        forms = {json.dumps(v, ensure_ascii=a)[1:-1] for v in values for a in (False, True)}
+        self._json = sorted(forms, key=len, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self._text)
+
+    def text(self, value: str) -> str:
+        for secret in self._text:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def json(self, encoded: str) -> str:
+        """``encoded`` (a JSON document) with each secret inside its strings replaced."""
+        for form in self._json:
+            if form in encoded:
+                encoded = encoded.replace(form, REDACTED)
+        return encoded
+
+    def values(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with its strings masked."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.values(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.values(v) for v in value]
+        return value
+
+
+def _has_letter(value: str) -> bool:
+    return any(c.isalpha() for c in value)
+
+
+def secrets_of(
+    settings: Settings, admin_token: str, *, cli_secrets: Iterable[str] = ()
+) -> list[str]:
+    """Every value the log and the events must not show: the keys, secret-looking provider
+    variables, and ``cli_secrets`` (the credentials the CLIs get from the gateway's
+    environment)."""
     values = [admin_token, *(k.token.get_secret_value() for k in settings.server.api_keys)]
     for provider in settings.providers.values():
         values.extend(v for name, v in provider.env.items() if SECRET_NAME.search(name))
+    values.extend(cli_secrets)
     return values
 
 

@@ -70,6 +70,8 @@ class GatewayProcess:
     log_path: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     config_name: str = "gateway.toml"
+    umask: int = -1
+    """The umask ``serve`` starts with (-1: this process's)."""
     """The configuration file written into ``data_dir`` (two gateways sharing one need two)."""
     _log_file: Any = None
 
@@ -129,6 +131,7 @@ class GatewayProcess:
             env=self._env(),
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
+            umask=self.umask,
         )
         return self
 

@@ -37,6 +37,7 @@ from app.api.queries import refuse_unknown_query
 from app.api.ratelimits import KeyedBuckets, SessionQuota
 from app.errors import GatewayError, TooManyRequests, Unauthorized
 from app.settings import Settings
+from app.store.files import private_directory
 
 TOKEN_QUERY = "access_token"  # noqa: S105 - a parameter name, not a secret
 ADMIN = "admin"
@@ -70,7 +71,7 @@ def write_token_file(path: Path) -> str:
     over ``path``: a reader (a running gateway) sees the old token or the new one, never
     a partial file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(path.parent)
     token = secrets.token_urlsafe(32)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mode 600
     try:
@@ -94,8 +95,10 @@ def write_token_file(path: Path) -> str:
 def load_or_create_token(configured: str | None, data_dir: Path) -> tuple[str, bool]:
     """The configured token, else the one in ``<data_dir>/token`` (created with mode 600).
 
-    Returns the token and whether it was generated just now.
+    Returns the token and whether it was generated just now. The data directory is made
+    private (0700) either way: it holds the database too.
     """
+    private_directory(data_dir)
     if configured:
         return configured, False
     path = token_path(data_dir)

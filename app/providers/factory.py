@@ -6,9 +6,13 @@ import shutil
 from collections.abc import Mapping
 
 from app.providers.base import Provider
+from app.providers.claude.provider import PASSTHROUGH_ENV as CLAUDE_PASSTHROUGH
 from app.providers.claude.provider import ClaudeCodeProvider
+from app.providers.codex.provider import PASSTHROUGH_ENV as CODEX_PASSTHROUGH
 from app.providers.codex.provider import CodexProvider
+from app.providers.opencode.config import passthrough_for
 from app.providers.opencode.provider import OpenCodeProvider
+from app.redaction import SECRET_NAME
 from app.runtime.process import ProcessRunner
 from app.settings import Settings
 
@@ -17,6 +21,25 @@ PROVIDER_CLASSES: dict[str, type[ClaudeCodeProvider | CodexProvider | OpenCodePr
     "codex": CodexProvider,
     "opencode": OpenCodeProvider,
 }
+
+
+def cli_secrets(settings: Settings, parent_env: Mapping[str, str]) -> list[str]:
+    """The secret values the enabled CLIs get from the gateway's own environment (their
+    credential variables), to be kept out of events and logs like the configured ones."""
+    passthrough: dict[str, tuple[str, ...]] = {
+        "claude_code": CLAUDE_PASSTHROUGH,
+        "codex": CODEX_PASSTHROUGH,
+        "opencode": passthrough_for(
+            settings.providers["opencode"].model, settings.providers["opencode"].config
+        ),
+    }
+    return [
+        parent_env[variable]
+        for name, provider_settings in settings.providers.items()
+        if provider_settings.enabled
+        for variable in passthrough[name]
+        if SECRET_NAME.search(variable) and parent_env.get(variable)
+    ]
 
 
 def build_providers(

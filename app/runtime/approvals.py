@@ -20,6 +20,7 @@ from typing import Literal
 from app.errors import ApprovalNotPending, InvalidRequest, NotFound
 from app.events import ApprovalOption, ApprovalRequested, ApprovalResolved, EventData
 from app.providers.base import ApprovalAnswer, ApprovalRequest
+from app.redaction import SecretMask
 from app.store.repository import Store
 from app.store.tables import ApprovalRow
 
@@ -43,8 +44,11 @@ class ApprovalBroker:
         timeout_s: float,
         clock: Callable[[], datetime],
         on_change: Callable[[int], Awaitable[None]],
+        mask: SecretMask | None = None,
     ) -> None:
         self._session_id = session_id
+        self._mask = mask if mask is not None else SecretMask(())
+        """What the approval row keeps of an input is masked like the events."""
         self._store = store
         self._timeout_s = timeout_s
         self._clock = clock
@@ -71,7 +75,7 @@ class ApprovalBroker:
                 turn_id=turn_id,
                 provider_request_id=request.request_id,
                 tool=request.tool,
-                input=request.input,
+                input=self._mask.values(request.input),
                 options=list(request.options),
                 title=request.title,
                 tool_id=request.tool_id,
@@ -142,7 +146,7 @@ class ApprovalBroker:
         edited = (
             answer.decision != "deny"
             and answer.updated_input is not None
-            and answer.updated_input != row.input
+            and self._mask.values(answer.updated_input) != row.input
         )
         if edited and edit_refusal is not None:
             raise InvalidRequest(edit_refusal, approval_id=approval_id)
@@ -156,7 +160,7 @@ class ApprovalBroker:
             message=answer.message,
             decided_by="client",
             decided_at=self._clock(),
-            updated_input=answer.updated_input,
+            updated_input=self._mask.values(answer.updated_input),
             updated_by=by if edited else None,
         )
         await emit(

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
+from app.redaction import SecretMask
 from app.runtime.subscription import (
     Evicted,
     LoggedEvent,
@@ -99,8 +100,11 @@ class EventLog:
         max_subscribers: int | None = None,
         observer: Callable[[Sequence[EventRecord]], None] | None = None,
         metrics: GatewayMetrics | None = None,
+        mask: SecretMask | None = None,
     ) -> None:
         self._store = store
+        self.mask = mask if mask is not None else SecretMask(())
+        """Configured secrets, replaced in every payload before it is stored or sent."""
         self._observer = observer
         self._metrics = metrics
         self._queue_size = queue_size
@@ -161,6 +165,8 @@ class EventLog:
             raise failure
         if data_json is None:
             data_json = data.model_dump_json()
+        if self.mask:
+            data_json = self.mask.json(data_json)
         at = self._clock()
         record = EventRecord(
             seq=channel.assigned_seq + 1,

@@ -359,6 +359,7 @@ class SessionManager:
                 timeout_s=self.settings.sessions.approval_timeout_s,
                 clock=self.clock,
                 on_change=on_change,
+                mask=self.events.mask,
             ),
             thread_id=spec.thread_id,
         )

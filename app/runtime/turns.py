@@ -287,7 +287,9 @@ async def _finish(
     if outcome.error is not None and outcome.error.kind == "cli_missing":
         manager.registry.forget(live.provider)  # the next selection probes it again
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
-    error = json_dict(outcome.error) if outcome.error is not None else None
+    # What the turn row keeps is masked like its events: a CLI may quote a secret.
+    mask = manager.events.mask
+    error = mask.values(json_dict(outcome.error)) if outcome.error is not None else None
     terminal: EventData
     if outcome.status == "completed":
         terminal = TurnCompleted(
@@ -302,7 +304,7 @@ async def _finish(
     await manager.store.update_turn(
         turn.id,
         status=outcome.status,
-        final_text=outcome.final_text or None,
+        final_text=mask.text(outcome.final_text) if outcome.final_text else None,
         usage=usage,
         error=error,
         finished_at=clock(),

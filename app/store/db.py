@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.errors import StorageUnavailable
+from app.store.files import private_database
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,8 @@ async def checkpoint(engine: AsyncEngine) -> None:
 def create_engine(url: str) -> AsyncEngine:
     """An async engine for ``url``; for SQLite, WAL, foreign keys and a 30 s busy wait.
 
-    A SQLite file's parent directory is created if missing.
+    A SQLite file is its user's alone (``app.store.files``): created 0600, its directory 0700
+    when created here.
     """
     return _create_engine(make_url(url), SQLITE_PRAGMAS)
 
@@ -156,7 +158,7 @@ def _make_parent_dir(url: URL) -> None:
     database = url.database
     if not database or database == ":memory:" or database.startswith("file:"):
         return
-    Path(database).parent.mkdir(parents=True, exist_ok=True)
+    private_database(Path(database))
 
 
 def _driver_autocommit(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:

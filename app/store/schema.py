@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 import app
 from app.store.db import create_engine, create_migration_engine
+from app.store.files import private_directory
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,8 @@ async def migration_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
         yield  # one process per in-memory database; server databases lock on their own terms
         return
     path = Path(f"{database}-migrate.lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():
+        private_directory(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         deadline = time.monotonic() + timeout_s

@@ -12,9 +12,11 @@ from pydantic import JsonValue
 from app.providers.base import ApprovalAnswer, ApprovalMode
 from app.providers.opencode.config import (
     FIXED_ENV,
+    PASSTHROUGH_ENV,
     REQUIRED_CONFIG,
     build_argv,
     model_ref,
+    passthrough_for,
     server_config,
     server_env,
 )
@@ -164,3 +166,20 @@ def test_a_permission_request_without_always_patterns_offers_no_session_allow() 
     assert request.input == {"filepath": "src/a.py", "diff": "+x", "patterns": ["src/a.py"]}
     assert request.tool_id is None
     assert approval_request({"permission": "edit"}) is None
+
+
+def test_only_the_credentials_of_the_configured_model_providers_are_passed() -> None:
+    assert passthrough_for("anthropic/claude-sonnet-4-5", {}) == ("ANTHROPIC_API_KEY",)
+    bedrock = passthrough_for(None, {"model": "amazon-bedrock/anthropic.claude-v2"})
+    assert "AWS_SECRET_ACCESS_KEY" in bedrock
+    assert "ANTHROPIC_API_KEY" not in bedrock
+    both = passthrough_for("openai/gpt-5", {"small_model": "google/gemini-2.5-flash"})
+    assert set(both) == {"OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"}
+    # A provider of the config's own (an endpoint with its key in the config) needs none.
+    assert passthrough_for("stub/stub-model", {"provider": {"stub": {}}}) == ()
+
+
+def test_with_no_provider_or_an_unknown_one_every_credential_is_passed() -> None:
+    assert passthrough_for(None, {}) == PASSTHROUGH_ENV
+    assert passthrough_for("gpt-5", {}) == PASSTHROUGH_ENV  # a bare name names no provider
+    assert passthrough_for("azure/gpt-5", {}) == PASSTHROUGH_ENV  # which one it reads: unknown

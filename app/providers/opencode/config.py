@@ -19,6 +19,7 @@ __all__ = [
     "SERVER_USERNAME",
     "build_argv",
     "model_ref",
+    "passthrough_for",
     "server_config",
     "server_env",
 ]
@@ -44,6 +45,47 @@ PASSTHROUGH_ENV = (
     "AWS_PROFILE",
 )
 """Model-provider credentials the CLI may need from the gateway's own environment."""
+
+CREDENTIALS: Mapping[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "opencode": ("OPENCODE_API_KEY",),
+    "amazon-bedrock": (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_PROFILE",
+    ),
+}
+"""Which of ``PASSTHROUGH_ENV`` each OpenCode model provider (the ``anthropic`` of
+``anthropic/claude-sonnet-4-5``) reads."""
+
+
+def passthrough_for(model: str | None, config: Mapping[str, JsonValue]) -> tuple[str, ...]:
+    """The credentials of ``PASSTHROUGH_ENV`` that the configured OpenCode needs.
+
+    The model providers it is configured for are those of ``providers.opencode.model`` and of
+    the config's ``model`` and ``small_model``; each known one brings its credentials, a
+    provider the config defines itself (``provider`` entries, with their own keys) none, so a
+    credential of another provider (the gateway's AWS keys for an OpenCode on Anthropic) is
+    not passed. Configured for none, or for one this table does not know, OpenCode may read
+    any of them, and every one is passed.
+    """
+    named = [model, config.get("model"), config.get("small_model")]
+    providers = {m.partition("/")[0] for m in named if isinstance(m, str) and "/" in m}
+    custom = config.get("provider")
+    defined = set(custom) if isinstance(custom, dict) else set()
+    if not providers or any(p not in CREDENTIALS and p not in defined for p in providers):
+        return PASSTHROUGH_ENV
+    return tuple(name for p in sorted(providers) for name in CREDENTIALS.get(p, ()))
+
 
 FIXED_ENV: Mapping[str, str] = {
     # Each exists in 1.18.33 (binary strings). These five stop a network call or a download

@@ -34,7 +34,12 @@ from app.events import TurnError
 from app.providers.base import ProcessInfo
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER, error_for_exit
-from app.providers.opencode.config import PASSTHROUGH_ENV, SERVER_USERNAME, build_argv, server_env
+from app.providers.opencode.config import (
+    SERVER_USERNAME,
+    build_argv,
+    passthrough_for,
+    server_env,
+)
 from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
 from app.runtime.process import (
     ManagedProcess,
@@ -203,7 +208,7 @@ class OpenCodeServer:
         password = secrets.token_urlsafe(32)
         env = child_environment(
             self._parent_env,
-            passthrough=PASSTHROUGH_ENV,
+            passthrough=passthrough_for(settings.model, settings.config),
             overlay=server_env(overlay=settings.env, config=settings.config, password=password),
         )
         argv = build_argv(
