@@ -258,7 +258,9 @@ def test_t9_the_cli_environment_holds_none_of_the_gateways_secrets(shared: FakeG
         assert value not in dumped
     assert "db-password" not in dumped
     assert env["CONFIGURED_FOR_CLI"] == "configured-value"
-    assert env["ANTHROPIC_API_KEY"] == "sk-ant-passthrough"  # the CLI's own credential
+    # The CLI's own credential reaches it, and is masked in what it prints (T19).
+    assert env["ANTHROPIC_API_KEY"] == "[redacted]"
+    assert gateway.spawns()[-1]["env"]["ANTHROPIC_API_KEY"] == "sk-ant-passthrough"
     assert env["AGENT_GATEWAY_PROCESS"]  # the tag descendants inherit
 
 
