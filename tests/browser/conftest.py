@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from app.settings import PINNED_CLI_BIN
@@ -79,7 +79,8 @@ def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-            "(`make test` installs it as root; otherwise `sudo apt-get install chromium`)"
+            "(`make test` installs it as root; otherwise `sudo scripts/system-packages.sh "
+            "chromium`)"
         )
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -93,6 +94,9 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
     tab = context.new_page()
     tab.set_default_timeout(15_000)
+    # Assertions wait as long as actions: on a loaded two-core machine a page that waits on
+    # the gateway and a CLI can take longer than Playwright's default 5 s to show a change.
+    expect.set_options(timeout=15_000)
     problems: list[str] = []
     tab.on("pageerror", lambda error: problems.append(f"script error: {error}"))
 
