@@ -26,11 +26,12 @@ agents/node_modules/.installed: agents/package.json agents/package-lock.json
 	cd agents && npm install --no-save --no-audit --no-fund --loglevel=error
 	touch $@
 
-## Ruff (lint and format) and mypy --strict.
+## Ruff (lint and format), mypy --strict and the layers contract (import-linter).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## Known advisories against the installed runtime dependencies (offline; see SECURITY.md).
 audit: setup

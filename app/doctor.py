@@ -19,8 +19,10 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from app.process.childspec import child_environment
+from app.process.managed import ProcessError
+from app.process.runner import ProcessRunner
 from app.providers.registry import cli_version, pinned_versions
-from app.runtime.process import ProcessError, ProcessRunner, child_environment
 from app.settings import ProviderSettings, Settings
 
 Status = Literal["ok", "warn", "FAIL"]

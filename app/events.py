@@ -64,6 +64,9 @@ RETRYABLE_KINDS: frozenset[FailureKind] = frozenset(
 
 ToolKind = Literal["command", "file_change", "mcp", "web_search", "other"]
 ApprovalDecision = Literal["allow", "deny", "allow_session"]
+ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
+"""How a session's tool calls are approved: each CLI maps it to its own permission mode."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
 
 

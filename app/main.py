@@ -20,12 +20,12 @@ from app.api.security import install_access_control, load_or_create_token, token
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
+from app.process.watchdog import supervised_runner
 from app.providers.factory import build_providers, cli_secrets
 from app.providers.registry import ProviderRegistry
 from app.redaction import SecretMask, secrets_of
 from app.runtime.eventlog import EventLog
 from app.runtime.sessions import SessionManager
-from app.runtime.watchdog import supervised_runner
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
 from app.store.repository import Store

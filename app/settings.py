@@ -34,7 +34,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from app.providers.base import ApprovalMode
+from app.events import ApprovalMode
 
 ProviderName = Literal["claude_code", "codex", "opencode"]
 """A provider this build can drive: what a request's ``provider`` may name."""

@@ -25,8 +25,8 @@ from app.api.events import SubscriptionResponse, sse_message
 from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus, Workspace
 from app.api.security import Authenticated
 from app.errors import GatewayError
-from app.events import TurnError, Usage
-from app.providers.base import ApprovalMode, Capability
+from app.events import ApprovalMode, TurnError, Usage
+from app.providers.base import Capability
 from app.runtime.runs import Run, start_run
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
 from app.settings import ProviderName

@@ -17,8 +17,8 @@ from pydantic import (
     StringConstraints,
 )
 
-from app.events import ApprovalDecision, Event, SelectionReason, TurnError, Usage
-from app.providers.base import ApprovalMode, Capability
+from app.events import ApprovalDecision, ApprovalMode, Event, SelectionReason, TurnError, Usage
+from app.providers.base import Capability
 from app.settings import NAME_PATTERN, ProviderName
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]

@@ -18,10 +18,7 @@ from typing import ClassVar, Literal, Protocol
 
 from pydantic import JsonValue
 
-from app.events import ApprovalDecision, EventData, TurnError, Usage
-
-ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
+from app.events import ApprovalDecision, ApprovalMode, EventData, TurnError, Usage
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,8 @@ import signal
 from typing import assert_never
 
 from app.events import FailureKind, TurnError
-from app.runtime.process import LimitExceeded, LimitReason, SpawnError
+from app.process.childspec import LimitExceeded, LimitReason
+from app.process.managed import SpawnError
 
 
 def how_it_ended(returncode: int, *, suffix: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 
+from app.process.runner import ProcessRunner
 from app.providers.base import Provider
 from app.providers.claude.provider import PASSTHROUGH_ENV as CLAUDE_PASSTHROUGH
 from app.providers.claude.provider import ClaudeCodeProvider
@@ -13,7 +14,6 @@ from app.providers.codex.provider import CodexProvider
 from app.providers.opencode.config import passthrough_for
 from app.providers.opencode.provider import OpenCodeProvider
 from app.redaction import SECRET_NAME
-from app.runtime.process import ProcessRunner
 from app.settings import Settings
 
 PROVIDER_CLASSES: dict[str, type[ClaudeCodeProvider | CodexProvider | OpenCodeProvider]] = {

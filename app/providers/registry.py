@@ -21,8 +21,10 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.managed import ProcessError
+from app.process.runner import ProcessRunner
 from app.providers.base import Capabilities, Provider
-from app.runtime.process import ProcessError, ProcessRunner, ProcessSpec, child_environment
 from app.settings import NPM_PACKAGES, PROJECT_ROOT, Settings
 
 log = logging.getLogger(__name__)

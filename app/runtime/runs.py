@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from app.events import FailureKind
-from app.providers.base import ApprovalMode
+from app.events import ApprovalMode, FailureKind
 from app.runtime.selector import candidates
 from app.runtime.sessions import SessionManager
 from app.store.tables import SessionRow, TurnRow

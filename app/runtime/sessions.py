@@ -31,6 +31,7 @@ from app.errors import (
 )
 from app.events import (
     ApprovalDecision,
+    ApprovalMode,
     EventData,
     ProviderSwitched,
     SessionCreated,
@@ -41,9 +42,9 @@ from app.events import (
     SessionClosed as SessionClosedEvent,
 )
 from app.observability.logs import bind_ids
+from app.process.workspaces import recheck_workspace, resolve_workspace
 from app.providers.base import (
     ApprovalAnswer,
-    ApprovalMode,
     ProcessInfo,
     Provider,
     SessionSpec,
@@ -63,7 +64,6 @@ from app.runtime.selector import (
     select,
 )
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, run_turn
-from app.runtime.workspaces import recheck_workspace, resolve_workspace
 from app.settings import Settings
 from app.store.repository import Store
 from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import Histogram
 
 from app.events import EventType
-from app.runtime.queues import next_item
+from app.process.queues import next_item
 
 if TYPE_CHECKING:
     from app.runtime.eventlog import Channel, EventLog

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.providers.base import APPROVAL_MODES, ApprovalMode, SessionSpec
+from app.events import APPROVAL_MODES, ApprovalMode
+from app.providers.base import SessionSpec
 from app.providers.claude.argv import NO_MCP_SERVERS, build_argv, permission_mode
 
 

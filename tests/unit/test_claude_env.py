@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.process.runner import ProcessRunner
 from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider
-from app.runtime.process import ProcessRunner
 from app.settings import ProviderSettings, RetrySettings
 
 PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-x", "SECRET": "no"}

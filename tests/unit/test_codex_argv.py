@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from app.providers.base import APPROVAL_MODES, ApprovalMode
+from app.events import APPROVAL_MODES, ApprovalMode
+from app.process.runner import ProcessRunner
 from app.providers.codex.argv import (
     FORCED_CONFIG,
     RetryBudget,
@@ -21,7 +22,6 @@ from app.providers.codex.argv import (
     toml_value,
 )
 from app.providers.codex.provider import CodexProvider
-from app.runtime.process import ProcessRunner
 from app.settings import ProviderSettings, RetrySettings
 
 

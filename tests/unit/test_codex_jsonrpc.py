@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from app.process.childspec import ProcessSpec
+from app.process.runner import ProcessRunner
 from app.providers.codex.approvals import refusal
 from app.providers.codex.jsonrpc import (
     ConnectionLost,
@@ -21,7 +23,6 @@ from app.providers.codex.jsonrpc import (
     RpcTimeout,
 )
 from app.providers.codex.protocol import MethodNotAllowed, Notification, ServerRequest
-from app.runtime.process import ProcessRunner, ProcessSpec
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_codex_app_server.py"
 

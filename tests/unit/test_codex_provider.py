@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from app.events import EventData, MessageDelta, RetryScheduled, ToolCompleted, ToolStarted
+from app.process.runner import ProcessRunner
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
 from app.providers.codex.argv import thread_config
 from app.providers.codex.provider import CodexProvider
 from app.providers.codex.session import CodexSession
-from app.runtime.process import ProcessRunner
 from app.settings import ConfigError, ProviderSettings
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_codex_app_server.py"

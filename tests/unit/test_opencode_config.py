@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from app.providers.base import ApprovalAnswer, ApprovalMode
+from app.events import ApprovalMode
+from app.providers.base import ApprovalAnswer
 from app.providers.opencode.config import (
     FIXED_ENV,
     PASSTHROUGH_ENV,

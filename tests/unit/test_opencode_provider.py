@@ -25,10 +25,10 @@ from app.events import (
     UsageReported,
     Warning,
 )
+from app.process.runner import ProcessRunner
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
 from app.providers.opencode.provider import OpenCodeProvider
 from app.providers.opencode.session import OpenCodeSession
-from app.runtime.process import ProcessRunner
 from app.settings import ProviderSettings
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_opencode_serve.py"

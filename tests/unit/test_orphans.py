@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime import proctree
-from app.runtime.orphans import TAG_ENV, ProcessLedger, data_dir_id, instance_id, sweep
-from app.runtime.process import ProcessRunner, ProcessSpec, child_environment
+from app.process import proctree
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.orphans import TAG_ENV, ProcessLedger, data_dir_id, instance_id, sweep
+from app.process.runner import ProcessRunner
 
 pytestmark = pytest.mark.uvloop
 

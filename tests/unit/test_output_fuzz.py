@@ -17,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.events import Warning
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.managed import LineTooLong
+from app.process.runner import ProcessRunner
 from app.providers.claude.normalizer import MAX_PARSE_WARNINGS, ClaudeNormalizer, TurnEnded
 from app.providers.raw import parse_json
-from app.runtime.process import LineTooLong, ProcessRunner, ProcessSpec, child_environment
 
 LIMIT = 256
 

@@ -15,17 +15,10 @@ from typing import Any
 
 import pytest
 
-from app.runtime.orphans import TAG_ENV
-from app.runtime.process import (
-    BASE_ALLOWED,
-    LineTooLong,
-    ManagedProcess,
-    ProcessError,
-    ProcessRunner,
-    ProcessSpec,
-    SpawnError,
-    child_environment,
-)
+from app.process.childspec import BASE_ALLOWED, ProcessSpec, child_environment
+from app.process.managed import LineTooLong, ManagedProcess, ProcessError, SpawnError
+from app.process.orphans import TAG_ENV
+from app.process.runner import ProcessRunner
 
 # The gateway runs on uvloop under uvicorn; its pipe transports differ from asyncio's.
 pytestmark = pytest.mark.uvloop

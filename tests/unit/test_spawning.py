@@ -17,8 +17,8 @@ from typing import cast
 import pytest
 import uvloop
 
-from app.runtime import spawning
-from app.runtime.spawning import start_child
+from app.process import spawning
+from app.process.spawning import start_child
 
 pytestmark = pytest.mark.uvloop
 

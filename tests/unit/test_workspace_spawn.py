@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 
 from app.events import EventData
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.managed import SpawnError
+from app.process.runner import ProcessRunner
+from app.process.workspaces import WorkspaceMoved, check_confined, open_confined
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
 from app.providers.codex.provider import CodexProvider
 from app.providers.opencode.provider import OpenCodeProvider
-from app.runtime.process import ProcessRunner, ProcessSpec, SpawnError, child_environment
-from app.runtime.workspaces import WorkspaceMoved, check_confined, open_confined
 from app.settings import ProviderSettings
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.api.schemas import WORKSPACE_PATTERN
 from app.errors import WorkspaceRejected
-from app.runtime.workspaces import lexical_problem, resolve_workspace
+from app.process.workspaces import lexical_problem, resolve_workspace
 
 OUTSIDE = "outside every configured root"
 MISSING = "not an existing directory"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from app.providers.base import ApprovalMode, SessionSpec
+from app.events import ApprovalMode
+from app.providers.base import SessionSpec
 
 __all__ = ["NO_MCP_SERVERS", "build_argv", "permission_mode"]
 

@@ -24,6 +24,10 @@ from typing import Any
 from pydantic import JsonValue
 
 from app.events import FailureKind, TurnError
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.managed import LineTooLong, ManagedProcess, ProcessError, SpawnError
+from app.process.queues import next_item
+from app.process.runner import ProcessRunner
 from app.providers.base import (
     ApprovalRequest,
     Capabilities,
@@ -48,16 +52,6 @@ from app.providers.claude.normalizer import (
     UnsupportedControlRequest,
 )
 from app.providers.exits import limit_error, spawn_error
-from app.runtime.process import (
-    LineTooLong,
-    ManagedProcess,
-    ProcessError,
-    ProcessRunner,
-    ProcessSpec,
-    SpawnError,
-    child_environment,
-)
-from app.runtime.queues import next_item
 from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import Any, assert_never
 
 from pydantic import JsonValue
 
-from app.events import ApprovalDecision
-from app.providers.base import ApprovalAnswer, ApprovalMode, ApprovalRequest
+from app.events import ApprovalDecision, ApprovalMode
+from app.providers.base import ApprovalAnswer, ApprovalRequest
 from app.providers.codex.protocol import ServerRequest
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import Literal, assert_never
 
 from pydantic import JsonValue
 
-from app.providers.base import ApprovalMode
+from app.events import ApprovalMode
 
 __all__ = [
     "FORCED_CONFIG",

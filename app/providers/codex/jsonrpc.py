@@ -26,9 +26,9 @@ from typing import Any, TypeAlias
 
 from pydantic import JsonValue
 
+from app.process.managed import LineTooLong, ManagedProcess, ProcessError
 from app.providers.codex import protocol
 from app.providers.codex.protocol import Notification, RequestId, Response, ServerRequest
-from app.runtime.process import LineTooLong, ManagedProcess, ProcessError
 
 __all__ = [
     "ConnectionLost",

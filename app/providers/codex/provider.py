@@ -14,11 +14,12 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.process.childspec import child_environment
+from app.process.runner import ProcessRunner
 from app.providers.base import Capabilities, Provider, SessionSpec
 from app.providers.codex.argv import RetryBudget, build_argv
 from app.providers.codex.server import CodexServer
 from app.providers.codex.session import CodexSession
-from app.runtime.process import ProcessRunner, child_environment
 from app.settings import ConfigError, ProviderSettings, RetrySettings
 
 __all__ = ["PASSTHROUGH_ENV", "CodexProvider"]

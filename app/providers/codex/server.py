@@ -19,17 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app import __version__
+from app.process.childspec import ProcessSpec
+from app.process.managed import ManagedProcess, ProcessError, SpawnError
+from app.process.runner import ProcessRunner
 from app.providers.base import ProcessInfo
 from app.providers.codex.approvals import refusal
 from app.providers.codex.classifier import PROVIDER
 from app.providers.codex.jsonrpc import JsonRpcClient, RpcError, RpcFailure, RpcTimeout
-from app.runtime.process import (
-    ManagedProcess,
-    ProcessError,
-    ProcessRunner,
-    ProcessSpec,
-    SpawnError,
-)
 
 __all__ = ["CLIENT_NAME", "CodexServer", "ServerUnavailable"]
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from app.events import FailureKind
+from app.process.workspaces import WorkspaceMoved, check_confined
 from app.providers.base import ProcessInfo, ProviderSession, SessionSpec, TurnHooks, TurnOutcome
 from app.providers.codex.argv import thread_config, thread_policy
 from app.providers.codex.classifier import PROVIDER, error_for_resume, error_for_rpc
@@ -32,7 +33,6 @@ from app.providers.codex.turn import (
     turn_error,
 )
 from app.providers.exits import workspace_error
-from app.runtime.workspaces import WorkspaceMoved, check_confined
 
 if TYPE_CHECKING:
     from app.providers.codex.provider import CodexProvider

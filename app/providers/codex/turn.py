@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from pydantic import JsonValue
 
 from app.events import FailureKind, TurnError
+from app.process.queues import next_item
 from app.providers.base import SessionSpec, TurnHooks, TurnOutcome
 from app.providers.codex.approvals import (
     APPROVAL_METHODS,
@@ -43,7 +44,6 @@ from app.providers.codex.jsonrpc import (
 )
 from app.providers.codex.normalizer import RequestResolved, TurnEnded, TurnNormalizer
 from app.providers.codex.protocol import Notification, ServerRequest
-from app.runtime.queues import next_item
 
 if TYPE_CHECKING:
     from app.providers.codex.provider import CodexProvider

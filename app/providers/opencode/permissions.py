@@ -18,8 +18,8 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic import JsonValue
 
-from app.events import ApprovalDecision
-from app.providers.base import ApprovalAnswer, ApprovalMode, ApprovalRequest
+from app.events import ApprovalDecision, ApprovalMode
+from app.providers.base import ApprovalAnswer, ApprovalRequest
 
 __all__ = ["Reply", "approval_request", "permission_reply", "permission_ruleset"]
 

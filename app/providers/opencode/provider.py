@@ -13,10 +13,10 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from app.process.runner import ProcessRunner
 from app.providers.base import Capabilities, Provider, SessionSpec
 from app.providers.opencode.server import OpenCodeServer
 from app.providers.opencode.session import NAME, OpenCodeSession
-from app.runtime.process import ProcessRunner
 from app.settings import ProviderSettings
 
 __all__ = ["OpenCodeProvider"]

@@ -31,6 +31,9 @@ from typing import TypeAlias
 import httpx
 
 from app.events import TurnError
+from app.process.childspec import ProcessSpec, child_environment
+from app.process.managed import ManagedProcess, ProcessError, SpawnError
+from app.process.runner import ProcessRunner
 from app.providers.base import ProcessInfo
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER, error_for_exit
@@ -41,14 +44,6 @@ from app.providers.opencode.config import (
     server_env,
 )
 from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
-from app.runtime.process import (
-    ManagedProcess,
-    ProcessError,
-    ProcessRunner,
-    ProcessSpec,
-    SpawnError,
-    child_environment,
-)
 from app.settings import ProviderSettings
 
 __all__ = ["Delivery", "OpenCodeServer", "ServerGone", "ServerUnavailable", "StreamResumed"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.events import FailureKind, Warning
+from app.process.workspaces import WorkspaceMoved, check_confined
 from app.providers.base import (
     ProcessInfo,
     ProviderSession,
@@ -31,7 +32,6 @@ from app.providers.opencode.config import model_ref
 from app.providers.opencode.follow import TurnFollower, failed_outcome
 from app.providers.opencode.permissions import permission_ruleset
 from app.providers.opencode.server import Delivery, ServerUnavailable
-from app.runtime.workspaces import WorkspaceMoved, check_confined
 
 if TYPE_CHECKING:
     from app.providers.opencode.provider import OpenCodeProvider

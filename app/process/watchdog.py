@@ -27,9 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.observability.metrics import GatewayMetrics
-from app.runtime import proctree
-from app.runtime.orphans import TAG_ENV, ProcessLedger, become_subreaper, reap_adopted, sweep
-from app.runtime.process import LimitExceeded, ManagedProcess, ProcessLimits, ProcessRunner
+from app.process import proctree
+from app.process.childspec import LimitExceeded, ProcessLimits
+from app.process.managed import ManagedProcess
+from app.process.orphans import TAG_ENV, ProcessLedger, become_subreaper, reap_adopted, sweep
+from app.process.runner import ProcessRunner
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """What a child runs and within which bounds: its spec, its environment and its limits.
 
-Pure values and a pure environment builder; ``app/runtime/process.py`` spawns from them and the
+Pure values and a pure environment builder; ``app/process/runner.py`` spawns from them and the
 watchdog enforces the limits it cannot see from the pipes (memory, process count).
 """
 

@@ -1,17 +1,17 @@
-"""The process runner: the only code in the gateway that spawns processes.
+"""One live child process: its output framed into lines, its limits, and its bounded stop.
 
 Every child runs without a shell, in its own session (so its pid is also its process-group id),
 with a complete, allow-listed environment plus ``AGENT_GATEWAY_PROCESS`` (a tag its descendants
-inherit, see app/runtime/orphans.py). Its stdout is framed into newline-terminated lines, its
-stderr is kept only as a bounded tail for error reports (app/runtime/pipes.py), and ``stop()`` ends
-it as stdin EOF → grace → SIGTERM to the group → SIGKILL to the group, then SIGKILLs the
+inherit, see app/process/orphans.py). Its stdout is framed into newline-terminated lines, its
+stderr is kept only as a bounded tail for error reports (app/process/pipes.py), and ``stop()``
+ends it as stdin EOF → grace → SIGTERM to the group → SIGKILL to the group, then SIGKILLs the
 descendants that left the group (``setsid``), found by parent pid, by the tag and by what the
 watchdog recorded.
 
 A child that breaks a limit (``ProcessLimits``: a line too long, too much output in one turn;
 the watchdog adds memory and process count) is SIGKILLed with its group at once and carries
 the reason in ``ManagedProcess.exceeded``. What to run and the limits themselves are values
-in app/runtime/childspec.py, re-exported here.
+in app/process/childspec.py.
 
 Errors::
 
@@ -24,45 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal, cast
 
 from app.observability.logs import bound_ids
-from app.observability.metrics import GatewayMetrics
-from app.runtime import proctree
-from app.runtime.childspec import (
-    BASE_ALLOWED,
+from app.process import proctree
+from app.process.childspec import (
     LimitExceeded,
-    LimitReason,
-    ProcessLimits,
     ProcessSpec,
-    child_environment,
 )
-from app.runtime.orphans import TAG_ENV, ProcessLedger, child_tree
-from app.runtime.pipes import STDOUT_HIGH_WATER, ChildPipes
-from app.runtime.spawning import start_child
-from app.runtime.workspaces import WorkspaceMoved, open_confined
-
-__all__ = [
-    "BASE_ALLOWED",
-    "LimitExceeded",
-    "LimitReason",
-    "LineTooLong",
-    "ManagedProcess",
-    "ProcessError",
-    "ProcessLimits",
-    "ProcessRunner",
-    "ProcessSpec",
-    "SpawnError",
-    "SpawnFailure",
-    "child_environment",
-]
+from app.process.orphans import child_tree
+from app.process.pipes import STDOUT_HIGH_WATER, ChildPipes
 
 logger = logging.getLogger(__name__)
 
@@ -75,14 +51,10 @@ SpawnFailure = Literal[
 _STDERR_SETTLE_S = 0.25
 # SIGKILL cannot be caught, so this only covers a child stuck in uninterruptible sleep.
 _KILL_WAIT_S = 5.0
-# A confined child changes into the directory the runner opened, by its descriptor: in the
-# forked child (before exec closes it) this names that very directory, whatever its path
-# leads to by then.
-_FD_DIR = Path("/proc/self/fd")
-_ABSENT = object()
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15; ``signal 99`` for a number with no name."""
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -361,198 +333,3 @@ class ManagedProcess:
         if returncode is None:
             raise ProcessError(f"pid {self.pid} has not exited")
         return returncode
-
-
-class ProcessRunner:
-    """Spawns children and owns every one of them until it is stopped.
-
-    ``limits`` apply to every child; ``ledger`` (when given) is kept up to date with the
-    children and their recorded descendants, so a later instance can sweep them.
-    """
-
-    def __init__(
-        self,
-        *,
-        limits: ProcessLimits | None = None,
-        ledger: ProcessLedger | None = None,
-        metrics: GatewayMetrics | None = None,
-    ) -> None:
-        self.limits = limits or ProcessLimits()
-        self.ledger = ledger
-        self.metrics = metrics
-        self._children: dict[ManagedProcess, None] = {}  # a set that keeps spawn order
-        self._closed = False
-        self._spawning = 0
-        # The fork and exec of a spawn run synchronously on the event loop (about 1 to 2.5 ms each).
-        # Spawns take turns, so the loop serves other work between two of them instead of
-        # stalling for the whole burst when many sessions start at once.
-        self._one_spawn_at_a_time = asyncio.Lock()
-        self._tag_prefix = ledger.tag_prefix if ledger else f"{os.getpid()}."
-        self.spawn_count = 0
-        """Children successfully spawned since this runner was built."""
-
-    @property
-    def spawning(self) -> bool:
-        """A spawn is in flight: a child may exist whose pid the runner does not know yet."""
-        return self._spawning > 0
-
-    def owned_pids(self) -> set[int]:
-        """Pids of children whose exit the event loop has not collected yet."""
-        return {child.pid for child in self._children if child.returncode is None}
-
-    def sync_ledger(self) -> None:
-        """Write the children and their recorded descendants to the ledger, if any."""
-        if self.ledger is None:
-            return
-        entries: dict[int, int] = {}
-        for child in self._children:
-            if child.start_ticks is not None:
-                entries[child.pid] = child.start_ticks
-            entries.update(child.descendants)
-        self.ledger.write(entries)
-
-    @property
-    def live(self) -> tuple[ManagedProcess, ...]:
-        """Children spawned and not yet stopped (an exited child is live until stopped)."""
-        return tuple(self._children)
-
-    async def spawn(self, spec: ProcessSpec) -> ManagedProcess:
-        """Start ``spec.argv`` in a new session; raise ``SpawnError`` if it cannot start."""
-        if self._closed:
-            raise ProcessError("the process runner is closed")
-        argv0 = spec.argv[0]
-        cwd_fd = _open_cwd(spec)
-        cwd = spec.cwd if cwd_fd is None else _FD_DIR / str(cwd_fd)
-        pipes = ChildPipes(stderr_tail_bytes=spec.stderr_tail_bytes)
-        tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
-        self._spawning += 1
-        try:
-            # Returns once the child has exec'd (or failed to), so it has left cwd_fd behind.
-            async with self._one_spawn_at_a_time:
-                transport = await start_child(
-                    lambda: pipes, spec.argv, cwd=cwd, env={**spec.env, TAG_ENV: tag}
-                )
-        except OSError as exc:
-            kind = _spawn_failure(exc, cwd)
-            raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
-        finally:
-            self._spawning -= 1
-            if cwd_fd is not None:
-                os.close(cwd_fd)
-        process = ManagedProcess(
-            spec=spec,
-            transport=transport,
-            pipes=pipes,
-            on_stopped=self._forget,
-            tag=tag,
-            max_line_bytes=spec.max_line_bytes or self.limits.max_line_bytes,
-        )
-        self.spawn_count += 1
-        if self.metrics is not None:
-            self.metrics.process_starts.labels(provider=spec.label).inc()
-        logger.info(
-            "process started: %s pid=%d cwd=%s",
-            Path(argv0).name,
-            process.pid,
-            spec.cwd,
-            extra={
-                "event": "process.started",
-                "pid": process.pid,
-                "cli": Path(argv0).name,
-                "provider": spec.label,
-            },
-        )
-        if self._closed:  # aclose() ran while this spawn was in flight
-            await process.stop(grace_s=0, term_s=0)
-            raise ProcessError("the process runner is closed")
-        self._children[process] = None
-        self.sync_ledger()
-        return process
-
-    def _forget(self, process: ManagedProcess) -> None:
-        if self._children.pop(process, _ABSENT) is not _ABSENT:
-            self._exited(process)
-        self.sync_ledger()
-
-    def _exited(self, process: ManagedProcess) -> None:
-        returncode = process.returncode
-        if process.exceeded is not None:
-            outcome = "limit"
-        elif returncode is None or returncode < 0:
-            outcome = "signalled"
-        else:
-            outcome = "exited" if returncode == 0 else "failed"
-        if self.metrics is not None:
-            self.metrics.process_exits.labels(provider=process.label, outcome=outcome).inc()
-            if process.peak_rss_bytes is not None:
-                self.metrics.process_peak_rss.labels(provider=process.label).observe(
-                    process.peak_rss_bytes
-                )
-        fields: dict[str, object] = {
-            **process.log_ids,
-            "event": "process.exited",
-            "pid": process.pid,
-            "cli": Path(process.argv[0]).name,
-            "provider": process.label,
-            "outcome": outcome,
-            "lifetime_s": round((datetime.now(UTC) - process.started_at).total_seconds(), 3),
-            "peak_rss_bytes": process.peak_rss_bytes,
-        }
-        if returncode is not None and returncode < 0:
-            fields["signal"] = _signal_name(-returncode)
-        else:
-            fields["exit_code"] = returncode
-        logger.info(
-            "process exited: %s pid=%d %s",
-            fields["cli"],
-            process.pid,
-            f"signal {fields['signal']}" if "signal" in fields else f"exit code {returncode}",
-            extra=fields,
-        )
-
-    async def aclose(self, *, grace_s: float = 2.0) -> None:
-        """Refuse further spawns and stop every live child concurrently, in bounded time."""
-        self._closed = True
-        results = await asyncio.gather(
-            *(child.stop(grace_s=grace_s, term_s=grace_s) for child in self.live),
-            return_exceptions=True,
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                logger.error("could not stop a child: %s", result)
-        if self.ledger is not None and not self._children:
-            self.ledger.discard()
-
-
-def _open_cwd(spec: ProcessSpec) -> int | None:
-    """Check ``spec.cwd``; for a confined spec, the descriptor the child is to start in.
-
-    None when the child is to start in ``spec.cwd`` by path: the spec is not confined, or
-    ``/proc`` is missing (then the path was checked, but a swap right after is not covered).
-    """
-    argv0 = spec.argv[0]
-    if spec.confine_to is None:
-        if not spec.cwd.is_dir():
-            raise SpawnError(kind="bad_cwd", argv0=argv0, detail=f"not a directory: {spec.cwd}")
-        return None
-    try:
-        fd = open_confined(spec.cwd, spec.confine_to)
-    except WorkspaceMoved as exc:
-        kind: SpawnFailure = "bad_cwd" if exc.missing else "cwd_rejected"
-        raise SpawnError(kind=kind, argv0=argv0, detail=exc.detail) from None
-    if not _FD_DIR.is_dir():
-        os.close(fd)
-        return None
-    if fd < 3:  # the child's stdio is set up first and would replace it
-        low, fd = fd, fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-        os.close(low)
-    return fd
-
-
-def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:
-    """Classify why the exec failed; a missing file is the executable unless cwd vanished."""
-    if isinstance(exc, FileNotFoundError):
-        return "cli_missing" if cwd.is_dir() else "bad_cwd"
-    if isinstance(exc, PermissionError):
-        return "permission_denied"
-    return "spawn_failed"

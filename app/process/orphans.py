@@ -29,7 +29,7 @@ import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from app.runtime import proctree
+from app.process import proctree
 
 log = logging.getLogger(__name__)
 
