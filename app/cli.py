@@ -211,8 +211,10 @@ def _positive(value: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from app.providers.catalog import resolve  # the providers' names; not for --help
+
     try:
-        settings = load_settings(args.config)
+        settings = resolve(load_settings(args.config))
         if args.command == "serve":
             return _serve(settings, host=args.host, port=args.port)
         if args.command == "migrate":
@@ -320,7 +322,7 @@ def exposure_refusal(settings: Settings) -> str | None:
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     from app.main import create_app
-    from app.providers.factory import cli_secrets
+    from app.providers.catalog import cli_secrets
     from app.server import run
 
     if host is not None or port is not None:

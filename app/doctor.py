@@ -22,33 +22,13 @@ from pydantic import JsonValue
 from app.process.childspec import child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
-from app.providers.registry import cli_version, pinned_versions
+from app.providers import catalog
+from app.providers.catalog import CATALOG
+from app.providers.registry import cli_version
 from app.settings import ProviderSettings, Settings
 
 Status = Literal["ok", "warn", "FAIL"]
 CONNECT_TIMEOUT_S = 3.0
-
-CREDENTIAL_VARIABLES: dict[str, tuple[str, ...]] = {
-    "claude_code": (
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "CLAUDE_CODE_USE_BEDROCK",
-        "CLAUDE_CODE_USE_VERTEX",
-    ),
-    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
-    "opencode": ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
-}
-LOGIN_FILES: dict[str, tuple[str, ...]] = {
-    "claude_code": (".claude/.credentials.json",),
-    "codex": (".codex/auth.json",),
-    "opencode": (".local/share/opencode/auth.json",),
-}
-LOGIN_HINTS = {
-    "claude_code": "run `claude login` as the gateway's user, or set "
-    "providers.claude_code.env.ANTHROPIC_API_KEY",
-    "codex": "run `codex login`, or set providers.codex.env.OPENAI_API_KEY",
-    "opencode": "run `opencode auth login`, or configure a provider in providers.opencode.config",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,11 +42,8 @@ class Check:
 def endpoints(name: str, settings: ProviderSettings, environ: Mapping[str, str]) -> list[str]:
     """Model endpoint URLs the provider's settings point the CLI at."""
     env = {**environ, **settings.env}
-    found: list[str] = []
-    if name == "claude_code" and env.get("ANTHROPIC_BASE_URL"):
-        found.append(env["ANTHROPIC_BASE_URL"])
-    if name == "codex" and env.get("OPENAI_BASE_URL"):
-        found.append(env["OPENAI_BASE_URL"])
+    variables = CATALOG[name].credentials.endpoint_variables
+    found = [env[variable] for variable in variables if env.get(variable)]
     found.extend(_urls(settings.config))
     return found
 
@@ -114,7 +91,7 @@ async def check_provider(
             )
         ]
     checks: list[Check] = []
-    executable = settings.provider_executable(name)
+    executable = catalog.executable(name, settings)
     resolved = shutil.which(executable)
     if resolved is None:
         return [
@@ -140,7 +117,7 @@ async def check_provider(
             )
         )
         return checks
-    pinned = pinned_versions().get(name)
+    pinned = catalog.pinned_versions().get(name)
     if pinned is None or pinned == version:
         checks.append(
             Check(
@@ -176,12 +153,13 @@ async def check_provider(
 
 
 def _credentials(name: str, provider: ProviderSettings, environ: Mapping[str, str]) -> Check:
+    credentials = CATALOG[name].credentials
     env = {**environ, **provider.env}
-    present = [v for v in CREDENTIAL_VARIABLES.get(name, ()) if env.get(v)]
+    present = [v for v in credentials.variables if env.get(v)]
     if present:
         return Check(provider=name, name="credentials", status="ok", detail=", ".join(present))
     home = Path(env.get("HOME") or Path.home())
-    logins = [f for f in LOGIN_FILES.get(name, ()) if (home / f).is_file()]
+    logins = [f for f in credentials.login_files if (home / f).is_file()]
     if logins:
         return Check(
             provider=name, name="credentials", status="ok", detail=f"login in {home / logins[0]}"
@@ -194,7 +172,7 @@ def _credentials(name: str, provider: ProviderSettings, environ: Mapping[str, st
         provider=name,
         name="credentials",
         status="warn",
-        detail=f"none found: {LOGIN_HINTS.get(name, 'configure credentials')}",
+        detail=f"none found: {credentials.hint}",
     )
 
 

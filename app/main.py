@@ -21,7 +21,8 @@ from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
 from app.process.watchdog import supervised_runner
-from app.providers.factory import build_providers, cli_secrets
+from app.providers.catalog import cli_secrets, resolve
+from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.redaction import SecretMask, secrets_of
 from app.runtime.eventlog import EventLog
@@ -61,6 +62,7 @@ def create_app(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FastAPI:
     """The gateway as an ASGI app; start-up fails on an unknown schema."""
+    settings = resolve(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, _ = load_or_create_token(configured, settings.storage.data_dir)
 
@@ -145,6 +147,12 @@ def create_app(
     install_access_control(app.state, settings, token, token_file=token_file)
     problems.install(app)
     _include_routers(app, settings)
+    _add_middleware(app, settings)
+    return app
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """CORS (only for ``server.allowed_origins``), then the gate, which runs first."""
     if settings.server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -158,7 +166,6 @@ def create_app(
         allowed_origins=settings.server.allowed_origins,
         max_body_bytes=settings.server.max_body_bytes,
     )
-    return app
 
 
 def _include_routers(app: FastAPI, settings: Settings) -> None:

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -36,10 +36,6 @@ from pydantic_settings import (
 
 from app.events import ApprovalMode
 
-ProviderName = Literal["claude_code", "codex", "opencode"]
-"""A provider this build can drive: what a request's ``provider`` may name."""
-KNOWN_PROVIDERS: tuple[str, ...] = get_args(ProviderName)
-
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
 
@@ -47,17 +43,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
 """Where ``make setup`` installs the pinned agent CLIs (agents/package.json)."""
 
-DEFAULT_EXECUTABLES: dict[str, str] = {
-    "claude_code": "claude",
-    "codex": "codex",
-    "opencode": "opencode",
-}
-NPM_PACKAGES: dict[str, str] = {
-    "claude_code": "@anthropic-ai/claude-code",
-    "codex": "@openai/codex",
-    "opencode": "opencode-ai",
-}
-"""The npm package of each provider's CLI, as pinned in agents/package.json."""
+PROVIDER_KEY = re.compile(r"[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9._-]*)?")
+"""How a provider is named in ``providers`` and ``selection``: ``claude_code``, or a family
+member such as ``acp:gemini``. Which names exist is the provider catalog's
+(``app.providers.catalog.resolve``), not the settings'."""
 
 
 class ConfigError(Exception):
@@ -310,9 +299,9 @@ class Settings(BaseSettings):
     server: ServerSettings = ServerSettings()
     storage: StorageSettings = Field(default_factory=StorageSettings)
     workspaces: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
-    providers: dict[str, ProviderSettings] = Field(
-        default_factory=lambda: {"claude_code": ProviderSettings()}
-    )
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    """The configured providers' sections; ``app.providers.catalog.resolve`` adds the others
+    with their defaults."""
     selection: SelectionSettings = SelectionSettings()
     retry: RetrySettings = Field(default_factory=RetrySettings)
     sessions: SessionSettings = SessionSettings()
@@ -338,29 +327,17 @@ class Settings(BaseSettings):
 
     @field_validator("providers")
     @classmethod
-    def _known_providers(
-        cls, providers: dict[str, ProviderSettings]
-    ) -> dict[str, ProviderSettings]:
+    def _provider_keys(cls, providers: dict[str, ProviderSettings]) -> dict[str, ProviderSettings]:
         for name in providers:
-            if name not in KNOWN_PROVIDERS:
+            if not PROVIDER_KEY.fullmatch(name):
                 raise ValueError(
-                    f"unknown provider {name!r}; this gateway knows: {', '.join(KNOWN_PROVIDERS)}"
+                    f"{name!r} is not a provider name (lower-case letters, digits and '_', "
+                    "or family:name such as acp:gemini)"
                 )
-        merged = {name: ProviderSettings() for name in KNOWN_PROVIDERS}
-        merged.update(providers)
-        return merged
+        return providers
 
     @model_validator(mode="after")
-    def _selection_names_exist(self) -> Settings:
-        named = [self.selection.default, *self.selection.fallback_chain]
-        for chain in self.selection.scenarios.values():
-            named.extend(chain)
-        for name in named:
-            if name not in self.providers:
-                raise ValueError(
-                    f"selection names provider {name!r}, which is not configured; "
-                    f"known providers: {', '.join(self.providers)}"
-                )
+    def _consistent(self) -> Settings:
         if self.sessions.default_approval_mode not in self.sessions.allowed_approval_modes:
             raise ValueError(
                 f"sessions.default_approval_mode {self.sessions.default_approval_mode!r} "
@@ -369,15 +346,6 @@ class Settings(BaseSettings):
         if not self.workspaces.roots:
             raise ValueError("workspaces.roots is empty: list at least one directory")
         return self
-
-    def provider_executable(self, name: str) -> str:
-        """The configured executable, else the pinned CLI from agents/, else the PATH name."""
-        configured = self.providers[name].executable
-        if configured:
-            return configured
-        command = DEFAULT_EXECUTABLES[name]
-        pinned = PINNED_CLI_BIN / command
-        return str(pinned) if pinned.exists() else command
 
 
 def load_settings(

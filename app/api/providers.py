@@ -38,6 +38,7 @@ class ProviderPublic(BaseModel):
     name: str
     enabled: bool
     capabilities: CapabilitiesPublic | None
+    """What the provider can do (from the catalog, so a disabled one says it too)."""
     executable: str
     installed_version: str | None
     pinned_version: str | None
@@ -58,11 +59,10 @@ Fresh = Annotated[bool, Query(description="Probe now instead of using the cached
 
 
 def _public(info: ProviderInfo) -> ProviderPublic:
-    caps = info.capabilities
     return ProviderPublic(
         name=info.name,
         enabled=info.enabled,
-        capabilities=CapabilitiesPublic(**vars(caps)) if caps else None,
+        capabilities=CapabilitiesPublic(**vars(info.capabilities)),
         executable=info.executable,
         installed_version=info.health.version,
         pinned_version=info.pinned_version,

@@ -22,14 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session
 from app.api.events import SubscriptionResponse, sse_message
-from app.api.schemas import ModelName, RetryPolicyIn, TurnStatus, Workspace
+from app.api.schemas import ModelName, ProviderName, RetryPolicyIn, TurnStatus, Workspace
 from app.api.security import Authenticated
 from app.errors import GatewayError
 from app.events import ApprovalMode, TurnError, Usage
 from app.providers.base import Capability
 from app.runtime.runs import Run, start_run
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
-from app.settings import ProviderName
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,13 @@ from pydantic import (
     Field,
     JsonValue,
     StringConstraints,
+    WithJsonSchema,
 )
 
 from app.events import ApprovalDecision, ApprovalMode, Event, SelectionReason, TurnError, Usage
 from app.providers.base import Capability
-from app.settings import NAME_PATTERN, ProviderName
+from app.providers.catalog import CATALOG
+from app.settings import NAME_PATTERN
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
@@ -36,6 +38,20 @@ Workspace = Annotated[
     Field(json_schema_extra={"pattern": WORKSPACE_PATTERN}),
 ]
 """A directory inside one of the gateway's workspace roots (absolute, no ``..``, no NUL)."""
+
+
+def _catalogued(name: str) -> str:
+    if name not in CATALOG:
+        raise ValueError(f"unknown provider; this gateway knows {', '.join(CATALOG)}")
+    return name
+
+
+ProviderName = Annotated[
+    str,
+    AfterValidator(_catalogued),
+    WithJsonSchema({"type": "string", "enum": list(CATALOG)}),
+]
+"""A provider of the catalog (``app.providers.catalog``): the names the document lists."""
 
 StrategyName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 """A retry strategy the gateway's configuration defines (``retry.strategies``)."""

@@ -9,7 +9,6 @@ unavailable with a reason that says what to fix; it never stops the gateway or t
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -18,14 +17,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 
 from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
+from app.providers import catalog
 from app.providers.base import Capabilities, Provider
-from app.settings import NPM_PACKAGES, PROJECT_ROOT, Settings
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +45,10 @@ class Health:
 class ProviderInfo:
     name: str
     enabled: bool
-    capabilities: Capabilities | None
+    capabilities: Capabilities
     executable: str
     pinned_version: str | None
     health: Health
-
-
-PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
-
-
-@cache
-def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
-    """The CLI versions pinned in agents/package.json, by provider name."""
-    try:
-        dependencies = json.loads(package_json.read_text())["dependencies"]
-    except (OSError, ValueError, KeyError):
-        return {}
-    return {name: dependencies[pkg] for name, pkg in NPM_PACKAGES.items() if pkg in dependencies}
 
 
 async def cli_version(
@@ -145,13 +131,13 @@ class ProviderRegistry:
         self._cache.pop(name, None)
 
     async def info(self, name: str, *, fresh: bool = False) -> ProviderInfo:
-        provider = self.providers.get(name)
+        """What ``/v1/providers`` shows; the capabilities are the catalog's, built or not."""
         return ProviderInfo(
             name=name,
             enabled=self.settings.providers[name].enabled,
-            capabilities=provider.capabilities if provider else None,
-            executable=self.settings.provider_executable(name),
-            pinned_version=pinned_versions().get(name),
+            capabilities=catalog.CATALOG[name].capabilities,
+            executable=catalog.executable(name, self.settings),
+            pinned_version=catalog.pinned_versions().get(name),
             health=await self.health(name, fresh=fresh),
         )
 
@@ -165,7 +151,7 @@ class ProviderRegistry:
                 version=None,
                 checked_at=now,
             )
-        executable = self.settings.provider_executable(name)
+        executable = catalog.executable(name, self.settings)
         if shutil.which(executable) is None:
             return Health(
                 available=False,

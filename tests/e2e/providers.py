@@ -86,3 +86,4 @@ def opencode(stub: StubLLM, home: Path) -> dict[str, Any]:
 
 
 CONFIGS = {"claude_code": claude_code, "codex": codex, "opencode": opencode}
+"""The stub wiring of every provider of the catalog (``test_every_provider_has_its_wiring``)."""

@@ -15,14 +15,23 @@ from typing import Any
 import httpx
 import pytest
 
+from app.providers.catalog import CATALOG
 from tests.e2e.conftest import GatewayFactory
+from tests.e2e.providers import CONFIGS
 from tests.gateway import SseReader, is_turn_end
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-PROVIDERS = ["claude_code", "codex", "opencode"]
+PROVIDERS = list(CATALOG)
+"""Every provider of the catalog: each must pass (and have its stub wiring in providers.py)."""
 SSE = {"Accept": "text/event-stream"}
+
+
+def test_every_provider_has_its_wiring() -> None:
+    """A provider added to the catalog is not contract-tested until the tests can point it at
+    the stub model (tests/e2e/providers.py)."""
+    assert set(CONFIGS) == set(CATALOG)
 
 
 def create_session(client: httpx.Client, workspace: Path, **body: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.providers.catalog import CATALOG
 from app.providers.claude.provider import FIXED_ENV as CLAUDE_FIXED_ENV
 from app.providers.codex.argv import build_argv as codex_argv
 from app.providers.opencode.config import SERVER_USERNAME, server_env
@@ -39,7 +40,8 @@ from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-PROVIDERS = ["claude_code", "codex", "opencode"]
+PROVIDERS = list(CATALOG)
+"""Every provider of the catalog: each must pass (and have its stub wiring in providers.py)."""
 CLI_NAMES = {"claude_code": "claude", "codex": "codex", "opencode": "opencode"}
 SSE = {"Accept": "text/event-stream"}
 INJECTION = "--dangerously-skip-permissions ; rm -rf ~"

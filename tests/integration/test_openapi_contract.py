@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from app.providers.base import Capabilities, Capability
-from app.settings import KNOWN_PROVIDERS, NAME_PATTERN
+from app.providers.catalog import CATALOG
+from app.settings import NAME_PATTERN
 from tests.gateway import ROOT
 from tests.integration.conftest import FakeGateway
 
@@ -462,7 +463,7 @@ def test_the_document_states_the_names_the_server_accepts() -> None:
     for name in ("SessionCreate", "RunCreate"):
         properties = schemas[name]["properties"]
         [provider] = [s for s in properties["provider"]["anyOf"] if s.get("type") == "string"]
-        assert provider["enum"] == list(KNOWN_PROVIDERS)
+        assert provider["enum"] == list(CATALOG)
         assert set(properties["requires"]["items"]["enum"]) == capability_fields
         assert properties["workspace"]["pattern"].startswith("^(/+")
     [strategy] = [

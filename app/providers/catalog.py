@@ -1,0 +1,94 @@
+"""The providers this gateway can drive, in one map, and what follows from it.
+
+``CATALOG`` holds one ``ProviderDescriptor`` per provider (each defined in its package's
+``descriptor.py``). Adding a provider is one package and one entry here. Settings resolution
+(which names exist, their defaults), the factory, the health registry, ``doctor``,
+``/v1/providers``, the API contract and the provider contract tests read this map.
+
+Settings stay below the providers (``app.settings`` knows no provider by name): ``resolve``
+turns the settings as read into the settings the gateway runs with, every catalogued provider
+present, and refuses names the catalog does not know.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from app.providers.claude.descriptor import DESCRIPTOR as CLAUDE_CODE
+from app.providers.codex.descriptor import DESCRIPTOR as CODEX
+from app.providers.descriptor import ProviderDescriptor
+from app.providers.opencode.descriptor import DESCRIPTOR as OPENCODE
+from app.redaction import SECRET_NAME
+from app.settings import PINNED_CLI_BIN, PROJECT_ROOT, ConfigError, ProviderSettings, Settings
+
+CATALOG: Mapping[str, ProviderDescriptor] = {d.name: d for d in (CLAUDE_CODE, CODEX, OPENCODE)}
+"""Every provider by name, in the order the gateway lists them."""
+
+PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
+
+
+def resolve(settings: Settings) -> Settings:
+    """The settings the gateway runs with: every catalogued provider present (its configured
+    section, else the defaults), each provider and selection name one the catalog knows.
+
+    Raises ``ConfigError`` naming what is unknown and what is known. Idempotent.
+    """
+    known = ", ".join(CATALOG)
+    for name in settings.providers:
+        if name not in CATALOG:
+            raise ConfigError(
+                f"invalid configuration: unknown provider {name!r} in providers; "
+                f"this gateway knows: {known}"
+            )
+    providers = {name: ProviderSettings() for name in CATALOG} | settings.providers
+    selection = settings.selection
+    named = [selection.default, *selection.fallback_chain]
+    for chain in selection.scenarios.values():
+        named.extend(chain)
+    for name in named:
+        if name not in providers:
+            raise ConfigError(
+                f"invalid configuration: selection names provider {name!r}, which this gateway "
+                f"does not know; known providers: {known}"
+            )
+    return settings.model_copy(update={"providers": providers})
+
+
+def executable(name: str, settings: Settings) -> str:
+    """The CLI of provider ``name``: the configured one, else the pinned one from agents/,
+    else its command name (found on ``PATH``)."""
+    configured = settings.providers[name].executable if name in settings.providers else None
+    if configured:
+        return configured
+    command = CATALOG[name].command
+    pinned = PINNED_CLI_BIN / command
+    return str(pinned) if pinned.exists() else command
+
+
+@cache
+def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
+    """The CLI versions pinned in agents/package.json, by provider name."""
+    try:
+        dependencies = json.loads(package_json.read_text())["dependencies"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {
+        name: dependencies[d.npm_package]
+        for name, d in CATALOG.items()
+        if d.npm_package in dependencies
+    }
+
+
+def cli_secrets(settings: Settings, parent_env: Mapping[str, str]) -> list[str]:
+    """The secret values the enabled CLIs get from the gateway's own environment (their
+    credential variables), to be kept out of events and logs like the configured ones."""
+    return [
+        parent_env[variable]
+        for name, provider in settings.providers.items()
+        if provider.enabled and name in CATALOG
+        for variable in CATALOG[name].passthrough(provider)
+        if SECRET_NAME.search(variable) and parent_env.get(variable)
+    ]

@@ -1,0 +1,41 @@
+"""Claude Code as the catalog knows it: ``claude`` in stream-json mode, one process a session."""
+
+from __future__ import annotations
+
+from app.providers.base import Provider
+from app.providers.claude.provider import NAME, PASSTHROUGH_ENV, ClaudeCodeProvider
+from app.providers.descriptor import BuildContext, Credentials, ProviderDescriptor
+
+
+def _build(context: BuildContext) -> Provider:
+    return ClaudeCodeProvider(
+        settings=context.settings,
+        executable=context.executable,
+        runner=context.runner,
+        parent_env=context.parent_env,
+        retry=context.retry,
+        limits=context.limits,
+        workspace_roots=context.workspace_roots,
+    )
+
+
+DESCRIPTOR = ProviderDescriptor(
+    name=NAME,
+    command="claude",
+    npm_package="@anthropic-ai/claude-code",
+    capabilities=ClaudeCodeProvider.capabilities,
+    credentials=Credentials(
+        variables=(
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+        ),
+        login_files=(".claude/.credentials.json",),
+        endpoint_variables=("ANTHROPIC_BASE_URL",),
+        hint="run `claude login` as the gateway's user, or set "
+        "providers.claude_code.env.ANTHROPIC_API_KEY",
+    ),
+    passthrough=lambda _settings: PASSTHROUGH_ENV,
+    build=_build,
+)

@@ -1,0 +1,62 @@
+"""What a provider is, as the rest of the gateway needs to know it: one ``ProviderDescriptor``.
+
+Each provider package defines its descriptor next to its provider class; ``app.providers.catalog``
+registers them in one map, which settings resolution, the factory, the health registry,
+``doctor``, ``/v1/providers``, the API contract and the provider contract tests read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.process.runner import ProcessRunner
+from app.providers.base import Capabilities, Provider
+from app.settings import LimitsSettings, ProviderSettings, RetrySettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildContext:
+    """Everything a provider may be built from; each takes what it uses."""
+
+    name: str
+    settings: ProviderSettings
+    executable: str
+    """The CLI, resolved on ``PATH`` when it can be (else as configured)."""
+    runner: ProcessRunner
+    parent_env: Mapping[str, str] | None
+    retry: RetrySettings
+    limits: LimitsSettings
+    workspace_roots: tuple[Path, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Credentials:
+    """How ``doctor`` tells whether the CLI can reach a model, and what to say when not."""
+
+    variables: tuple[str, ...]
+    """Any of these set (in the gateway's environment or ``providers.<name>.env``) counts."""
+    login_files: tuple[str, ...] = ()
+    """A login the CLI keeps, relative to ``HOME``."""
+    endpoint_variables: tuple[str, ...] = ()
+    """Variables that point the CLI at a model endpoint (checked for a TCP connection)."""
+    hint: str
+    """What to do when none is found."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderDescriptor:
+    """One provider: its name, its CLI, what it can do and how to build it."""
+
+    name: str
+    command: str
+    """The CLI's command name: ``agents/node_modules/.bin/<command>``, else on ``PATH``."""
+    npm_package: str | None
+    """The package pinned in ``agents/package.json`` (its version is the provider's pin)."""
+    capabilities: Capabilities
+    credentials: Credentials
+    passthrough: Callable[[ProviderSettings], tuple[str, ...]]
+    """The variables of the gateway's own environment the CLI may get (credentials,
+    endpoints) under these settings; everything else is withheld."""
+    build: Callable[[BuildContext], Provider]
