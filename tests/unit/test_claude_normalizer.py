@@ -132,7 +132,7 @@ def completed_turn(session_id: str) -> list[ClaudeItem]:
             outcome=TurnOutcome(
                 status="completed", final_text=FINAL_TEXT, usage=TURN_USAGE, stop_reason="end_turn"
             ),
-            session_id=session_id,
+            thread_id=session_id,
         ),
     ]
 
@@ -222,7 +222,7 @@ def test_interrupted_session_ends_as_interrupted() -> None:
     end = items[-1]
     assert items[-2] == UsageReported(usage=usage)
     assert isinstance(end, TurnEnded)
-    assert end.session_id == "7be4aee7-c64e-4ad6-a442-0ff8501ba062"
+    assert end.thread_id == "7be4aee7-c64e-4ad6-a442-0ff8501ba062"
     assert end.outcome.status == "interrupted"
     assert end.outcome.usage == usage
     assert end.outcome.error is not None

@@ -22,8 +22,9 @@ from app.events import (
     UsageReported,
     Warning,
 )
-from app.providers.codex.normalizer import CodexItem, RequestResolved, TurnEnded, TurnNormalizer
+from app.providers.codex.normalizer import CodexItem, TurnNormalizer
 from app.providers.codex.protocol import Notification, Response, ServerRequest, parse_line
+from app.providers.items import ApprovalWithdrawn, TurnEnded
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES
 
 REFERENCE = Path(__file__).parent.parent / "fixtures" / "codex" / "reference"
@@ -112,7 +113,7 @@ def test_accepted_command_streams_the_tool_then_the_answer() -> None:
     assert items == [
         Warning(message=MODEL_WARNING, code="codex_warning"),
         ToolStarted(tool_id="call_mock_1", name="command", kind="command", input=tool_input),
-        RequestResolved(request_id="0"),
+        ApprovalWithdrawn(request_id="0"),
         ToolCompleted(tool_id="call_mock_1", status="completed", exit_code=0),
         MessageDelta(message_id="msg_2", text="Hello"),
         MessageDelta(message_id="msg_2", text=" from"),
@@ -363,7 +364,7 @@ def test_warnings_requests_resolved_and_unknown_notices() -> None:
         note("some/new/notification"),
     ) == [
         Warning(message="model unknown", code="codex_warning"),
-        RequestResolved(request_id="7"),
+        ApprovalWithdrawn(request_id="7"),
     ]
 
 

@@ -20,13 +20,8 @@ from app.events import (
     UsageReported,
 )
 from app.providers.base import ApprovalRequest, TurnOutcome
-from app.providers.opencode.items import (
-    ApprovalAsked,
-    ApprovalWithdrawn,
-    OpenCodeItem,
-    TurnEnded,
-)
-from app.providers.opencode.normalizer import TurnNormalizer
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
+from app.providers.opencode.normalizer import OpenCodeItem, TurnNormalizer
 from app.providers.opencode.sse import ServerEvent, parse_event
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES
 

@@ -13,7 +13,7 @@ from typing import TypeAlias
 from pydantic import JsonValue
 
 from app.events import EventData
-from app.providers.base import ApprovalRequest, TurnOutcome
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
 
 __all__ = [
     "ApprovalAsked",
@@ -24,6 +24,7 @@ __all__ = [
     "TurnEnded",
     "UnsupportedControlRequest",
 ]
+# ApprovalAsked, ApprovalWithdrawn and TurnEnded are every provider's (app/providers/items.py).
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,22 +32,6 @@ class ThreadSeen:
     """The CLI revealed its session id (the gateway's thread id)."""
 
     thread_id: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ApprovalAsked:
-    """The CLI asks whether a tool may run; answer with ``protocol.permission_response``."""
-
-    request: ApprovalRequest
-    suggestions: list[JsonValue] = field(default_factory=list)
-    """The CLI's ``permission_suggestions``, for an "allow for session" answer."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ApprovalWithdrawn:
-    """The CLI cancelled its pending request ``request_id``; it must not be answered."""
-
-    request_id: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,14 +50,6 @@ class UnsupportedControlRequest:
 
     request_id: str
     subtype: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TurnEnded:
-    """The turn's ``result`` arrived; the process stays up for the next turn."""
-
-    outcome: TurnOutcome
-    session_id: str | None
 
 
 ClaudeItem: TypeAlias = (

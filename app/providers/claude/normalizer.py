@@ -415,7 +415,7 @@ class ClaudeNormalizer:
             )
         self._interrupt_seen = False
         self._auto_denied.clear()
-        items.append(TurnEnded(outcome=outcome, session_id=as_str(raw.get("session_id"))))
+        items.append(TurnEnded(outcome=outcome, thread_id=as_str(raw.get("session_id"))))
         return items
 
     def _usage(self, raw: dict[str, Any]) -> Usage | None:

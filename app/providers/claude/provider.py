@@ -15,8 +15,7 @@ import dataclasses
 import itertools
 import logging
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,9 @@ from pydantic import JsonValue
 from app.events import FailureKind, TurnError
 from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import LineTooLong, ManagedProcess, ProcessError, SpawnError
-from app.process.queues import next_item
 from app.process.runner import ProcessRunner
 from app.providers.base import (
+    ApprovalAnswer,
     ApprovalRequest,
     Capabilities,
     ProcessInfo,
@@ -52,6 +51,7 @@ from app.providers.claude.normalizer import (
     UnsupportedControlRequest,
 )
 from app.providers.exits import limit_error, spawn_error
+from app.providers.turnloop import TurnLoop, failure, turn_error
 from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)
@@ -176,8 +176,7 @@ class ClaudeSession(ProviderSession):
         self._spawns = 0
         self._request_ids = itertools.count(1)
         self._replies: dict[str, asyncio.Future[ControlReply]] = {}
-        self._interrupt_at: float | None = None
-        self._turn_active = False
+        self._loop: TurnLoop[ClaudeItem | _Exited] | None = None
         self._closed = False
 
     @property
@@ -313,106 +312,77 @@ class ClaudeSession(ProviderSession):
     # --- turns ----------------------------------------------------------------------------
 
     async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
-        self._turn_active = True
+        self._loop = TurnLoop(
+            provider=NAME, cli="Claude Code", settings=self._provider.settings, hooks=hooks
+        )
         try:
-            return await self._run_turn(prompt, hooks)
+            return await self._run_turn(prompt, self._loop)
         finally:
-            self._turn_active = False
-            self._interrupt_at = None
+            self._loop = None
 
-    async def _run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+    async def _run_turn(self, prompt: str, loop: TurnLoop[ClaudeItem | _Exited]) -> TurnOutcome:
         if self._closed:
             return _failed("invalid_request", "the session is closed")
         live = await self._ensure_process()
         if isinstance(live, TurnOutcome):
             return live
-        if self._interrupt_at is not None:
+        if loop.interrupted:
             # Asked while the process was starting: the prompt is never sent.
-            return TurnOutcome(
-                status="interrupted",
-                error=_error("interrupted", "interrupted by the client before the prompt was sent"),
-            )
-        approvals: dict[str, asyncio.Task[None]] = {}
+            return loop.interrupted_outcome("interrupted by the client before the prompt was sent")
         live.process.limit_output(self._provider.limits.max_turn_output_bytes)
         try:
             await live.process.write_line(protocol.user_message(prompt))
         except ProcessError as exc:
             await self._release(live)
             return _failed("cli_crashed", f"could not send the prompt: {exc}")
+
+        async def handle(item: ClaudeItem | _Exited) -> TurnOutcome | None:
+            return await self._handle(live, loop, item)
+
+        async def release() -> None:
+            await self._release(live)
+
         try:
-            return await self._follow(live, hooks, approvals)
+            return await loop.run(
+                live.items,
+                handle,
+                on_idle=release,
+                on_interrupt_expired=release,
+                activity=lambda: live.process.last_output_at,
+            )
         finally:
             live.process.limit_output(None)
-            for task in approvals.values():
-                task.cancel()
-            await asyncio.gather(*approvals.values(), return_exceptions=True)
 
-    async def _follow(
-        self, live: _Live, hooks: TurnHooks, approvals: dict[str, asyncio.Task[None]]
-    ) -> TurnOutcome:
-        while True:
-            try:
-                item = await next_item(live.items, wait_s=1.0)
-            except TimeoutError:
-                outcome = self._watchdog(
-                    live, pending=any(not t.done() for t in approvals.values())
-                )
-                if outcome is not None:
-                    await self._release(live)
-                    return outcome
-                continue
-            match item:
-                case _Exited(error=error):
-                    await self._release(live)
-                    if self._interrupt_at is not None:
-                        return TurnOutcome(
-                            status="interrupted",
-                            error=_error("interrupted", "interrupted by the client"),
+    async def _handle(
+        self, live: _Live, loop: TurnLoop[ClaudeItem | _Exited], item: ClaudeItem | _Exited
+    ) -> TurnOutcome | None:
+        match item:
+            case _Exited(error=error):
+                await self._release(live)
+                if loop.interrupted:
+                    return loop.interrupted_outcome()
+                return TurnOutcome(status="failed", error=error)
+            case TurnEnded(outcome=outcome, thread_id=thread):
+                if thread:
+                    await self._bind(thread, loop.hooks)
+                return outcome
+            case ThreadSeen(thread_id=thread):
+                await self._bind(thread, loop.hooks)
+            case ApprovalAsked(request=request, suggestions=suggestions):
+                loop.ask(request, self._answerer(live, request, suggestions))
+            case ApprovalWithdrawn(request_id=request_id):
+                loop.withdraw(request_id)
+            case UnsupportedControlRequest(request_id=request_id, subtype=subtype):
+                with contextlib.suppress(ProcessError):
+                    await live.process.write_line(
+                        protocol.error_response(
+                            request_id, f"{subtype} is not supported by Agent Gateway"
                         )
-                    return TurnOutcome(status="failed", error=error)
-                case TurnEnded(outcome=outcome, session_id=thread):
-                    if thread:
-                        await self._bind(thread, hooks)
-                    return outcome
-                case ThreadSeen(thread_id=thread):
-                    await self._bind(thread, hooks)
-                case ApprovalAsked(request=request, suggestions=suggestions):
-                    approvals[request.request_id] = asyncio.create_task(
-                        self._answer(live, hooks, request, suggestions)
                     )
-                case ApprovalWithdrawn(request_id=request_id):
-                    task = approvals.pop(request_id, None)
-                    if task is not None:
-                        task.cancel()
-                case UnsupportedControlRequest(request_id=request_id, subtype=subtype):
-                    with contextlib.suppress(ProcessError):
-                        await live.process.write_line(
-                            protocol.error_response(
-                                request_id, f"{subtype} is not supported by Agent Gateway"
-                            )
-                        )
-                case ControlReply():
-                    pass  # routed to its waiter by the reader; never queued
-                case _:
-                    await hooks.emit(item)
-
-    def _watchdog(self, live: _Live, *, pending: bool) -> TurnOutcome | None:
-        settings = self._provider.settings
-        now = time.monotonic()
-        if self._interrupt_at is not None and now - self._interrupt_at > settings.interrupt_grace_s:
-            return TurnOutcome(
-                status="interrupted",
-                error=_error("interrupted", "interrupted by the client (the CLI was stopped)"),
-            )
-        if pending:
-            return None  # waiting on a human is not idleness
-        idle = now - live.process.last_output_at
-        if idle > settings.turn_idle_timeout_s:
-            return _failed(
-                "idle_timeout",
-                f"Claude Code printed nothing for {idle:.0f} s (turn_idle_timeout_s)",
-                retryable=True,
-            )
+            case ControlReply():
+                pass  # routed to its waiter by the reader; never queued
+            case _:
+                await loop.hooks.emit(item)
         return None
 
     async def _bind(self, thread_id: str, hooks: TurnHooks) -> None:
@@ -420,23 +390,21 @@ class ClaudeSession(ProviderSession):
             self._thread_id = thread_id
         await hooks.bind_thread(thread_id)
 
-    async def _answer(
-        self,
-        live: _Live,
-        hooks: TurnHooks,
-        request: ApprovalRequest,
-        suggestions: list[JsonValue],
-    ) -> None:
-        answer = await hooks.request_approval(request)
-        line = protocol.permission_response(
-            request.request_id, answer, request.input, suggestions=suggestions
-        )
-        with contextlib.suppress(ProcessError):
-            await live.process.write_line(line)
+    def _answerer(
+        self, live: _Live, request: ApprovalRequest, suggestions: list[JsonValue]
+    ) -> Callable[[ApprovalAnswer], Awaitable[None]]:
+        async def send(answer: ApprovalAnswer) -> None:
+            line = protocol.permission_response(
+                request.request_id, answer, request.input, suggestions=suggestions
+            )
+            with contextlib.suppress(ProcessError):
+                await live.process.write_line(line)
+
+        return send
 
     async def interrupt(self) -> None:
-        if self._turn_active:  # also seen by a turn whose process is still starting
-            self._interrupt_at = time.monotonic()
+        if self._loop is not None:  # also seen by a turn whose process is still starting
+            self._loop.interrupt()
         live = self._live
         if live is None:
             return
@@ -456,8 +424,8 @@ class ClaudeSession(ProviderSession):
 
 
 def _error(kind: FailureKind, message: str, *, retryable: bool = False) -> TurnError:
-    return TurnError(kind=kind, message=message, retryable=retryable, provider=NAME)
+    return turn_error(NAME, kind, message, retryable=retryable)
 
 
 def _failed(kind: FailureKind, message: str, *, retryable: bool = False) -> TurnOutcome:
-    return TurnOutcome(status="failed", error=_error(kind, message, retryable=retryable))
+    return failure(NAME, kind, message, retryable=retryable)

@@ -12,7 +12,7 @@ name another turn (a turn abandoned after an interrupt, the usage Codex replays 
   ``ToolStarted`` (once per item id: Codex repeats ``item/started`` after a stream retry);
   ``item/commandExecution/outputDelta`` → ``ToolOutput``; ``item/completed`` → ``ToolCompleted``
 - ``error`` with ``willRetry`` → ``RetryScheduled(source="cli")``; ``warning`` → ``Warning``
-- ``serverRequest/resolved`` → ``RequestResolved``
+- ``serverRequest/resolved`` → ``ApprovalWithdrawn`` (withdrawn unless already answered)
 - ``turn/completed`` → ``UsageReported`` (when any) then ``TurnEnded``
 
 Everything else is dropped: known progress notices silently, unknown ones with a debug log.
@@ -21,7 +21,6 @@ Everything else is dropped: known progress notices silently, unknown ones with a
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from app.events import (
@@ -40,27 +39,14 @@ from app.providers.base import TurnOutcome
 from app.providers.codex.classifier import error_for_turn, interrupted_error, retry_notice
 from app.providers.codex.protocol import Notification
 from app.providers.codex.tools import TOOL_KINDS, tool_completed, tool_started
+from app.providers.items import ApprovalWithdrawn, TurnEnded
 
-__all__ = ["CodexItem", "RequestResolved", "TurnEnded", "TurnNormalizer"]
+__all__ = ["CodexItem", "TurnNormalizer"]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RequestResolved:
-    """Codex no longer waits for the answer to its request ``request_id``."""
-
-    request_id: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TurnEnded:
-    """``turn/completed`` for this turn arrived; the thread stays loaded for the next one."""
-
-    outcome: TurnOutcome
-
-
-CodexItem: TypeAlias = EventData | RequestResolved | TurnEnded
+CodexItem: TypeAlias = EventData | ApprovalWithdrawn | TurnEnded
 
 _REASONING_DELTAS = frozenset({"item/reasoning/summaryTextDelta", "item/reasoning/textDelta"})
 _IGNORED = frozenset(
@@ -141,7 +127,7 @@ class TurnNormalizer:
             message = params.get("message")
             return [Warning(message=message, code="codex_warning")] if message else []
         if method == "serverRequest/resolved":
-            return [RequestResolved(request_id=str(params["requestId"]))]
+            return [ApprovalWithdrawn(request_id=str(params["requestId"]))]
         if method == "turn/completed":
             return self._turn_completed(_dict(params.get("turn")))
         if method not in _IGNORED:

@@ -86,9 +86,10 @@ class CodexSession(ProviderSession):
             client=client,
             inbox=self._inbox,
             thread_id=self._thread_id,
+            hooks=hooks,
         )
         try:
-            return await turn.run(prompt, hooks)
+            return await turn.run(prompt)
         finally:
             self._turn = None
 

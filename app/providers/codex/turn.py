@@ -3,8 +3,9 @@
 The inbox is fed by the JSON-RPC reader (notifications, server requests, ``Disconnected``)
 and by the turn itself (an approval answered, an interrupt asked for). Events go to the
 hooks, approvals become tasks waiting on the client, ``turn/completed`` ends the turn.
-Deadlines, not polling, end a turn that goes quiet (``turn_idle_timeout_s``, paused while an
-approval waits) and an interrupt Codex never confirms (``interrupt_grace_s``).
+The shared ``TurnLoop`` (app/providers/turnloop.py) owns the deadlines: a turn that goes quiet
+(``turn_idle_timeout_s``, paused while an approval waits) and an interrupt Codex never
+confirms (``interrupt_grace_s``).
 """
 
 from __future__ import annotations
@@ -12,15 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from pydantic import JsonValue
 
 from app.events import FailureKind, TurnError
-from app.process.queues import next_item
-from app.providers.base import SessionSpec, TurnHooks, TurnOutcome
+from app.providers.base import ApprovalAnswer, SessionSpec, TurnHooks, TurnOutcome
 from app.providers.codex.approvals import (
     APPROVAL_METHODS,
     approval_request,
@@ -42,8 +40,11 @@ from app.providers.codex.jsonrpc import (
     RpcFailure,
     RpcTimeout,
 )
-from app.providers.codex.normalizer import RequestResolved, TurnEnded, TurnNormalizer
+from app.providers.codex.normalizer import TurnNormalizer
 from app.providers.codex.protocol import Notification, ServerRequest
+from app.providers.items import ApprovalWithdrawn, TurnEnded
+from app.providers.turnloop import TurnLoop
+from app.providers.turnloop import turn_error as shared_turn_error
 
 if TYPE_CHECKING:
     from app.providers.codex.provider import CodexProvider
@@ -53,17 +54,7 @@ __all__ = ["CodexTurn", "Inbox", "failed", "server_failure", "turn_error"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class _ApprovalDone:
-    request_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Wake:
-    """Something outside the inbox changed (an interrupt): recompute the deadlines."""
-
-
-Inbox: TypeAlias = "asyncio.Queue[InboxItem | _ApprovalDone | _Wake]"
+Inbox: TypeAlias = "asyncio.Queue[InboxItem]"
 
 
 class CodexTurn:
@@ -77,33 +68,30 @@ class CodexTurn:
         client: JsonRpcClient,
         inbox: Inbox,
         thread_id: str,
+        hooks: TurnHooks,
     ) -> None:
         self._provider = provider
-        self._settings = provider.settings
         self._spec = spec
         self._client = client
         self._inbox = inbox
         self._thread_id = thread_id
         self.turn_id: str | None = None
-        self._interrupt_at: float | None = None
-        self._approvals: dict[str, asyncio.Task[None]] = {}
-        self._answered: set[str] = set()
+        self._loop: TurnLoop[InboxItem] = TurnLoop(
+            provider=PROVIDER, cli="Codex", settings=provider.settings, hooks=hooks
+        )
+        self._normalizer: TurnNormalizer | None = None
 
-    async def run(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+    async def run(self, prompt: str) -> TurnOutcome:
         """Start the turn and follow it; pending approvals are cancelled when it ends."""
         try:
-            return await self._run(prompt, hooks)
+            return await self._run(prompt)
         except asyncio.CancelledError:
             # The session is going away mid-turn: stop Codex working on the thread.
             if self.turn_id is not None:
                 self._provider.in_background(self.send_interrupt(), name="codex-interrupt")
             raise
-        finally:
-            for task in self._approvals.values():
-                task.cancel()
-            await asyncio.gather(*self._approvals.values(), return_exceptions=True)
 
-    async def _run(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+    async def _run(self, prompt: str) -> TurnOutcome:
         params: dict[str, JsonValue] = {
             "threadId": self._thread_id,
             "input": [{"type": "text", "text": prompt}],
@@ -119,71 +107,47 @@ class CodexTurn:
         except (KeyError, TypeError) as exc:
             return failed(turn_error("unknown", f"unexpected turn/start answer: {exc}"))
         self.turn_id = str(turn_id)
-        if self._interrupt_at is not None:  # asked for while turn/start was in flight
+        if self._loop.interrupted:  # asked for while turn/start was in flight
             await self.send_interrupt()
-        return await self._follow(hooks, TurnNormalizer(self.turn_id))
+        self._normalizer = TurnNormalizer(self.turn_id)
 
-    async def _follow(self, hooks: TurnHooks, normalizer: TurnNormalizer) -> TurnOutcome:
-        last_activity = time.monotonic()
-        while True:
-            deadlines = []
-            if not self._approvals:  # waiting on a human is not idleness
-                deadlines.append(last_activity + self._settings.turn_idle_timeout_s)
-            if self._interrupt_at is not None:
-                deadlines.append(self._interrupt_at + self._settings.interrupt_grace_s)
-            timeout = max(min(deadlines) - time.monotonic(), 0) if deadlines else None
-            try:
-                item = await next_item(self._inbox, timeout)
-            except TimeoutError:
-                return self._deadline_passed(last_activity)
-            last_activity = time.monotonic()
-            match item:
-                case Disconnected(reason=reason):
-                    return await self._server_lost(reason)
-                case ServerRequest():
-                    await self._server_request(hooks, normalizer, item)
-                case Notification():
-                    for produced in normalizer.feed(item):
-                        match produced:
-                            case TurnEnded(outcome=outcome):
-                                return outcome
-                            case RequestResolved(request_id=request_id):
-                                self._withdraw(request_id)
-                            case _:
-                                await hooks.emit(produced)
-                case _ApprovalDone(request_id=request_id):
-                    self._approvals.pop(request_id, None)
-                case _Wake():
-                    pass
+        async def on_idle() -> None:
+            self._provider.in_background(self.send_interrupt(), name="codex-interrupt:idle")
 
-    def _deadline_passed(self, last_activity: float) -> TurnOutcome:
-        if self._interrupt_at is not None:
-            # Codex accepted turn/interrupt but never ended the turn. The shared server keeps
-            # serving everyone else; only this turn is given up.
-            return TurnOutcome(
-                status="interrupted",
-                error=interrupted_error("interrupted by the client (Codex did not confirm)"),
-            )
-        idle = time.monotonic() - last_activity
-        self._provider.in_background(self.send_interrupt(), name="codex-interrupt:idle")
-        message = f"Codex sent nothing for {idle:.0f} s (turn_idle_timeout_s)"
-        return failed(turn_error("idle_timeout", message, retryable=True))
+        return await self._loop.run(self._inbox, self._handle, on_idle=on_idle)
+
+    async def _handle(self, item: InboxItem) -> TurnOutcome | None:
+        assert self._normalizer is not None
+        match item:
+            case Disconnected(reason=reason):
+                return await self._server_lost(reason)
+            case ServerRequest():
+                await self._server_request(self._normalizer, item)
+            case Notification():
+                for produced in self._normalizer.feed(item):
+                    match produced:
+                        case TurnEnded(outcome=outcome):
+                            return outcome
+                        case ApprovalWithdrawn(request_id=request_id):
+                            # Codex also reports requests it got our answer to.
+                            self._loop.withdraw(request_id)
+                        case _:
+                            await self._loop.hooks.emit(produced)
+        return None
 
     async def _server_lost(self, reason: str) -> TurnOutcome:
-        if self._interrupt_at is not None:
+        if self._loop.interrupted:
             return TurnOutcome(status="interrupted", error=interrupted_error())
         process = self._client.process
         with contextlib.suppress(TimeoutError):  # let it be reaped, for its exit status
-            async with asyncio.timeout(2 * self._settings.stop_grace_s + 1):
+            async with asyncio.timeout(2 * self._provider.settings.stop_grace_s + 1):
                 await process.wait()
         error = server_lost_error(reason, process.returncode, process.stderr_tail)
         return TurnOutcome(status="failed", error=error)
 
     # --- approvals and other server requests ----------------------------------------------
 
-    async def _server_request(
-        self, hooks: TurnHooks, normalizer: TurnNormalizer, request: ServerRequest
-    ) -> None:
+    async def _server_request(self, normalizer: TurnNormalizer, request: ServerRequest) -> None:
         approval = None
         if request.method in APPROVAL_METHODS and request.params.get("turnId") == self.turn_id:
             approval = approval_request(request, normalizer.file_changes)
@@ -194,41 +158,27 @@ class CodexTurn:
             await self._client.respond(request.id, {"decision": "accept"})
             return
 
-        async def ask() -> None:
-            try:
-                answer = await hooks.request_approval(approval)
-                self._answered.add(approval.request_id)
-                available = request.params.get("availableDecisions")
-                result = decision_result(answer, approval, available)
-                await self._client.respond(request.id, result)
-            finally:
-                self._inbox.put_nowait(_ApprovalDone(approval.request_id))
+        async def send(answer: ApprovalAnswer) -> None:
+            available = request.params.get("availableDecisions")
+            await self._client.respond(request.id, decision_result(answer, approval, available))
 
-        self._approvals[approval.request_id] = asyncio.create_task(
-            ask(), name=f"codex-approval:{approval.request_id}"
-        )
-
-    def _withdraw(self, request_id: str) -> None:
-        # Codex also reports requests it got our answer to; only unanswered ones are withdrawn.
-        task = self._approvals.get(request_id)
-        if task is not None and request_id not in self._answered:
-            task.cancel()
+        self._loop.ask(approval, send)
 
     # --- interrupt ------------------------------------------------------------------------
 
     async def interrupt(self) -> None:
         """Ask Codex to stop the turn; it then ends as interrupted, confirmed or not."""
-        if self._interrupt_at is not None:
+        if self._loop.interrupted:
             return
-        self._interrupt_at = time.monotonic()
-        self._inbox.put_nowait(_Wake())
+        self._loop.interrupt()
         if self.turn_id is not None:  # else _run sends it once turn/start has answered
             await self.send_interrupt()
 
     async def send_interrupt(self) -> None:
         """Send ``turn/interrupt``; a server that does not answer it is stopped."""
         params: dict[str, JsonValue] = {"threadId": self._thread_id, "turnId": self.turn_id}
-        timeout_s = min(self._provider.server.request_timeout_s, self._settings.interrupt_grace_s)
+        grace_s = self._provider.settings.interrupt_grace_s
+        timeout_s = min(self._provider.server.request_timeout_s, grace_s)
         try:
             await self._client.request("turn/interrupt", params, timeout_s=timeout_s)
         except RpcTimeout as exc:
@@ -251,9 +201,7 @@ async def server_failure(
 def turn_error(
     kind: FailureKind, message: str, *, retryable: bool = False, stderr_tail: str | None = None
 ) -> TurnError:
-    return TurnError(
-        kind=kind, message=message, retryable=retryable, provider=PROVIDER, stderr_tail=stderr_tail
-    )
+    return shared_turn_error(PROVIDER, kind, message, retryable=retryable, stderr_tail=stderr_tail)
 
 
 def failed(error: TurnError) -> TurnOutcome:

@@ -26,11 +26,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import JsonValue
 
 from app.events import (
+    EventData,
     MessageCompleted,
     MessageDelta,
     ReasoningCompleted,
@@ -43,8 +44,8 @@ from app.events import (
     UsageReported,
 )
 from app.providers.base import TurnOutcome
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
 from app.providers.opencode.classifier import error_for_session_error, kind_for_retry
-from app.providers.opencode.items import ApprovalAsked, ApprovalWithdrawn, OpenCodeItem, TurnEnded
 from app.providers.opencode.permissions import approval_request
 from app.providers.opencode.sse import ServerEvent
 from app.providers.opencode.tools import is_denial, tool_kind
@@ -60,6 +61,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+OpenCodeItem: TypeAlias = EventData | ApprovalAsked | ApprovalWithdrawn | TurnEnded
+"""What the normalizer hands the turn: event payloads and the items it acts on."""
 
 _PartKind = Literal["text", "reasoning"]
 

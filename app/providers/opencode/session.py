@@ -29,9 +29,10 @@ from app.providers.exits import workspace_error
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER
 from app.providers.opencode.config import model_ref
-from app.providers.opencode.follow import TurnFollower, failed_outcome
+from app.providers.opencode.follow import TurnFollower
 from app.providers.opencode.permissions import permission_ruleset
 from app.providers.opencode.server import Delivery, ServerUnavailable
+from app.providers.turnloop import TurnLoop, failure
 
 if TYPE_CHECKING:
     from app.providers.opencode.provider import OpenCodeProvider
@@ -60,7 +61,6 @@ class _Turn:
         self.thread_id = thread_id
         self.prompted = False
         self.ended = False
-        self.follower: TurnFollower | None = None
 
 
 class OpenCodeSession(ProviderSession):
@@ -69,7 +69,7 @@ class OpenCodeSession(ProviderSession):
         self._spec = spec
         self._thread_id = spec.thread_id
         self._turn: _Turn | None = None
-        self._interrupt_at: float | None = None
+        self._loop: TurnLoop[Delivery] | None = None
         self._attached = False
         self._closed = False
         self._model_warned = False
@@ -86,8 +86,10 @@ class OpenCodeSession(ProviderSession):
 
     async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
         if self._closed:
-            return failed_outcome("invalid_request", "the session is closed")
-        self._interrupt_at = None
+            return failure(PROVIDER, "invalid_request", "the session is closed")
+        self._loop = TurnLoop(
+            provider=PROVIDER, cli="OpenCode", settings=self._provider.settings, hooks=hooks
+        )
         model = self._spec.model or self._provider.settings.model
         if model and model_ref(model) is None and not self._model_warned:
             self._model_warned = True
@@ -98,15 +100,18 @@ class OpenCodeSession(ProviderSession):
                     "so the server's default model is used.",
                 )
             )
-        outcome = await self._attempt(prompt, hooks, model_ref(model))
-        if isinstance(outcome, _Unreachable) and await self._provider.server.unreachable(
-            outcome.api
-        ):
-            # The server died since the last turn (a dead server ran nothing): the next
-            # attempt starts a new one and continues the thread there.
+        try:
             outcome = await self._attempt(prompt, hooks, model_ref(model))
+            if isinstance(outcome, _Unreachable) and await self._provider.server.unreachable(
+                outcome.api
+            ):
+                # The server died since the last turn (a dead server ran nothing): the next
+                # attempt starts a new one and continues the thread there.
+                outcome = await self._attempt(prompt, hooks, model_ref(model))
+        finally:
+            self._loop = None
         if isinstance(outcome, _Unreachable):
-            return failed_outcome("cli_crashed", outcome.message, retryable=True)
+            return failure(PROVIDER, "cli_crashed", outcome.message, retryable=True)
         return outcome
 
     async def _attempt(
@@ -117,7 +122,7 @@ class OpenCodeSession(ProviderSession):
             api = await server.ensure()
         except ServerUnavailable as exc:
             kind: FailureKind = "cli_missing" if exc.missing else "cli_crashed"
-            return failed_outcome(kind, str(exc), retryable=not exc.missing)
+            return failure(PROVIDER, kind, str(exc), retryable=not exc.missing)
         self._attached = True
         spec = self._spec
         if self._provider.workspace_roots is not None:
@@ -139,7 +144,7 @@ class OpenCodeSession(ProviderSession):
                 message = f"could not create a thread: {exc}"
                 if exc.status is None:
                     return _Unreachable(api, message)
-                return failed_outcome("cli_crashed", message, retryable=True)
+                return failure(PROVIDER, "cli_crashed", message, retryable=True)
             self._thread_id = thread_id
             await hooks.bind_thread(thread_id)
         turn = self._turn = _Turn(api, thread_id)
@@ -169,7 +174,8 @@ class OpenCodeSession(ProviderSession):
             if exc.status == 404:
                 # The thread is gone from OpenCode's data directory: the next turn starts anew.
                 self._thread_id = None
-                return failed_outcome(
+                return failure(
+                    PROVIDER,
                     "context_lost",
                     f"OpenCode no longer knows thread {turn.thread_id}; the next turn starts "
                     f"a new conversation. {exc}",
@@ -178,22 +184,20 @@ class OpenCodeSession(ProviderSession):
             if exc.status is None:
                 return _Unreachable(turn.api, message)
             if exc.status in (400, 422):  # the body was refused: sending it again cannot help
-                return failed_outcome("invalid_request", message)
-            return failed_outcome("cli_crashed", message, retryable=True)
+                return failure(PROVIDER, "invalid_request", message)
+            return failure(PROVIDER, "cli_crashed", message, retryable=True)
         turn.prompted = True
-        if self._interrupt_at is not None:  # interrupted while the prompt was on its way
+        assert self._loop is not None
+        if self._loop.interrupted:  # interrupted while the prompt was on its way
             await self.abort(turn)
         follower = TurnFollower(
             api=turn.api,
             thread_id=turn.thread_id,
             directory=self._spec.workspace,
-            hooks=hooks,
-            settings=self._provider.settings,
+            loop=self._loop,
             sent_at_ms=sent_at_ms,
             abort=lambda: self.abort(turn),
-            interrupted_at=lambda: self._interrupt_at,
         )
-        turn.follower = follower
         outcome = await follower.run(inbox)
         turn.ended = True
         return outcome
@@ -205,11 +209,10 @@ class OpenCodeSession(ProviderSession):
                 await turn.api.abort(turn.thread_id, directory=self._spec.workspace)
 
     async def interrupt(self) -> None:
-        self._interrupt_at = time.monotonic()
+        if self._loop is not None:
+            self._loop.interrupt()  # its interrupt_grace_s deadline starts now
         turn = self._turn
         if turn is not None and turn.prompted and not turn.ended:
-            if turn.follower is not None:
-                turn.follower.poke()  # its interrupt_grace_s deadline starts now
             await self.abort(turn)
 
     async def suspend(self) -> None:

@@ -1,0 +1,42 @@
+"""What a provider's normalizer hands its turn besides event payloads, for every provider.
+
+Event payloads (``EventData``) go to the session's log as they are; these are for the turn to
+act on: ask the client about a tool call, stop asking, end the turn. A provider adds its own
+where its CLI has more to say (Claude Code's control requests and replies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from app.providers.base import ApprovalRequest, TurnOutcome
+
+__all__ = ["ApprovalAsked", "ApprovalWithdrawn", "TurnEnded"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalAsked:
+    """The CLI waits for an answer to ``request`` (``TurnLoop.ask``)."""
+
+    request: ApprovalRequest
+    suggestions: list[JsonValue] = field(default_factory=list)
+    """Claude Code's ``permission_suggestions``, for an "allow for session" answer."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalWithdrawn:
+    """The CLI no longer waits for an answer to ``request_id`` (it cancelled the request, or
+    someone else answered it): stop asking (``TurnLoop.withdraw``)."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnEnded:
+    """The CLI ended the turn; the session goes on for the next one."""
+
+    outcome: TurnOutcome
+    thread_id: str | None = None
+    """The thread the CLI reported with its end, when it does (Claude Code's ``session_id``)."""
