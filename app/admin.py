@@ -20,10 +20,11 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from app.api.security import read_token_file, token_path, write_token_file
+from app.records import SessionStatus
 from app.settings import Settings
 from app.store.db import create_engine, session_factory
 from app.store.schema import check_schema
-from app.store.tables import SessionRow, SessionStatus
+from app.store.tables import SessionRow
 
 SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)
 PROBE_TIMEOUT_S = 5.0

@@ -23,7 +23,7 @@ from app.process.childspec import child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
 from app.providers import catalog
-from app.providers.catalog import CATALOG
+from app.providers.catalog import described
 from app.providers.registry import cli_version
 from app.settings import ProviderSettings, Settings
 
@@ -42,7 +42,7 @@ class Check:
 def endpoints(name: str, settings: ProviderSettings, environ: Mapping[str, str]) -> list[str]:
     """Model endpoint URLs the provider's settings point the CLI at."""
     env = {**environ, **settings.env}
-    variables = CATALOG[name].credentials.endpoint_variables
+    variables = described(name).credentials.endpoint_variables
     found = [env[variable] for variable in variables if env.get(variable)]
     found.extend(_urls(settings.config))
     return found
@@ -153,7 +153,7 @@ async def check_provider(
 
 
 def _credentials(name: str, provider: ProviderSettings, environ: Mapping[str, str]) -> Check:
-    credentials = CATALOG[name].credentials
+    credentials = described(name).credentials
     env = {**environ, **provider.env}
     present = [v for v in credentials.variables if env.get(v)]
     if present:

@@ -29,8 +29,8 @@ from app.runtime.eventlog import EventLog
 from app.runtime.sessions import SessionManager
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
+from app.store.interface import Storage
 from app.store.repository import Store
-from app.store.retention import cleanup
 from app.store.schema import check_schema
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,6 @@ def create_app(
                 clock=clock,
             )
             await manager.recover()
-            app.state.store = store
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
@@ -180,7 +179,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
 
 def _event_log(
     settings: Settings,
-    store: Store,
+    store: Storage,
     clock: Callable[[], datetime],
     metrics: GatewayMetrics,
     token: str,
@@ -244,12 +243,11 @@ async def _maintain(manager: SessionManager, period_s: float) -> None:
             log.exception("idle-process maintenance failed")
 
 
-async def _retention(settings: Settings, store: Store, clock: Callable[[], datetime]) -> None:
+async def _retention(settings: Settings, store: Storage, clock: Callable[[], datetime]) -> None:
     """Delete bindings unused for ``retention_days`` (and their ended sessions' events)."""
     while True:
         try:
-            report = await cleanup(
-                store.engine,
+            report = await store.retain(
                 retention_days=settings.storage.retention_days,
                 now=clock(),
                 max_events_per_session=settings.storage.max_events_per_session,

@@ -43,7 +43,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
 """Where ``make setup`` installs the pinned agent CLIs (agents/package.json)."""
 
-PROVIDER_KEY = re.compile(r"[a-z][a-z0-9_]*(:[a-z0-9][a-z0-9._-]*)?")
+MEMBER_PATTERN = r"[a-z0-9][a-z0-9._-]*"
+"""A family member's part of a provider name (``gemini`` in ``acp:gemini``)."""
+PROVIDER_KEY = re.compile(rf"[a-z][a-z0-9_]*(:{MEMBER_PATTERN})?")
 """How a provider is named in ``providers`` and ``selection``: ``claude_code``, or a family
 member such as ``acp:gemini``. Which names exist is the provider catalog's
 (``app.providers.catalog.resolve``), not the settings'."""

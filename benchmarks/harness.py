@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
+from tests.fakes.gateway import FakeGateway, fake_gateway_at
 from tests.gateway import TOKEN
-from tests.integration.conftest import FakeGateway, fake_gateway_at
 
 AGENT_SOURCE = Path(__file__).resolve().parent / "fake_agent.py"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from app.events import MessageDelta
+from app.records import SessionRecord, StoredEvent
 from app.runtime.eventlog import EventLog
 from app.store.db import create_engine
-from app.store.repository import Store, StoredEvent
+from app.store.repository import Store
 from app.store.schema import upgrade_async
-from app.store.tables import SessionRow
 from benchmarks.harness import (
     Section,
     Table,
@@ -58,20 +58,17 @@ async def real_store(directory: Path) -> Store:
     await upgrade_async(url)
     store = Store(create_engine(url))
     now = datetime.now(UTC)
-    await store.add(
-        SessionRow(
+    await store.create_session(
+        SessionRecord(
             id="ses_bench",
+            owner=None,
             provider="claude_code",
             workspace=str(directory),
             model=None,
             approval_mode="ask",
             status="running",
-            retry=None,
-            metadata_=None,
-            selection=None,
             created_at=now,
             updated_at=now,
-            closed_at=None,
         )
     )
     return store

@@ -1,4 +1,5 @@
-"""Event loops for async tests: asyncio's own, and uvloop too where a test asks for it.
+"""Event loops for async tests (asyncio's own, and uvloop too where a test asks for it), and the
+fake-CLI gateway fixtures every test package uses.
 
 The gateway runs under uvicorn, which picks uvloop when it is installed, and code at the loop
 boundary (subprocess transports, pipes) must work on both. A test, class or module marked
@@ -9,10 +10,14 @@ boundary (subprocess transports, pipes) must work on both. A test, class or modu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 import uvloop
+
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
@@ -31,3 +36,24 @@ def pytest_asyncio_loop_factories(
     # The pytest-asyncio >= 1.4 hook; overriding the ``event_loop_policy`` fixture is
     # deprecated there. Once implemented it must answer for every async test.
     return BOTH_LOOPS if item.get_closest_marker("uvloop") else ASYNCIO_ONLY
+
+
+@pytest.fixture
+def make_fake_gateway(tmp_path: Path) -> Iterator[FakeGatewayFactory]:
+    started: list[FakeGateway] = []
+
+    def make(**overrides: Any) -> FakeGateway:
+        gateway = fake_gateway_at(tmp_path, **overrides)
+        started.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in started:
+        gateway.stop()
+
+
+@pytest.fixture
+def fake_gateway(make_fake_gateway: FakeGatewayFactory) -> FakeGateway:
+    gateway = make_fake_gateway()
+    gateway.start()
+    return gateway

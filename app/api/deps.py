@@ -1,4 +1,4 @@
-"""Route dependencies and the row → public-schema conversions the routes share."""
+"""Route dependencies and the record → public-schema conversions the routes share."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from app.api.schemas import (
 )
 from app.api.security import Principal, access_of
 from app.events import TurnError, Usage
+from app.records import ApprovalRecord, SessionRecord, TurnRecord
+from app.runtime import reads
 from app.runtime.coordinator import RetryPolicy
 from app.runtime.sessions import SessionManager
-from app.store.tables import ApprovalRow, SessionRow, TurnRow
 
 
 def get_manager(request: Request) -> SessionManager:
@@ -40,13 +41,13 @@ async def admit_session(
     quota = access_of(request).sessions
 
     async def count_open() -> int:
-        return await manager.store.count_open_sessions(principal.name)
+        return await reads.count_open_sessions(manager, principal.name)
 
     async with quota.admit(principal.name, count_open):
         yield
 
 
-async def session_public(manager: SessionManager, row: SessionRow) -> SessionPublic:
+async def session_public(manager: SessionManager, row: SessionRecord) -> SessionPublic:
     process = manager.process_info(row.id)
     return SessionPublic(
         id=row.id,
@@ -61,18 +62,18 @@ async def session_public(manager: SessionManager, row: SessionRow) -> SessionPub
         updated_at=row.updated_at,
         closed_at=row.closed_at,
         last_seq=row.last_seq,
-        metadata=row.metadata_,
+        metadata=row.metadata,
         process=ProcessPublic(pid=process.pid, started_at=process.started_at, spawns=process.spawns)
         if process
         else None,
     )
 
 
-def turn_public(row: TurnRow) -> TurnPublic:
+def turn_public(row: TurnRecord) -> TurnPublic:
     return TurnPublic(
         id=row.id,
         session_id=row.session_id,
-        number=row.seq_no,
+        number=row.number,
         status=row.status,
         attempts=row.attempts,
         provider=row.provider,
@@ -99,7 +100,7 @@ def _retry_public(snapshot: dict[str, JsonValue] | None) -> RetryPolicyPublic | 
     )
 
 
-def approval_public(row: ApprovalRow) -> ApprovalPublic:
+def approval_public(row: ApprovalRecord) -> ApprovalPublic:
     return ApprovalPublic(
         id=row.id,
         session_id=row.session_id,

@@ -45,6 +45,7 @@ from app.api.schemas import (
 )
 from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
+from app.records import ENDED_SESSION_STATUSES
 from app.runtime.sessions import SessionManager
 from app.runtime.subscription import (
     Evicted,
@@ -54,7 +55,6 @@ from app.runtime.subscription import (
     StreamItem,
     Subscription,
 )
-from app.store.tables import ENDED_SESSION_STATUSES
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.security import Authenticated
 from app.providers.registry import Health, ProviderRegistry
+from app.runtime import reads
+from app.runtime.sessions import SessionManager
 from app.settings import SelectionSettings
 
 router = APIRouter(tags=["health"])
@@ -64,7 +64,7 @@ async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     cached health probe (``selection.probe_ttl_s``)."""
     registry: ProviderRegistry = request.app.state.registry
     selection: SelectionSettings = request.app.state.settings.selection
-    database = await _database_check(request.app.state.store.engine)
+    database = await _database_check(request.app.state.manager)
     names = registry.names
     healths = dict(
         zip(names, await asyncio.gather(*(registry.health(n) for n in names)), strict=True)
@@ -94,10 +94,10 @@ def readiness(database: str, healths: Mapping[str, Health], *, serving: Sequence
     return Readiness(status="not_ready" if reasons else "ready", checks=checks, reasons=reasons)
 
 
-async def _database_check(engine: AsyncEngine) -> str:
+async def _database_check(manager: SessionManager) -> str:
     try:
-        async with asyncio.timeout(DATABASE_CHECK_TIMEOUT_S), engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        async with asyncio.timeout(DATABASE_CHECK_TIMEOUT_S):
+            await reads.storage_answers(manager)
     except TimeoutError:
         return f"error: no answer within {DATABASE_CHECK_TIMEOUT_S:g} s"
     except Exception as exc:  # any database failure means not ready

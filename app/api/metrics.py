@@ -12,6 +12,7 @@ from app.api.contract import problems
 from app.api.security import Authenticated
 from app.errors import Forbidden
 from app.observability.metrics import CONTENT_TYPE, GatewayMetrics
+from app.runtime import reads
 
 RESPONSES: dict[int | str, dict[str, object]] = {
     200: {"description": "Prometheus text exposition format"},
@@ -28,7 +29,7 @@ async def _render(request: Request) -> Response:
     state = request.app.state
     metrics: GatewayMetrics = state.metrics
     metrics.set_states(
-        sessions=await state.store.session_status_counts(),
+        sessions=await reads.session_status_counts(state.manager),
         processes=[child.label for child in state.runner.live if child.returncode is None],
         subscribers=state.manager.events.subscribers_by_transport(),
     )

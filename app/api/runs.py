@@ -17,16 +17,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, StringConstraints
 
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session
 from app.api.events import SubscriptionResponse, sse_message
-from app.api.schemas import ModelName, ProviderName, RetryPolicyIn, TurnStatus, Workspace
+from app.api.schemas import SessionOptions, TurnStatus
 from app.api.security import Authenticated
 from app.errors import GatewayError
-from app.events import ApprovalMode, TurnError, Usage
-from app.providers.base import Capability
+from app.events import TurnError, Usage
 from app.runtime.runs import Run, start_run
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
 
@@ -35,16 +34,8 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 
-class RunCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunCreate(SessionOptions):
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
-    workspace: Workspace
-    provider: ProviderName | None = None
-    scenario: Annotated[str, StringConstraints(max_length=64)] | None = None
-    model: ModelName | None = None
-    approval_mode: ApprovalMode | None = None
-    retry: RetryPolicyIn | None = None
-    requires: list[Capability] = Field(default=[], max_length=16)
 
 
 class ProviderSwitch(BaseModel):
@@ -117,18 +108,7 @@ async def create_run(
     if streaming:  # refused before any session is created or CLI started
         manager.events.check_capacity()
     async with admit_session(request, manager, principal):
-        run = await start_run(
-            manager,
-            workspace=body.workspace,
-            prompt=body.prompt,
-            provider=body.provider,
-            scenario=body.scenario,
-            model=body.model,
-            approval_mode=body.approval_mode,
-            retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
-            requires=body.requires,
-            owner=principal.name,
-        )
+        run = await start_run(manager, body.session_request(owner=principal.name), body.prompt)
     if not streaming:
         await run.finish()
         return Response(_result(run).model_dump_json(), media_type="application/json")

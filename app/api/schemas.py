@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,8 +21,10 @@ from pydantic import (
 
 from app.events import ApprovalDecision, ApprovalMode, Event, SelectionReason, TurnError, Usage
 from app.providers.base import Capability
-from app.providers.catalog import CATALOG
-from app.settings import NAME_PATTERN
+from app.providers.catalog import CATALOG, descriptor, known_names
+from app.providers.descriptor import ProviderDescriptor
+from app.runtime.requests import SessionRequest
+from app.settings import MEMBER_PATTERN, NAME_PATTERN
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
@@ -41,15 +44,25 @@ Workspace = Annotated[
 
 
 def _catalogued(name: str) -> str:
-    if name not in CATALOG:
-        raise ValueError(f"unknown provider; this gateway knows {', '.join(CATALOG)}")
+    if descriptor(name) is None:
+        raise ValueError(f"unknown provider; this gateway knows {known_names()}")
     return name
+
+
+def provider_name_schema(catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> dict[str, Any]:
+    """The JSON schema of a provider name: the catalog's names, and its families' members."""
+    names = [name for name, d in catalog.items() if not d.family]
+    families = [name for name, d in catalog.items() if d.family]
+    if not families:
+        return {"type": "string", "enum": names}
+    member = f"^({'|'.join(families)}):{MEMBER_PATTERN}$"
+    return {"type": "string", "anyOf": [{"enum": names}, {"pattern": member}]}
 
 
 ProviderName = Annotated[
     str,
     AfterValidator(_catalogued),
-    WithJsonSchema({"type": "string", "enum": list(CATALOG)}),
+    WithJsonSchema(provider_name_schema()),
 ]
 """A provider of the catalog (``app.providers.catalog``): the names the document lists."""
 
@@ -95,7 +108,9 @@ class RetryPolicyIn(_In):
     strategy: StrategyName | None = None
 
 
-class SessionCreate(_In):
+class SessionOptions(_In):
+    """What creating a session and starting a run ask alike."""
+
     provider: ProviderName | None = None
     scenario: Annotated[str, StringConstraints(max_length=64)] | None = None
     workspace: Workspace
@@ -103,6 +118,24 @@ class SessionCreate(_In):
     approval_mode: ApprovalMode | None = None
     retry: RetryPolicyIn | None = None
     requires: list[Capability] = Field(default=[], max_length=16)
+
+    def session_request(
+        self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
+    ) -> SessionRequest:
+        return SessionRequest(
+            workspace=self.workspace,
+            provider=self.provider,
+            scenario=self.scenario,
+            model=self.model,
+            approval_mode=self.approval_mode,
+            retry=self.retry.model_dump(exclude_none=True) if self.retry else None,
+            requires=self.requires,
+            metadata=metadata,
+            owner=owner,
+        )
+
+
+class SessionCreate(SessionOptions):
     metadata: dict[Annotated[str, StringConstraints(max_length=128)], JsonValue] | None = Field(
         default=None, max_length=64
     )

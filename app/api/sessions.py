@@ -24,7 +24,7 @@ from app.api.schemas import (
     TurnPublic,
 )
 from app.api.security import Authenticated
-from app.errors import NotFound
+from app.runtime import reads
 
 NO_SESSION = "No such session (or not yours)"
 STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
@@ -66,15 +66,7 @@ async def create_session(
     """Create a session on a provider, in a workspace inside a configured root."""
     async with admit_session(request, manager, principal):
         row = await manager.create(
-            workspace=body.workspace,
-            provider=body.provider,
-            scenario=body.scenario,
-            model=body.model,
-            approval_mode=body.approval_mode,
-            retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
-            requires=body.requires,
-            metadata=body.metadata,
-            owner=principal.name,
+            body.session_request(owner=principal.name, metadata=body.metadata)
         )
     return await session_public(manager, row)
 
@@ -91,8 +83,8 @@ async def list_sessions(
 ) -> SessionList:
     """Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
     last ``created_at`` you got."""
-    rows = await manager.store.list_sessions(
-        owner=principal.owner_filter, status=status_, limit=limit, before=before
+    rows = await reads.list_sessions(
+        manager, owner=principal.owner_filter, status=status_, limit=limit, before=before
     )
     return SessionList(sessions=[await session_public(manager, row) for row in rows])
 
@@ -148,8 +140,7 @@ async def list_turns(
     principal: Authenticated,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TurnList:
-    await manager.get(session_id, owner=principal.owner_filter)
-    rows = await manager.store.list_turns(session_id, limit=limit)
+    rows = await reads.list_turns(manager, session_id, owner=principal.owner_filter, limit=limit)
     return TurnList(turns=[turn_public(row) for row in rows])
 
 
@@ -161,11 +152,8 @@ async def list_turns(
 async def get_turn(
     session_id: str, turn_id: str, manager: Manager, principal: Authenticated
 ) -> TurnPublic:
-    await manager.get(session_id, owner=principal.owner_filter)
-    row = await manager.store.get_turn(session_id, turn_id)
-    if row is None:
-        raise NotFound(f"turn {turn_id} does not exist in session {session_id}")
-    return turn_public(row)
+    turn = await reads.get_turn(manager, session_id, turn_id, owner=principal.owner_filter)
+    return turn_public(turn)
 
 
 @router.get("/{session_id}/approvals", operation_id="listApprovals", responses=READ)
@@ -176,8 +164,9 @@ async def list_approvals(
     status_: Annotated[ApprovalStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ApprovalList:
-    await manager.get(session_id, owner=principal.owner_filter)
-    rows = await manager.store.list_approvals(session_id, status=status_, limit=limit)
+    rows = await reads.list_approvals(
+        manager, session_id, owner=principal.owner_filter, status=status_, limit=limit
+    )
     return ApprovalList(approvals=[approval_public(row) for row in rows])
 
 

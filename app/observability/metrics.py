@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from app.store.tables import SessionStatus
+from app.records import SessionStatus
 
 __all__ = ["CONTENT_TYPE", "GatewayMetrics"]
 

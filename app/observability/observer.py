@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from app.observability.metrics import GatewayMetrics
-from app.store.repository import EventRecord
+from app.records import EventRecord
 
 log = logging.getLogger("app.events")
 

@@ -25,25 +25,54 @@ from app.redaction import SECRET_NAME
 from app.settings import PINNED_CLI_BIN, PROJECT_ROOT, ConfigError, ProviderSettings, Settings
 
 CATALOG: Mapping[str, ProviderDescriptor] = {d.name: d for d in (CLAUDE_CODE, CODEX, OPENCODE)}
-"""Every provider by name, in the order the gateway lists them."""
+"""Every provider (or family of providers) by name, in the order the gateway lists them."""
+
+
+def descriptor(
+    name: str, catalog: Mapping[str, ProviderDescriptor] = CATALOG
+) -> ProviderDescriptor | None:
+    """What drives provider ``name``: its own descriptor, or its family's for a member
+    (``acp:gemini``); None for a name the catalog does not know."""
+    own = catalog.get(name)
+    if own is not None:
+        return None if own.family else own
+    family, colon, member = name.partition(":")
+    found = catalog.get(family) if colon and member else None
+    return found if found is not None and found.family else None
+
+
+def described(name: str) -> ProviderDescriptor:
+    """The descriptor of a provider the settings were resolved with (``resolve``)."""
+    found = descriptor(name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
+def known_names(catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> str:
+    """The names a configuration may use, for messages: ``claude_code, …, acp:<name>``."""
+    return ", ".join(f"{n}:<name>" if d.family else n for n, d in catalog.items())
+
 
 PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
 
 
-def resolve(settings: Settings) -> Settings:
+def resolve(settings: Settings, catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> Settings:
     """The settings the gateway runs with: every catalogued provider present (its configured
-    section, else the defaults), each provider and selection name one the catalog knows.
+    section, else the defaults; a family's members only as configured), each provider and
+    selection name one the catalog knows.
 
     Raises ``ConfigError`` naming what is unknown and what is known. Idempotent.
     """
-    known = ", ".join(CATALOG)
+    known = known_names(catalog)
     for name in settings.providers:
-        if name not in CATALOG:
+        if descriptor(name, catalog) is None:
             raise ConfigError(
                 f"invalid configuration: unknown provider {name!r} in providers; "
                 f"this gateway knows: {known}"
             )
-    providers = {name: ProviderSettings() for name in CATALOG} | settings.providers
+    defaults = {name: ProviderSettings() for name, d in catalog.items() if not d.family}
+    providers = defaults | settings.providers
     selection = settings.selection
     named = [selection.default, *selection.fallback_chain]
     for chain in selection.scenarios.values():
@@ -63,7 +92,7 @@ def executable(name: str, settings: Settings) -> str:
     configured = settings.providers[name].executable if name in settings.providers else None
     if configured:
         return configured
-    command = CATALOG[name].command
+    command = described(name).command
     pinned = PINNED_CLI_BIN / command
     return str(pinned) if pinned.exists() else command
 
@@ -88,7 +117,7 @@ def cli_secrets(settings: Settings, parent_env: Mapping[str, str]) -> list[str]:
     return [
         parent_env[variable]
         for name, provider in settings.providers.items()
-        if provider.enabled and name in CATALOG
-        for variable in CATALOG[name].passthrough(provider)
+        if provider.enabled and descriptor(name) is not None
+        for variable in described(name).passthrough(provider)
         if SECRET_NAME.search(variable) and parent_env.get(variable)
     ]

@@ -50,6 +50,9 @@ class ProviderDescriptor:
     """One provider: its name, its CLI, what it can do and how to build it."""
 
     name: str
+    family: bool = False
+    """``name`` names a family of providers driven alike (``acp``): each member is
+    ``<name>:<member>`` (``acp:gemini``), present only when ``providers`` configures it."""
     command: str
     """The CLI's command name: ``agents/node_modules/.bin/<command>``, else on ``PATH``."""
     npm_package: str | None

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from app.process.runner import ProcessRunner
 from app.providers.base import Provider
-from app.providers.catalog import CATALOG, executable
+from app.providers.catalog import described, executable
 from app.providers.descriptor import BuildContext
 from app.settings import Settings
 
@@ -27,7 +27,7 @@ def build_providers(
         if not provider_settings.enabled:
             continue
         command = executable(name, settings)
-        providers[name] = CATALOG[name].build(
+        providers[name] = described(name).build(
             BuildContext(
                 name=name,
                 settings=provider_settings,

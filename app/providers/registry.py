@@ -135,7 +135,7 @@ class ProviderRegistry:
         return ProviderInfo(
             name=name,
             enabled=self.settings.providers[name].enabled,
-            capabilities=catalog.CATALOG[name].capabilities,
+            capabilities=catalog.described(name).capabilities,
             executable=catalog.executable(name, self.settings),
             pinned_version=catalog.pinned_versions().get(name),
             health=await self.health(name, fresh=fresh),

@@ -20,9 +20,9 @@ from typing import Literal
 from app.errors import ApprovalNotPending, InvalidRequest, NotFound
 from app.events import ApprovalOption, ApprovalRequested, ApprovalResolved, EventData
 from app.providers.base import ApprovalAnswer, ApprovalRequest
+from app.records import ApprovalRecord
 from app.redaction import SecretMask
-from app.store.repository import Store
-from app.store.tables import ApprovalRow
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class ApprovalBroker:
         self,
         *,
         session_id: str,
-        store: Store,
+        store: Storage,
         timeout_s: float,
         clock: Callable[[], datetime],
         on_change: Callable[[int], Awaitable[None]],
@@ -68,8 +68,8 @@ class ApprovalBroker:
         approval_id = "apr_" + secrets.token_hex(12)
         now = self._clock()
         expires_at = now + timedelta(seconds=self._timeout_s)
-        await self._store.add(
-            ApprovalRow(
+        await self._store.create_approval(
+            ApprovalRecord(
                 id=approval_id,
                 session_id=self._session_id,
                 turn_id=turn_id,
@@ -127,7 +127,7 @@ class ApprovalBroker:
         *,
         by: str,
         edit_refusal: str | None = None,
-    ) -> ApprovalRow:
+    ) -> ApprovalRecord:
         """Apply a client's decision to a pending approval.
 
         An allow whose ``updated_input`` differs from what the agent asked is an edit: it is

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
+from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.subscription import (
     Evicted,
@@ -27,7 +28,7 @@ from app.runtime.subscription import (
     Subscriber,
     Subscription,
 )
-from app.store.repository import EventRecord, Store
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class EventLog:
 
     def __init__(
         self,
-        store: Store,
+        store: Storage,
         *,
         queue_size: int = 1000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),

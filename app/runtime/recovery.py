@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.events import ApprovalResolved, TurnError, TurnFailed
+from app.records import json_dict
 from app.runtime.eventlog import EventLog
-from app.store.repository import Store, json_dict
+from app.store.interface import Storage
 
 
-async def recover(store: Store, events: EventLog, *, now: datetime) -> None:
+async def recover(store: Storage, events: EventLog, *, now: datetime) -> None:
     for approval in await store.pending_approvals():
         await store.update_approval(
             approval.id, status="expired", decision="deny", decided_by="gateway", decided_at=now

@@ -10,15 +10,15 @@ provider: only same-thread retries apply. An explicit provider never falls back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import JsonValue
 
-from app.events import ApprovalMode, FailureKind
+from app.events import FailureKind
+from app.records import SessionRecord, TurnRecord
+from app.runtime.requests import SessionRequest
 from app.runtime.selector import candidates
 from app.runtime.sessions import SessionManager
-from app.store.tables import SessionRow, TurnRow
 
 NO_FALLBACK: frozenset[FailureKind] = frozenset(
     {"invalid_request", "interrupted", "context_lost", "agent_error"}
@@ -33,14 +33,14 @@ class Run:
     """A one-shot request: its session, the providers left to fall back to, what happened."""
 
     manager: SessionManager
-    session: SessionRow
+    session: SessionRecord
     prompt: str
     retry: dict[str, JsonValue] | None
     remaining: list[str]
     switches: list[dict[str, str]] = field(default_factory=list)
-    turn: TurnRow | None = None
+    turn: TurnRecord | None = None
 
-    async def finish(self) -> TurnRow:
+    async def finish(self) -> TurnRecord:
         """Run the turn, falling back along the chain while that is allowed; the last turn."""
         manager = self.manager
         while True:
@@ -68,7 +68,7 @@ class Run:
         error = (self.turn.error if self.turn else None) or {}
         return error.get("reason") == "gateway_shutdown"
 
-    async def _had_output(self, turn: TurnRow) -> bool:
+    async def _had_output(self, turn: TurnRecord) -> bool:
         events = await self.manager.events.page(self.session.id, after=0, limit=100_000)
         return any(e.turn_id == turn.id and e.type in OUTPUT_TYPES for e in events)
 
@@ -81,40 +81,19 @@ class Run:
         return None
 
 
-async def start_run(
-    manager: SessionManager,
-    *,
-    workspace: str,
-    prompt: str,
-    provider: str | None = None,
-    scenario: str | None = None,
-    model: str | None = None,
-    approval_mode: ApprovalMode | None = None,
-    retry: dict[str, JsonValue] | None = None,
-    requires: Sequence[str] = (),
-    owner: str | None = None,
-) -> Run:
-    """Create the run's session (owned by ``owner``) on the selected provider;
-    ``Run.finish`` does the rest."""
-    session = await manager.create(
-        workspace=workspace,
-        provider=provider,
-        scenario=scenario,
-        model=model,
-        approval_mode=approval_mode,
-        retry=retry,
-        requires=requires,
-        metadata={"run": True},
-        owner=owner,
-    )
+async def start_run(manager: SessionManager, request: SessionRequest, prompt: str) -> Run:
+    """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
+    session = await manager.create(replace(request, metadata={"run": True}))
     order = [
         c.provider
         for c in candidates(
-            provider=provider,
-            scenario=scenario,
+            provider=request.provider,
+            scenario=request.scenario,
             configured=list(manager.settings.providers),
             selection=manager.settings.selection,
         )
     ]
-    remaining = [] if provider is not None else order[order.index(session.provider) + 1 :]
-    return Run(manager=manager, session=session, prompt=prompt, retry=retry, remaining=remaining)
+    remaining = [] if request.provider else order[order.index(session.provider) + 1 :]
+    return Run(
+        manager=manager, session=session, prompt=prompt, retry=request.retry, remaining=remaining
+    )

@@ -31,7 +31,6 @@ from app.errors import (
 )
 from app.events import (
     ApprovalDecision,
-    ApprovalMode,
     EventData,
     ProviderSwitched,
     SessionCreated,
@@ -50,11 +49,20 @@ from app.providers.base import (
     SessionSpec,
 )
 from app.providers.registry import ProviderRegistry
+from app.records import (
+    ENDED_SESSION_STATUSES,
+    ApprovalRecord,
+    SessionRecord,
+    SessionStatus,
+    TurnRecord,
+    json_dict,
+)
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import recover
+from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
     NoProviderAvailable,
     ProviderState,
@@ -63,10 +71,9 @@ from app.runtime.selector import (
     check_requires,
     select,
 )
-from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, run_turn
+from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
 from app.settings import Settings
-from app.store.repository import Store
-from app.store.tables import ENDED_SESSION_STATUSES, ApprovalRow, SessionRow, SessionStatus, TurnRow
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +85,7 @@ class SessionManager:
         self,
         *,
         settings: Settings,
-        store: Store,
+        store: Storage,
         events: EventLog,
         providers: Mapping[str, Provider],
         registry: ProviderRegistry,
@@ -96,24 +103,21 @@ class SessionManager:
         self.clock = clock
         self._live: dict[str, LiveSession] = {}
         self._guard = asyncio.Lock()
+        self._turn_services = TurnServices(
+            events=events,
+            store=store,
+            clock=clock,
+            max_event_bytes=settings.limits.max_turn_output_bytes,
+            set_status=self.set_status,
+            turn_finished=self.turn_finished,
+            forget_provider=registry.forget,
+        )
 
     # --- sessions -------------------------------------------------------------------------
 
-    async def create(
-        self,
-        *,
-        workspace: str,
-        provider: str | None = None,
-        scenario: str | None = None,
-        model: str | None = None,
-        approval_mode: ApprovalMode | None = None,
-        retry: dict[str, JsonValue] | None = None,
-        requires: Sequence[str] = (),
-        metadata: dict[str, JsonValue] | None = None,
-        owner: str | None = None,
-    ) -> SessionRow:
+    async def create(self, request: SessionRequest) -> SessionRecord:
         """Validate everything, then store the session; nothing is spawned here."""
-        mode = approval_mode or self.settings.sessions.default_approval_mode
+        mode = request.approval_mode or self.settings.sessions.default_approval_mode
         allowed = self.settings.sessions.allowed_approval_modes
         if mode not in allowed:
             raise InvalidRequest(
@@ -122,31 +126,29 @@ class SessionManager:
                 "(operators enable more in sessions.allowed_approval_modes)",
                 allowed=list(allowed),
             )
-        if retry is not None:  # an unknown strategy is refused now, not at the first turn
-            resolve_policy(retry, None, self.settings.retry)
-        selection = await self._select(provider, scenario, requires)
+        if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
+            resolve_policy(request.retry, None, self.settings.retry)
+        selection = await self._select(request.provider, request.scenario, request.requires)
         chosen, reason = selection.provider, selection.reason
-        skipped: list[dict[str, str]] = [
-            {"provider": s.provider, "reason": s.why} for s in selection.skipped
-        ]
-        resolved = resolve_workspace(workspace, self.settings.workspaces.roots)
+        skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
+        resolved = resolve_workspace(request.workspace, self.settings.workspaces.roots)
         now = self.clock()
-        row = SessionRow(
+        row = SessionRecord(
             id="ses_" + secrets.token_hex(16),
-            owner=owner,
+            owner=request.owner,
             provider=chosen,
             workspace=str(resolved),
-            model=model or self.settings.providers[chosen].model,
+            model=request.model or self.settings.providers[chosen].model,
             approval_mode=mode,
             status="idle",
-            retry=retry,
-            metadata_=metadata,
-            selection={"reason": reason, "skipped": skipped},
+            retry=request.retry,
+            metadata=request.metadata,
+            selection={"reason": reason, "skipped": [json_dict(p) for p in skipped]},
             last_seq=0,
             created_at=now,
             updated_at=now,
         )
-        await self.store.add(row)
+        await self.store.create_session(row)
         await self.events.append(
             row.id,
             SessionCreated(
@@ -159,9 +161,7 @@ class SessionManager:
             SessionProviderSelected(
                 provider=chosen,
                 reason=reason,
-                skipped=[
-                    SkippedProvider(provider=p["provider"], reason=p["reason"]) for p in skipped
-                ],
+                skipped=skipped,
             ),
             provider=chosen,
         )
@@ -216,7 +216,7 @@ class SessionManager:
         )
         return chosen
 
-    async def get(self, session_id: str, *, owner: str | None = None) -> SessionRow:
+    async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
         row = await self.store.get_session(session_id)
         if row is None or (owner is not None and row.owner != owner):
             raise NotFound(f"session {session_id} does not exist")
@@ -226,7 +226,7 @@ class SessionManager:
         live = self._live.get(session_id)
         return live.handle.process if live else None
 
-    async def thread_id(self, row: SessionRow) -> str | None:
+    async def thread_id(self, row: SessionRecord) -> str | None:
         live = self._live.get(row.id)
         if live is not None and live.thread_id is not None:
             return live.thread_id
@@ -236,7 +236,7 @@ class SessionManager:
     async def set_status(self, live: LiveSession, status: SessionStatus) -> None:
         await self.store.update_session(live.session_id, status=status, updated_at=self.clock())
 
-    async def delete(self, session_id: str, *, owner: str | None = None) -> SessionRow:
+    async def delete(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
         """Stop the session's turn and process group, close its event stream."""
         row = await self.get(session_id, owner=owner)
         if row.status in ENDED_SESSION_STATUSES:
@@ -273,7 +273,7 @@ class SessionManager:
         *,
         retry: dict[str, JsonValue] | None = None,
         owner: str | None = None,
-    ) -> TurnRow:
+    ) -> TurnRecord:
         """Create the turn and start it in the background; 409 while another one runs."""
         async with self._guard:
             row = await self.get(session_id, owner=owner)
@@ -295,10 +295,10 @@ class SessionManager:
             )
             policy = resolve_policy(retry, row.retry, self.settings.retry)
             now = self.clock()
-            turn = TurnRow(
+            turn = TurnRecord(
                 id="trn_" + secrets.token_hex(16),
                 session_id=session_id,
-                seq_no=0,  # set by add_turn
+                number=0,  # set by add_turn
                 prompt=prompt,
                 status="queued",
                 attempts=0,
@@ -306,7 +306,7 @@ class SessionManager:
                 provider=row.provider,
                 created_at=now,
             )
-            await self.store.add_turn(turn, now=now)
+            turn = await self.store.add_turn(turn, now=now)
             live.turn_id = turn.id
             live.busy = True
             live.stop_reason = "interrupted by the client"
@@ -315,19 +315,19 @@ class SessionManager:
                 policy=policy,
                 continuation_prompt=self.settings.retry.continuation_prompt,
                 turn_timeout_s=self.settings.sessions.turn_timeout_s,
-                reporter=Recorder(manager=self, live=live, turn_id=turn.id),
+                reporter=Recorder(services=self._turn_services, live=live, turn_id=turn.id),
                 sleep=self.sleep,
                 monotonic=self.monotonic,
             )
             # The task copies this context: every line it logs names the session and turn.
             with bind_ids(session_id=session_id, turn_id=turn.id, provider=row.provider):
                 live.turn_task = asyncio.create_task(
-                    run_turn(self, live, turn, live.coordinator, clock=self.clock),
+                    run_turn(self._turn_services, live, turn, live.coordinator),
                     name=f"turn:{turn.id}",
                 )
         return turn
 
-    async def _live_session(self, row: SessionRow) -> LiveSession:
+    async def _live_session(self, row: SessionRecord) -> LiveSession:
         live = self._live.get(row.id)
         if live is not None:
             return live
@@ -372,7 +372,7 @@ class SessionManager:
         if live is not None and live.turn_task is not None:
             await asyncio.shield(live.turn_task)
 
-    async def switch_provider(self, session_id: str, to: str, *, reason: str) -> SessionRow:
+    async def switch_provider(self, session_id: str, to: str, *, reason: str) -> SessionRecord:
         """Move an idle session to another provider (a new thread there) and say so."""
         async with self._guard:
             previous = (await self.get(session_id)).provider
@@ -429,7 +429,7 @@ class SessionManager:
         updated_input: dict[str, JsonValue] | None,
         by: str,
         owner: str | None = None,
-    ) -> ApprovalRow:
+    ) -> ApprovalRecord:
         """Resolve a pending approval; ``by`` names the key that answered (recorded when it
         edited the input)."""
         row = await self.get(session_id, owner=owner)

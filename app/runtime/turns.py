@@ -13,10 +13,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from app.errors import StorageUnavailable
 from app.events import (
@@ -33,13 +32,11 @@ from app.events import (
     TurnStarted,
 )
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
+from app.records import SessionStatus, TurnRecord, json_dict
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
-from app.store.repository import json_dict
-from app.store.tables import TurnRow
-
-if TYPE_CHECKING:
-    from app.runtime.live import LiveSession
-    from app.runtime.sessions import SessionManager
+from app.runtime.eventlog import EventLog
+from app.runtime.live import LiveSession
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +81,27 @@ class EventBudget:
         return True
 
 
+@dataclass(frozen=True, kw_only=True)
+class TurnServices:
+    """What running and recording a turn uses; the session manager builds it once."""
+
+    events: EventLog
+    store: Storage
+    clock: Callable[[], datetime]
+    max_event_bytes: int
+    """``limits.max_turn_output_bytes``: the events one turn may record."""
+    set_status: Callable[[LiveSession, SessionStatus], Awaitable[None]]
+    turn_finished: Callable[[LiveSession], Awaitable[None]]
+    """The session is idle again (before the turn's terminal event is told)."""
+    forget_provider: Callable[[str], None]
+    """Drop a provider's cached health (its CLI turned out to be missing)."""
+
+
 @dataclass(eq=False)
 class Hooks:
     """``TurnHooks`` for one attempt of one turn."""
 
-    manager: SessionManager
+    services: TurnServices
     live: LiveSession
     turn_id: str
     attempt: int = 1
@@ -98,7 +111,7 @@ class Hooks:
         encoded = data.model_dump_json()  # measured here, stored as it is by the event log
         if self.budget is not None and not self.budget.charge(encoded):
             return
-        await self.manager.events.append(
+        await self.services.events.append(
             self.live.session_id,
             data,
             turn_id=self.turn_id,
@@ -109,12 +122,11 @@ class Hooks:
         )
 
     async def bind_thread(self, thread_id: str) -> None:
-        manager = self.manager
-        await manager.store.touch_binding(
+        await self.services.store.touch_binding(
             session_id=self.live.session_id,
             provider=self.live.provider,
             thread_id=thread_id,
-            now=manager.clock(),
+            now=self.services.clock(),
         )
         if thread_id != self.live.thread_id:
             self.live.thread_id = thread_id
@@ -126,20 +138,20 @@ class Hooks:
 
 @dataclass(eq=False)
 class Recorder:
-    """The coordinator's ``AttemptReporter``: the turn row, the session status, the log."""
+    """The coordinator's ``AttemptReporter``: the turn record, the session status, the log."""
 
-    manager: SessionManager
+    services: TurnServices
     live: LiveSession
     turn_id: str
     attempts: int = 0
     budget: EventBudget = field(init=False)
 
     def __post_init__(self) -> None:
-        self.budget = EventBudget(self.manager.settings.limits.max_turn_output_bytes)
+        self.budget = EventBudget(self.services.max_event_bytes)
 
     def hooks(self, attempt: int) -> Hooks:
         return Hooks(
-            manager=self.manager,
+            services=self.services,
             live=self.live,
             turn_id=self.turn_id,
             attempt=attempt,
@@ -148,32 +160,27 @@ class Recorder:
 
     async def attempt_started(self, attempt: int) -> None:
         self.attempts = attempt
-        now = self.manager.clock()
+        now = self.services.clock()
         started = {"started_at": now} if attempt == 1 else {}
-        await self.manager.store.turn_running(
+        await self.services.store.turn_running(
             self.turn_id, self.live.session_id, now=now, attempts=attempt, **started
         )
 
     async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
-        await self.manager.store.update_turn(self.turn_id, status="retrying")
-        await self.manager.set_status(self.live, "retrying")
+        await self.services.store.update_turn(self.turn_id, status="retrying")
+        await self.services.set_status(self.live, "retrying")
         await self.hooks(failed_attempt).emit(event)
 
 
 async def run_turn(
-    manager: SessionManager,
-    live: LiveSession,
-    turn: TurnRow,
-    coordinator: TurnCoordinator,
-    *,
-    clock: Callable[[], datetime],
+    services: TurnServices, live: LiveSession, turn: TurnRecord, coordinator: TurnCoordinator
 ) -> None:
     """Drive ``turn`` to its end and record the outcome; never raises except cancellation.
 
     When the store refuses a write (disk full, I/O error), the CLI is stopped at once, since
     nothing it prints could be recorded, and the turn fails once its end can be recorded.
     """
-    hooks = Hooks(manager=manager, live=live, turn_id=turn.id)
+    hooks = Hooks(services=services, live=live, turn_id=turn.id)
     try:
         # The session is marked running with the turn's insert, the turn with its first
         # attempt (Recorder.attempt_started): nothing to write before the event.
@@ -184,7 +191,7 @@ async def run_turn(
             await hooks.bind_thread(live.thread_id)
         hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
-        await _finish(manager, live, turn, hooks, _stopped(live.stop_reason), clock)
+        await _finish(services, live, turn, hooks, _stopped(live.stop_reason))
         raise
     except StorageUnavailable:
         log.error(
@@ -207,7 +214,7 @@ async def run_turn(
         outcome = TurnOutcome(status="failed", error=error)
     for attempt in itertools.count():
         try:
-            await _finish(manager, live, turn, hooks, outcome, clock)
+            await _finish(services, live, turn, hooks, outcome)
             return
         except StorageUnavailable:
             if attempt == 0:
@@ -277,18 +284,13 @@ def _stopped(reason: str) -> TurnOutcome:
 
 
 async def _finish(
-    manager: SessionManager,
-    live: LiveSession,
-    turn: TurnRow,
-    hooks: Hooks,
-    outcome: TurnOutcome,
-    clock: Callable[[], datetime],
+    services: TurnServices, live: LiveSession, turn: TurnRecord, hooks: Hooks, outcome: TurnOutcome
 ) -> None:
     if outcome.error is not None and outcome.error.kind == "cli_missing":
-        manager.registry.forget(live.provider)  # the next selection probes it again
+        services.forget_provider(live.provider)  # the next selection probes it again
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
     # What the turn row keeps is masked like its events: a CLI may quote a secret.
-    mask = manager.events.mask
+    mask = services.events.mask
     error = mask.values(json_dict(outcome.error)) if outcome.error is not None else None
     terminal: EventData
     if outcome.status == "completed":
@@ -301,19 +303,19 @@ async def _finish(
     else:
         assert outcome.error is not None
         terminal = TurnFailed(error=outcome.error)
-    await manager.store.update_turn(
+    await services.store.update_turn(
         turn.id,
         status=outcome.status,
         final_text=mask.text(outcome.final_text) if outcome.final_text else None,
         usage=usage,
         error=error,
-        finished_at=clock(),
+        finished_at=services.clock(),
     )
     # The session is idle before clients learn that the turn ended, so a client reacting to
     # the terminal event can start the next turn at once. The append's task is scheduled as
     # soon as `busy` clears, ahead of any turn a client could start, so this event is
     # numbered before the next turn's `turn.started`.
-    await manager.turn_finished(live)
+    await services.turn_finished(live)
     await hooks.emit(terminal)
     log.info(
         "turn %s of session %s %s",

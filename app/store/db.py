@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,25 +43,31 @@ _SQLITE_MIGRATION_PRAGMAS = {**SQLITE_PRAGMAS, "foreign_keys": "OFF"}
 STORAGE_RETRY_AFTER_S = 30.0
 """``Retry-After`` of a request refused because the database cannot be written."""
 
-_STORAGE_FAILURES = (
-    "database or disk is full",
-    "disk i/o error",
-    "database is locked",
-    "database table is locked",
-    "unable to open database file",
-    "attempt to write a readonly database",
+_STORAGE_FAILURES = frozenset(
+    {
+        sqlite3.SQLITE_FULL,  # database or disk is full
+        sqlite3.SQLITE_IOERR,  # disk I/O error (every extended I/O code shares it)
+        sqlite3.SQLITE_BUSY,  # locked past the busy timeout
+        sqlite3.SQLITE_LOCKED,  # a table locked by this very connection
+        sqlite3.SQLITE_CANTOPEN,  # unable to open the database file
+        sqlite3.SQLITE_READONLY,  # attempt to write a readonly database
+    }
 )
-"""SQLite's messages for a database that cannot take a write now; anything else is a bug."""
+"""SQLite's primary result codes for a database that cannot take a write now; any other
+error is a bug."""
 
 
 def storage_unavailable(exc: BaseException) -> StorageUnavailable | None:
     """``StorageUnavailable`` (503, Retry-After) when ``exc``, a SQLite error, says the
     database cannot be written now (disk full, I/O error, locked past the busy timeout);
-    None for any other error, which is a bug to be raised as it is."""
-    message = str(exc).lower()
-    if not any(failure in message for failure in _STORAGE_FAILURES):
+    None for any other error, which is a bug to be raised as it is. Classified by the
+    driver's result code (``sqlite_errorcode``), never by its message."""
+    if not isinstance(exc, sqlite3.Error):
         return None
-    log.error("storage unavailable: %s", exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int) or code & 0xFF not in _STORAGE_FAILURES:
+        return None
+    log.error("storage unavailable: %s (%s)", exc, getattr(exc, "sqlite_errorname", code))
     return StorageUnavailable(
         "the gateway cannot write its database now (disk full, I/O error or locked); "
         "nothing of this request was kept, retry later",

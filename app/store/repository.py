@@ -1,30 +1,49 @@
-"""Every query the runtime makes, behind one ``Store`` object built from an engine.
+"""The SQLite storage: every query the runtime makes, behind one ``Store`` built from an engine.
 
-Rows come back detached (``expire_on_commit=False``) and are read-only snapshots: change
-them through the ``update_*`` methods, which write and return the fresh row.
+``Store`` is the implementation of ``app.store.interface.Storage``: it takes and returns the
+plain records of ``app.records``; ORM rows stay in here (``app.store.mapping`` converts).
+Records are snapshots: change what is stored through the ``update_*`` methods, which write
+and return the fresh record.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
-import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from pydantic import JsonValue
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.events import EventType, encode_event
+from app.events import encode_event
+from app.records import (
+    ENDED_SESSION_STATUSES,
+    LIVE_TURN_STATUSES,
+    ApprovalRecord,
+    BindingRecord,
+    EventRecord,
+    SessionRecord,
+    StoredEvent,
+    TurnRecord,
+)
 from app.store.bindings import touch_binding
 from app.store.db import session_factory, sqlite_file, storage_errors
 from app.store.eventfile import EventFile
+from app.store.mapping import (
+    approval_record,
+    approval_row,
+    binding_record,
+    session_record,
+    session_row,
+    turn_record,
+    turn_row,
+)
+from app.store.retention import CleanupReport, cleanup
 from app.store.tables import (
-    ENDED_SESSION_STATUSES,
     ApprovalRow,
     BindingRow,
     EventRow,
@@ -32,44 +51,8 @@ from app.store.tables import (
     TurnRow,
 )
 
-LIVE_TURN_STATUSES = ("queued", "running", "retrying")
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-@dataclass(kw_only=True, slots=True, eq=False)
-class EventRecord:
-    """One event to store: the envelope fields and the payload as the JSON text that is
-    stored (encoded once); ``data`` decodes it, for the few readers that look inside.
-    Treated as immutable (not frozen: one is made per event, and frozen ones cost more)."""
-
-    seq: int
-    session_id: str
-    turn_id: str | None
-    attempt: int | None
-    provider: str | None
-    at: datetime
-    at_text: str
-    """``at`` as stored (``stored_time``), formatted once."""
-    type: EventType
-    data_json: str
-    _data: dict[str, Any] | None = None
-
-    @property
-    def data(self) -> dict[str, Any]:
-        if self._data is None:
-            self._data = json.loads(self.data_json)
-        return self._data
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StoredEvent:
-    """One event read back: its seq, type and turn, and its wire form (``Event``)."""
-
-    seq: int
-    type: EventType
-    turn_id: str | None
-    json: str
 
 
 async def run_to_completion(step: Coroutine[Any, Any, T]) -> T:
@@ -161,19 +144,26 @@ class Store:
     # --- sessions -------------------------------------------------------------------------
 
     @uninterrupted
-    async def add(self, *rows: SessionRow | TurnRow | ApprovalRow) -> None:
-        async with self._write() as db:
-            db.add_all(rows)
+    async def ping(self) -> None:
+        """Return once the database answers a query; raise what it raised otherwise."""
+        async with self._read() as db:
+            await db.execute(select(1))
 
     @uninterrupted
-    async def get_session(self, session_id: str) -> SessionRow | None:
+    async def create_session(self, session: SessionRecord) -> None:
+        async with self._write() as db:
+            db.add(session_row(session))
+
+    @uninterrupted
+    async def get_session(self, session_id: str) -> SessionRecord | None:
         async with self._read() as db:
-            return await db.get(SessionRow, session_id)
+            row = await db.get(SessionRow, session_id)
+        return session_record(row) if row is not None else None
 
     @uninterrupted
     async def list_sessions(
         self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
-    ) -> Sequence[SessionRow]:
+    ) -> list[SessionRecord]:
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if owner is not None:
             query = query.where(SessionRow.owner == owner)
@@ -182,7 +172,7 @@ class Store:
         if before is not None:
             query = query.where(SessionRow.created_at < before)
         async with self._read() as db:
-            return (await db.scalars(query)).all()
+            return [session_record(row) for row in await db.scalars(query)]
 
     @uninterrupted
     async def session_status_counts(self) -> dict[str, int]:
@@ -203,12 +193,12 @@ class Store:
             return int((await db.scalar(query)) or 0)
 
     @uninterrupted
-    async def update_session(self, session_id: str, **values: Any) -> SessionRow:
+    async def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         async with self._write() as db:
             await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
             row = await db.get(SessionRow, session_id, populate_existing=True)
         assert row is not None, session_id
-        return row
+        return session_record(row)
 
     # --- bindings -------------------------------------------------------------------------
 
@@ -222,28 +212,30 @@ class Store:
             )
 
     @uninterrupted
-    async def get_binding(self, session_id: str, provider: str) -> BindingRow | None:
+    async def get_binding(self, session_id: str, provider: str) -> BindingRecord | None:
         async with self._read() as db:
-            return await db.get(BindingRow, (session_id, provider))
+            row = await db.get(BindingRow, (session_id, provider))
+        return binding_record(row) if row is not None else None
 
     # --- turns ----------------------------------------------------------------------------
 
     @uninterrupted
-    async def add_turn(self, turn: TurnRow, *, now: datetime) -> None:
+    async def add_turn(self, turn: TurnRecord, *, now: datetime) -> TurnRecord:
         """Insert ``turn`` as the session's next one and mark the session ``running``, in one
-        transaction (on the path of every turn's start): ``seq_no`` is one past the session's
-        newest turn."""
+        transaction (on the path of every turn's start); the turn returned has its
+        ``number``, one past the session's newest turn."""
         async with self._write() as db:
             current = await db.scalar(
                 select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == turn.session_id)
             )
-            turn.seq_no = (current or 0) + 1
-            db.add(turn)
+            number = (current or 0) + 1
+            db.add(turn_row(turn, number=number))
             await db.execute(
                 update(SessionRow)
                 .where(SessionRow.id == turn.session_id)
                 .values(status="running", updated_at=now)
             )
+        return dataclasses.replace(turn, number=number)
 
     @uninterrupted
     async def turn_running(
@@ -262,13 +254,13 @@ class Store:
             )
 
     @uninterrupted
-    async def get_turn(self, session_id: str, turn_id: str) -> TurnRow | None:
+    async def get_turn(self, session_id: str, turn_id: str) -> TurnRecord | None:
         async with self._read() as db:
             row = await db.get(TurnRow, turn_id)
-        return row if row is not None and row.session_id == session_id else None
+        return turn_record(row) if row is not None and row.session_id == session_id else None
 
     @uninterrupted
-    async def list_turns(self, session_id: str, *, limit: int) -> Sequence[TurnRow]:
+    async def list_turns(self, session_id: str, *, limit: int) -> list[TurnRecord]:
         query = (
             select(TurnRow)
             .where(TurnRow.session_id == session_id)
@@ -276,28 +268,35 @@ class Store:
             .limit(limit)
         )
         async with self._read() as db:
-            return (await db.scalars(query)).all()
+            return [turn_record(row) for row in await db.scalars(query)]
 
     @uninterrupted
-    async def update_turn(self, turn_id: str, **values: Any) -> TurnRow:
+    async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord:
         async with self._write() as db:
             await db.execute(update(TurnRow).where(TurnRow.id == turn_id).values(values))
             row = await db.get(TurnRow, turn_id, populate_existing=True)
         assert row is not None, turn_id
-        return row
+        return turn_record(row)
 
     # --- approvals ------------------------------------------------------------------------
 
     @uninterrupted
-    async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRow | None:
+    async def create_approval(self, approval: ApprovalRecord) -> None:
+        async with self._write() as db:
+            db.add(approval_row(approval))
+
+    @uninterrupted
+    async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRecord | None:
         async with self._read() as db:
             row = await db.get(ApprovalRow, approval_id)
-        return row if row is not None and row.session_id == session_id else None
+        if row is None or row.session_id != session_id:
+            return None
+        return approval_record(row)
 
     @uninterrupted
     async def list_approvals(
         self, session_id: str, *, status: str | None, limit: int
-    ) -> Sequence[ApprovalRow]:
+    ) -> list[ApprovalRecord]:
         query = (
             select(ApprovalRow)
             .where(ApprovalRow.session_id == session_id)
@@ -307,17 +306,17 @@ class Store:
         if status is not None:
             query = query.where(ApprovalRow.status == status)
         async with self._read() as db:
-            return (await db.scalars(query)).all()
+            return [approval_record(row) for row in await db.scalars(query)]
 
     @uninterrupted
-    async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRow:
+    async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord:
         async with self._write() as db:
             await db.execute(
                 update(ApprovalRow).where(ApprovalRow.id == approval_id).values(values)
             )
             row = await db.get(ApprovalRow, approval_id, populate_existing=True)
         assert row is not None, approval_id
-        return row
+        return approval_record(row)
 
     # --- events ---------------------------------------------------------------------------
 
@@ -400,14 +399,27 @@ class Store:
         last = max(high or 0, recorded or 0)
         return (low if low is not None else last + 1), last
 
+    # --- retention ------------------------------------------------------------------------
+
+    async def retain(
+        self, *, retention_days: int, now: datetime, max_events_per_session: int | None
+    ) -> CleanupReport:
+        """Apply retention now (``app.store.retention.cleanup``)."""
+        with storage_errors():
+            return await cleanup(
+                self.engine,
+                retention_days=retention_days,
+                now=now,
+                max_events_per_session=max_events_per_session,
+            )
+
     # --- start-up recovery ----------------------------------------------------------------
 
     @uninterrupted
-    async def unfinished_turns(self) -> Sequence[TurnRow]:
+    async def unfinished_turns(self) -> list[TurnRecord]:
+        query = select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES))
         async with self._read() as db:
-            return (
-                await db.scalars(select(TurnRow).where(TurnRow.status.in_(LIVE_TURN_STATUSES)))
-            ).all()
+            return [turn_record(row) for row in await db.scalars(query)]
 
     @uninterrupted
     async def reset_busy_sessions(self, now: datetime) -> None:
@@ -420,16 +432,7 @@ class Store:
             )
 
     @uninterrupted
-    async def pending_approvals(self) -> Sequence[ApprovalRow]:
+    async def pending_approvals(self) -> list[ApprovalRecord]:
+        query = select(ApprovalRow).where(ApprovalRow.status == "pending")
         async with self._read() as db:
-            return (
-                await db.scalars(select(ApprovalRow).where(ApprovalRow.status == "pending"))
-            ).all()
-
-
-def json_dict(value: Any) -> dict[str, JsonValue]:
-    """A pydantic model or mapping as a JSON-ready dict for a JSON column."""
-    if hasattr(value, "model_dump"):
-        dumped: dict[str, JsonValue] = value.model_dump(mode="json")
-        return dumped
-    return dict(value)
+            return [approval_record(row) for row in await db.scalars(query)]

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.store.tables import ENDED_SESSION_STATUSES, BindingRow, EventRow, SessionRow
+from app.records import ENDED_SESSION_STATUSES
+from app.store.tables import BindingRow, EventRow, SessionRow
 
 
 @dataclass(frozen=True, kw_only=True)

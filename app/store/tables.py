@@ -15,7 +15,6 @@ The schema itself is owned by Alembic (``migrations/``); a change here needs a n
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
 
 from pydantic import JsonValue
 from sqlalchemy import (
@@ -35,13 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.events import ApprovalDecision, EventType
-
-SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
-TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
-ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
-
-ENDED_SESSION_STATUSES: tuple[SessionStatus, ...] = ("closed", "failed")
-"""A session in one of these statuses never runs another turn."""
+from app.records import ApprovalStatus, SessionStatus, TurnStatus
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

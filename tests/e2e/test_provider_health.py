@@ -4,29 +4,10 @@ No model traffic; ``claude_code`` is the fake or missing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
+from tests.fakes.gateway import FakeGatewayFactory
 
 MISSING = {"executable": "claude-not-installed"}
 REAL_CLIS = {"codex": {"enabled": True}, "opencode": {"enabled": True}}
-
-
-@pytest.fixture
-def make_fake_gateway(tmp_path: Path) -> Iterator[FakeGatewayFactory]:
-    made: list[FakeGateway] = []
-
-    def make(**overrides: Any) -> FakeGateway:
-        made.append(fake_gateway_at(tmp_path, **overrides))
-        return made[-1]
-
-    yield make
-    for gateway in made:
-        gateway.stop()
 
 
 def test_a_missing_cli_makes_only_its_provider_unavailable(

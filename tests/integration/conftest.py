@@ -1,113 +1,89 @@
-"""Integration fixtures: the real gateway process with a fake ``claude`` executable."""
+"""Gateways for the CLI process tests (tests/integration/cliprocs.py has their helpers), and a
+store with its event log for the event log's tests (tests/integration/eventlogs.py).
+
+The gateway factory every integration test uses (``make_fake_gateway``, ``fake_gateway``) is in
+tests/conftest.py.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.runtime.eventlog import EventLog
+from app.store.db import create_engine
+from app.store.repository import Store
+from app.store.schema import upgrade_async
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import GatewayProcess
-
-FAKE_CLAUDE = Path(__file__).resolve().parent.parent / "fakes" / "fake_claude.py"
-
-
-def fake_claude_in(directory: Path) -> Path:
-    """A copy of the fake ``claude`` at ``directory/claude`` run by this interpreter.
-
-    ``/usr/bin/env python3`` may find a pyenv shim first, which costs ~150 ms of CPU a spawn
-    and briefly puts the shim's helpers in the CLI's process group.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    executable = directory / "claude"
-    source = FAKE_CLAUDE.read_text().split("\n", 1)[1]
-    executable.write_text(f"#!{sys.executable}\n{source}")
-    executable.chmod(0o755)
-    return executable
+from tests.integration.cliprocs import SHARED_LIMITS, fake_gateway_in, gateway_secrets
+from tests.integration.eventlogs import NOW, OTHER, SESSION
+from tests.integration.rows import session_record
 
 
-FAKES = Path(__file__).resolve().parent.parent / "fakes"
+@pytest.fixture(scope="session")
+def migrated_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database at the head revision, made once by ``agent-gateway migrate``."""
+    directory = tmp_path_factory.mktemp("migrated")
+    GatewayProcess(data_dir=directory, config={}).migrate()
+    return directory / "gateway.db"
 
 
-def fake_server_in(directory: Path, name: str) -> Path:
-    """``directory/<name>`` running the fake ``codex app-server`` (``codex``) or ``opencode
-    serve`` (``opencode``) with this interpreter, which has the packages the fakes need."""
-    fake = {"codex": "fake_codex_app_server.py", "opencode": "fake_opencode_serve.py"}[name]
-    directory.mkdir(parents=True, exist_ok=True)
-    executable = directory / name
-    executable.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / fake}" "$@"\n')
-    executable.chmod(0o755)
-    return executable
-
-
-class FakeGateway(GatewayProcess):
-    """A gateway whose ``claude`` is tests/fakes/fake_claude.py, logging every spawn."""
-
-    spawn_log: Path
-    workspace: Path
-
-    def spawns(self) -> list[dict[str, Any]]:
-        if not self.spawn_log.exists():
-            return []
-        return [json.loads(line) for line in self.spawn_log.read_text().splitlines()]
-
-
-FakeGatewayFactory = Callable[..., FakeGateway]
-
-
-def fake_gateway_at(
-    base: Path, gateway_class: type[FakeGateway] = FakeGateway, **overrides: Any
-) -> FakeGateway:
-    """A gateway under ``base`` (not started) whose ``claude`` is the fake, logging every spawn.
-
-    The workspace is ``base/roots/project``, the only root ``base/roots``; ``overrides`` are
-    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in.
-    """
-    root = base / "roots"
-    workspace = root / "project"
-    workspace.mkdir(parents=True, exist_ok=True)
-    spawn_log = base / "spawns.jsonl"
-    config: dict[str, Any] = {
-        "workspaces": {"roots": [str(root)]},
-        "providers": {
-            "claude_code": {
-                "executable": str(fake_claude_in(base / "bin")),
-                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
-            },
-            "codex": {"enabled": False},
-            "opencode": {"enabled": False},
-        },
-    }
-    for section, values in overrides.items():
-        if section in config["providers"]:
-            config["providers"][section].update(values)
-        else:
-            config.setdefault(section, {}).update(values)
-    gateway = gateway_class(data_dir=base / "data", config=config)
-    gateway.spawn_log = spawn_log
-    gateway.workspace = workspace
-    return gateway
-
-
-@pytest.fixture
-def make_fake_gateway(tmp_path: Path) -> Iterator[FakeGatewayFactory]:
-    started: list[FakeGateway] = []
-
-    def make(**overrides: Any) -> FakeGateway:
-        gateway = fake_gateway_at(tmp_path, **overrides)
-        started.append(gateway)
-        return gateway
-
-    yield make
-    for gateway in started:
+@pytest.fixture(scope="module")
+def cli_gateway(
+    tmp_path_factory: pytest.TempPathFactory, migrated_database: Path
+) -> Iterator[FakeGateway]:
+    """One gateway for a module's tests that need none of their own: small limits, secrets in
+    its environment, a configured CLI variable and the CLI's own credential to pass through.
+    Each test works in sessions of its own and finds its CLI processes by their thread."""
+    gateway = fake_gateway_in(
+        tmp_path_factory.mktemp("cli-gateway"),
+        migrated_database,
+        limits=SHARED_LIMITS,
+        sessions={"turn_timeout_s": 120},
+    )
+    gateway.config["providers"]["claude_code"]["env"]["CONFIGURED_FOR_CLI"] = "configured-value"
+    gateway.extra_env = {**gateway_secrets(gateway), "ANTHROPIC_API_KEY": "sk-ant-passthrough"}
+    try:
+        yield gateway.start()
+    finally:
         gateway.stop()
 
 
 @pytest.fixture
-def fake_gateway(make_fake_gateway: FakeGatewayFactory) -> FakeGateway:
-    gateway = make_fake_gateway()
-    gateway.start()
-    return gateway
+def make_cli_gateway(tmp_path: Path, migrated_database: Path) -> Iterator[FakeGatewayFactory]:
+    """Gateways of the test's own (it kills or restarts the gateway, or needs settings that
+    would change what the others see), on the migrated database; stopped at the test's end."""
+    made: list[FakeGateway] = []
+
+    def make(**overrides: Any) -> FakeGateway:
+        made.append(
+            fake_gateway_in(tmp_path / f"gateway-{len(made)}", migrated_database, **overrides)
+        )
+        return made[-1]
+
+    yield make
+    for gateway in made:
+        gateway.stop()
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    """A store on a migrated SQLite file holding two sessions (``SESSION`` and ``OTHER``)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+    await upgrade_async(url)
+    engine = create_engine(url)
+    store = Store(engine)
+    await store.create_session(session_record(SESSION, at=NOW))
+    await store.create_session(session_record(OTHER, at=NOW))
+    yield store
+    await engine.dispose()
+
+
+@pytest.fixture
+def log(store: Store) -> EventLog:
+    """The event log on ``store``."""
+    return EventLog(store)

@@ -1,10 +1,12 @@
-"""Rows the store tests insert directly."""
+"""Sessions the store tests start from: as a row (inserted directly) or a record (through
+``Store.create_session``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from app.store.tables import SessionRow, SessionStatus
+from app.records import SessionRecord, SessionStatus
+from app.store.tables import SessionRow
 
 
 def session_row(
@@ -19,6 +21,24 @@ def session_row(
     return SessionRow(
         id=session_id,
         provider=provider,
+        workspace="/work/project",
+        approval_mode="ask",
+        status=status,
+        last_seq=last_seq,
+        created_at=at,
+        updated_at=at,
+    )
+
+
+def session_record(
+    session_id: str, *, at: datetime, status: SessionStatus = "idle", last_seq: int = 0
+) -> SessionRecord:
+    """The record of ``session_row``, for the ``Storage`` interface."""
+    return SessionRecord(
+        id=session_id,
+        owner=None,
+        provider="claude_code",
+        model=None,
         workspace="/work/project",
         approval_mode="ask",
         status=status,

@@ -20,8 +20,8 @@ import pytest
 
 from app.admin import probe_address
 from app.cli import main
+from tests.fakes.gateway import FakeGateway, fake_gateway_at
 from tests.gateway import TOKEN, free_port, to_toml, wait_until
-from tests.integration.conftest import FakeGateway, fake_gateway_at
 
 
 class FileTokenGateway(FakeGateway):

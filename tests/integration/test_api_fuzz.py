@@ -28,8 +28,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fakes.gateway import FakeGateway, fake_gateway_at, fake_server_in
 from tests.gateway import ROOT, TOKEN
-from tests.integration.conftest import FakeGateway, fake_gateway_at, fake_server_in
 
 DOCUMENT = ROOT / "docs" / "openapi.json"
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"

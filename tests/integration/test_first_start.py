@@ -3,6 +3,8 @@
 Real gateway processes (``python -m app serve``) on real SQLite files: ``serve`` creates the
 schema itself, two processes starting on one new database migrate it once and both serve, and a
 database a newer gateway migrated is refused with both revisions named and left untouched.
+Before anything is created, ``serve`` refuses to run as root (T1) and to listen beyond
+loopback while no token exists (T2).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import fcntl
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -20,7 +24,8 @@ from typing import Any
 import pytest
 
 from app.store.schema import MIGRATIONS_DIR
-from tests.integration.conftest import FakeGateway, fake_gateway_at
+from tests.fakes.gateway import FakeGateway, fake_gateway_at
+from tests.gateway import ROOT, TOKEN
 
 HEAD = max(path.name.split("_", 1)[0] for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 
@@ -136,3 +141,80 @@ def test_migrate_says_what_it_did(tmp_path: Path) -> None:
     assert f"created at schema revision {HEAD}" in first.stdout
     again = gateway.command("migrate")
     assert f"is up to date (schema revision {HEAD})" in again.stdout
+
+
+# --- T1: no root ---------------------------------------------------------------------------
+
+
+def test_t1_serve_refuses_to_run_as_root_unless_allowed(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("runs only as root; tests/unit/test_token.py checks the rule with any euid")
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[server]\ntoken = "{TOKEN}"\nallow_root = false\n'
+        f'[storage]\ndata_dir = "{tmp_path}"\n[workspaces]\nroots = ["{tmp_path}"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    refused = subprocess.run(
+        [sys.executable, "-m", "app", "--config", str(config), "serve", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "root" in refused.stderr
+    assert "server.allow_root" in refused.stderr
+    assert "GATEWAY_SERVER__ALLOW_ROOT" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+# --- T2: no network exposure before a token exists ------------------------------------------
+
+
+def serve_on(tmp_path: Path, host: str) -> subprocess.CompletedProcess[str]:
+    """``serve --host <host>`` with no server.token, data in ``tmp_path``, no database yet."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"[server]\nallow_root = true\n"
+        f'[storage]\ndata_dir = "{tmp_path}"\n[workspaces]\nroots = ["{tmp_path}"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app", "--config", str(config), "serve", "--host", host],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_t2_non_loopback_bind_without_any_token_yet_refuses(tmp_path: Path) -> None:
+    for host in ("0.0.0.0", "192.0.2.10"):  # noqa: S104 - the refusal is the point
+        refused = serve_on(tmp_path, host)
+        assert refused.returncode == 2, refused.stderr
+        assert "reachable from other machines" in refused.stderr
+        assert "server.token" in refused.stderr
+        assert "GATEWAY_SERVER__TOKEN" in refused.stderr
+        assert "agent-gateway token rotate" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "token").exists()
+    assert not (tmp_path / "gateway.db").exists()  # refused before anything was created
+
+
+def test_t2_a_token_file_made_before_the_start_counts_as_explicit(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("operator-token-0123456789abcdefghijklmnopqrstuvwxyz\n")
+    # A database of a newer gateway: serving stops at the schema check, after the exposure
+    # check, before binding (192.0.2.10 is a documentation address no machine here has).
+    with closing(sqlite3.connect(tmp_path / "gateway.db")) as db, db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+        db.execute("INSERT INTO alembic_version VALUES ('f00d')")
+    passed = serve_on(tmp_path, "192.0.2.10")
+    assert passed.returncode == 2, passed.stderr
+    assert "reachable from other machines" not in passed.stderr
+    assert "is at revision f00d, which this gateway" in passed.stderr
+    assert "Traceback" not in passed.stderr

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
 from tests.gateway import follow
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_server_in
 
 ALICE = "alice-token-0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -20,8 +20,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import TOKEN
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory
 
 HEAD_TIMEOUT_S = 1.0
 BODY_RATE = 100.0

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_gateway_at
 from tests.gateway import TOKEN, SseEvent, SseReader
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_gateway_at
-from tests.integration.test_hardening_delivery import (
+from tests.integration.streams import (
     RetryRecordingReader,
     alive,
     contiguous,

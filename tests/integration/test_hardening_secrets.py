@@ -1,4 +1,5 @@
-"""Threat model T19 (SECURITY.md): secrets stay in the gateway, its files stay its user's.
+"""Threat models T9 and T19 (SECURITY.md): the log never shows a key, secrets stay in the
+gateway, its files stay its user's.
 
 Real gateway processes with the fake ``claude`` (``dump-env`` answers with its whole
 environment; ``fail-auth-echo`` quotes its API key in the error, as a careless CLI might) and
@@ -16,12 +17,14 @@ from typing import Any
 
 import httpx
 
-from tests.gateway import SseReader, follow, is_turn_end
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory, fake_server_in
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
+from tests.gateway import TOKEN, SseReader, follow, is_turn_end
+from tests.integration.callers import ALICE, BOB, KEYS, create
 
 PROVIDER_SECRET = "provider-env-secret-0123456789"
 GATEWAY_ENV_SECRET = "gateway-env-secret-9876543210"
 AWS_SECRET = "aws-secret-access-key-abcdefghij"
+FAKE_PROVIDER_KEY = "sk-ant-api03-FAKEfakeFAKEfake0123456789-abcdefABCDEF"
 
 
 def everything_stored(gateway: FakeGateway) -> bytes:
@@ -135,3 +138,34 @@ def test_t19_opencode_gets_only_the_credentials_of_its_configured_provider(
     [start] = [entry for entry in map(json.loads, log.read_text().splitlines()) if "env" in entry]
     assert start["env"]["ANTHROPIC_API_KEY"] == PROVIDER_SECRET  # what its provider needs
     assert "AWS_SECRET_ACCESS_KEY" not in start["env"]  # another provider's credential
+
+
+# --- T9: the log never shows a key ---------------------------------------------------------
+
+
+def test_t9_the_log_shows_no_token_key_or_provider_secret_after_failures(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    gateway = make_fake_gateway(server=KEYS)
+    gateway.config["providers"]["claude_code"]["env"]["ANTHROPIC_API_KEY"] = FAKE_PROVIDER_KEY
+    gateway.start()
+    with httpx.Client(base_url=gateway.base_url, timeout=30) as anonymous:
+        for token in (TOKEN, ALICE, FAKE_PROVIDER_KEY):
+            # Secrets in places an access log shows: the query string and the path.
+            anonymous.get("/v1/sessions", params={"access_token": token, "token": token})
+            anonymous.get(f"/v1/sessions/{token}", headers={"Authorization": "Bearer wrong"})
+        anonymous.get("/v1/sessions", headers={"Authorization": f"Bearer {TOKEN[:-1]}"})
+    with gateway.client() as client:
+        client.get(f"/v1/sessions/{FAKE_PROVIDER_KEY}", params={"access_token": ALICE})
+        client.get(f"/v1/sessions/{BOB}/events", params={"access_token": TOKEN})
+        sid = create(client, gateway)
+        failing = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "fail-auth"})
+        assert failing.status_code == 202
+        assert follow(client, sid)[-1]["type"] == "turn.failed"
+        client.post("/v1/sessions", json={"workspace": "/etc", "metadata": {"k": TOKEN}})
+    gateway.stop()
+    log = gateway.log()
+    assert "[redacted]" in log  # the lines were logged, with their secrets removed
+    for secret in (TOKEN, ALICE, BOB, FAKE_PROVIDER_KEY, FAKE_PROVIDER_KEY[:20], TOKEN[:-1]):
+        assert secret not in log
+    assert "metadata" not in log  # request bodies are never logged

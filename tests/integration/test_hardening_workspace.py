@@ -1,5 +1,6 @@
-"""T6 inside a turn: a workspace swapped for a symlink after the turn started is refused at the
-next spawn, through the real gateway with the fake ``claude``."""
+"""T6: the workspace is checked again before every spawn. A workspace swapped for a symlink
+(before a session's first turn, between turns, or after a turn started) is refused at the next
+spawn, through the real gateway with the fake ``claude``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.gateway import SseReader, is_turn_end
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
+from tests.gateway import SseReader, follow, is_turn_end
+from tests.integration.callers import assert_problem, create
 
 # Long enough for the test to swap the workspace once it sees retry.scheduled.
 HOLD_S = 1.0
@@ -92,3 +94,45 @@ def test_t6_workspace_swapped_during_a_turn_is_refused_at_the_respawn(
     assert len(spawned) == 2
     assert spawned[-1]["env"]["PWD"] == str(victim)
     assert "Traceback" not in gateway.log()
+
+
+def test_t6_workspace_swapped_for_a_symlink_is_refused_and_nothing_is_spawned(
+    fake_gateway: FakeGateway, tmp_path: Path
+) -> None:
+    gateway = fake_gateway
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sibling = gateway.workspace.parent / "sibling"
+    sibling.mkdir()
+    with gateway.client() as client:
+        escaped, moved = create(client, gateway), None
+        project_b = gateway.workspace.parent / "project-b"
+        project_b.mkdir()
+        moved = client.post("/v1/sessions", json={"workspace": str(project_b)}).json()["id"]
+        gateway.workspace.rmdir()
+        gateway.workspace.symlink_to(outside)  # the directory is now a link out of the root
+        project_b.rmdir()
+        project_b.symlink_to(sibling)  # and this one a link elsewhere inside it
+        for sid, why in ((escaped, "no longer resolves inside"), (moved, "another directory")):
+            refused = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
+            body = assert_problem(refused, 422, "workspace_rejected")
+            assert why in body["detail"]
+            assert client.get(f"/v1/sessions/{sid}/turns").json()["turns"] == []
+            assert client.get(f"/v1/sessions/{sid}").json()["process"] is None
+    assert gateway.spawns() == []
+
+
+def test_t6_workspace_swapped_after_a_turn_refuses_the_next_turn(
+    fake_gateway: FakeGateway,
+) -> None:
+    gateway = fake_gateway
+    with gateway.client() as client:
+        sid = create(client, gateway)
+        assert client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"}).status_code == 202
+        assert follow(client, sid)[-1]["type"] == "turn.completed"
+        real = gateway.workspace.with_name("project-real")
+        gateway.workspace.rename(real)
+        gateway.workspace.symlink_to("/etc")
+        refused = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "again"})
+        assert_problem(refused, 422, "workspace_rejected")
+    assert len(gateway.spawns()) == 1  # the first turn's; none since the swap

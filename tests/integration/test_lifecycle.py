@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import SseReader, follow, is_turn_end, wait_until
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory
 
 
 def new_session(client: httpx.Client, gateway: FakeGateway) -> str:

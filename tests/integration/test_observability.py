@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes.gateway import FakeGateway, fake_gateway_at
 from tests.gateway import TOKEN, SseReader, is_turn_end, log_lines, metric, scrape, wait_until
-from tests.integration.conftest import FakeGateway, fake_gateway_at
 
 PROVIDER_KEY = "sk-ant-api03-OBSERVEobserve0123456789-abcdefABCDEF"
 ALICE = "alice-key-0123456789abcdefghijklmnopqrstuvwxyz"

@@ -21,8 +21,8 @@ import pytest
 from app.providers.base import Capabilities, Capability
 from app.providers.catalog import CATALOG
 from app.settings import NAME_PATTERN
+from tests.fakes.gateway import FakeGateway
 from tests.gateway import ROOT
-from tests.integration.conftest import FakeGateway
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import export_openapi

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from app.api.health import readiness
 from app.providers.registry import Health
+from tests.fakes.gateway import FakeGateway, fake_gateway_at
 from tests.gateway import ROOT
-from tests.integration.conftest import FakeGateway, fake_gateway_at
 
 MISSING = "/nonexistent/bin/codex"
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)

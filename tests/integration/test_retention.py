@@ -10,11 +10,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.records import SessionStatus
 from app.store.bindings import touch_binding
 from app.store.db import create_engine, session_factory
 from app.store.retention import CleanupReport, cleanup
 from app.store.schema import upgrade_async
-from app.store.tables import BindingRow, EventRow, SessionRow, SessionStatus
+from app.store.tables import BindingRow, EventRow, SessionRow
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 RETENTION_DAYS = 30

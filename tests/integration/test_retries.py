@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import SseReader, follow, is_turn_end
-from tests.integration.conftest import FakeGateway, FakeGatewayFactory
 
 CONTINUE = "CONTINUE-FROM-THE-ERROR"
 RETRY = {

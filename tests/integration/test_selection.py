@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.conftest import FakeGateway
+from tests.fakes.gateway import FakeGateway
 
 
 def test_selection_honours_requires_and_lists_why_nothing_can_serve(

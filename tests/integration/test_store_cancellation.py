@@ -13,7 +13,7 @@ import pytest
 from app.store.db import create_engine
 from app.store.repository import Store
 from app.store.schema import upgrade_async
-from tests.integration.rows import session_row
+from tests.integration.rows import session_record
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 
@@ -25,7 +25,7 @@ async def database(tmp_path: Path) -> AsyncIterator[tuple[Store, Path]]:
     await upgrade_async(url)
     engine = create_engine(url)
     store = Store(engine)
-    await store.add(session_row("sess-a", at=NOW))
+    await store.create_session(session_record("sess-a", at=NOW))
     yield store, path
     await engine.dispose()
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.api.schemas import provider_name_schema
 from app.process.runner import ProcessRunner
 from app.providers import catalog
 from app.providers.base import Provider
@@ -81,3 +84,55 @@ def test_the_factory_builds_each_enabled_provider_from_its_descriptor() -> None:
     for name, provider in built.items():
         assert isinstance(provider, Provider)
         assert provider.capabilities == CATALOG[name].capabilities
+
+
+# A catalog with a family, as one driving every Agent Client Protocol agent alike would be.
+FAMILY = {**CATALOG, "acp": replace(CATALOG["opencode"], name="acp", family=True)}
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("claude_code", "claude_code"),
+        ("acp:gemini", "acp"),
+        ("acp:qwen-code.v2", "acp"),
+        ("acp", None),  # a family is not a provider itself
+        ("acp:", None),
+        ("claude_code:x", None),  # only a family has members
+        ("gemini:x", None),
+        ("gemini", None),
+    ],
+)
+def test_a_name_is_described_by_its_own_entry_or_its_familys(name: str, found: str | None) -> None:
+    described = catalog.descriptor(name, FAMILY)
+    assert (described.name if described else None) == found
+
+
+def test_a_familys_members_are_present_only_as_configured() -> None:
+    settings = load_settings(
+        workspaces={"roots": ["/"]},
+        providers={"acp:gemini": {"executable": "gemini", "model": "gemini-3"}},
+        selection={"default": "acp:gemini", "fallback_chain": ["claude_code"]},
+    )
+    providers = resolve(settings, FAMILY).providers
+    assert list(providers) == ["claude_code", "codex", "opencode", "acp:gemini"]
+    assert providers["acp:gemini"].model == "gemini-3"
+    with pytest.raises(ConfigError) as refused:  # this gateway's catalog has no such family
+        resolve(settings)
+    assert "unknown provider 'acp:gemini'" in str(refused.value)
+    named = settings.model_copy(update={"providers": {}})
+    with pytest.raises(ConfigError) as unconfigured:  # a member must be configured to be named
+        resolve(named, FAMILY)
+    assert "selection names provider 'acp:gemini'" in str(unconfigured.value)
+    assert "claude_code, codex, opencode, acp:<name>" in str(unconfigured.value)
+
+
+def test_the_api_schema_of_a_provider_name_lists_names_and_family_members() -> None:
+    assert provider_name_schema() == {"type": "string", "enum": list(CATALOG)}
+    schema = provider_name_schema(FAMILY)
+    names, members = schema["anyOf"]
+    assert names == {"enum": list(CATALOG)}
+    pattern = re.compile(members["pattern"])
+    assert pattern.match("acp:gemini")
+    assert not pattern.match("acp:")
+    assert not pattern.match("codex:gemini")

@@ -13,50 +13,16 @@ from typing import Any
 
 import pytest
 
-from app.events import EventData, MessageDelta, RetryScheduled, ToolCompleted, ToolStarted
+from app.events import RetryScheduled, ToolCompleted, ToolStarted
 from app.process.runner import ProcessRunner
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
 from app.providers.codex.argv import thread_config
 from app.providers.codex.provider import CodexProvider
 from app.providers.codex.session import CodexSession
 from app.settings import ConfigError, ProviderSettings
+from tests.fakes.hooks import RecordingHooks as Hooks
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_codex_app_server.py"
-
-
-class Hooks:
-    """Records what a turn reports; answers approvals with ``answer`` (or waits forever)."""
-
-    def __init__(self, answer: ApprovalAnswer | None = None) -> None:
-        self.events: list[EventData] = []
-        self.threads: list[str] = []
-        self.approvals: list[ApprovalRequest] = []
-        self.withdrawn: list[str] = []
-        self.asked = asyncio.Event()
-        self.streaming = asyncio.Event()
-        self.bound = asyncio.Event()
-        self._answer = answer
-
-    async def emit(self, data: EventData) -> None:
-        self.events.append(data)
-        if isinstance(data, MessageDelta):
-            self.streaming.set()
-
-    async def bind_thread(self, thread_id: str) -> None:
-        self.threads.append(thread_id)
-        self.bound.set()
-
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.approvals.append(request)
-        self.asked.set()
-        if self._answer is not None:
-            return self._answer
-        try:
-            await asyncio.Future()
-        except asyncio.CancelledError:
-            self.withdrawn.append(request.request_id)
-            raise
-        raise AssertionError("unreachable")
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from app.events import (
-    EventData,
     MessageCompleted,
     MessageDelta,
     RetryScheduled,
@@ -30,6 +29,7 @@ from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, Tur
 from app.providers.opencode.provider import OpenCodeProvider
 from app.providers.opencode.session import OpenCodeSession
 from app.settings import ProviderSettings
+from tests.fakes.hooks import RecordingHooks as Hooks
 
 FAKE = Path(__file__).resolve().parent.parent / "fakes" / "fake_opencode_serve.py"
 KNOBS = (
@@ -43,42 +43,6 @@ FAKE_USAGE = Usage(
     input_tokens=12, output_tokens=9, cached_input_tokens=3, cache_creation_input_tokens=1,
     cost_usd=0.001,
 )  # fmt: skip
-
-
-class Hooks:
-    """Records what a turn reports; answers approvals with ``answer`` (or waits forever)."""
-
-    def __init__(self, answer: ApprovalAnswer | None = None) -> None:
-        self.events: list[EventData] = []
-        self.threads: list[str] = []
-        self.approvals: list[ApprovalRequest] = []
-        self.withdrawn: list[str] = []
-        self.streaming = asyncio.Event()
-        self.asked = asyncio.Event()
-        self.answer = answer
-
-    async def emit(self, data: EventData) -> None:
-        self.events.append(data)
-        if isinstance(data, MessageDelta):
-            self.streaming.set()
-
-    async def bind_thread(self, thread_id: str) -> None:
-        self.threads.append(thread_id)
-
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.approvals.append(request)
-        self.asked.set()
-        if self.answer is not None:
-            return self.answer
-        try:
-            await asyncio.Future()
-        except asyncio.CancelledError:
-            self.withdrawn.append(request.request_id)
-            raise
-        raise AssertionError("unreachable")
-
-    def of(self, kind: type[EventData]) -> list[Any]:
-        return [event for event in self.events if isinstance(event, kind)]
 
 
 @pytest.fixture

@@ -4,15 +4,15 @@ the interrupt grace, and the turn's approval tasks. Time is the test's (an injec
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from app.events import EventData
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
 from app.providers.turnloop import TurnLoop
 from app.settings import ProviderSettings
+from tests.fakes.hooks import RecordingHooks
 
 IDLE_S = 100.0
 
@@ -25,28 +25,7 @@ class Clock:
         return self.now
 
 
-@dataclass
-class Hooks:
-    """Approvals wait until the test answers them."""
-
-    emitted: list[EventData] = field(default_factory=list)
-    answers: dict[str, asyncio.Future[ApprovalAnswer]] = field(default_factory=dict)
-    asked: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def emit(self, data: EventData) -> None:
-        self.emitted.append(data)
-
-    async def bind_thread(self, thread_id: str) -> None:
-        pass
-
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        self.answers[request.request_id] = future
-        self.asked.set()
-        return await future
-
-
-def make(clock: Clock, hooks: Hooks, **settings: Any) -> TurnLoop[str]:
+def make(clock: Clock, hooks: RecordingHooks, **settings: Any) -> TurnLoop[str]:
     values = {"turn_idle_timeout_s": IDLE_S, "interrupt_grace_s": 5.0, **settings}
     return TurnLoop(
         provider="claude_code",
@@ -62,7 +41,7 @@ DONE = TurnOutcome(status="completed", final_text="done")
 
 
 async def test_items_are_handled_in_order_until_one_ends_the_turn() -> None:
-    loop = make(Clock(), Hooks())
+    loop = make(Clock(), RecordingHooks())
     inbox: asyncio.Queue[str] = asyncio.Queue()
     for item in ("a", "b", "end", "never"):
         inbox.put_nowait(item)
@@ -79,7 +58,7 @@ async def test_items_are_handled_in_order_until_one_ends_the_turn() -> None:
 
 async def test_a_quiet_turn_fails_as_idle_after_the_idle_hook() -> None:
     clock = Clock()
-    loop = make(clock, Hooks())
+    loop = make(clock, RecordingHooks())
     clock.now += IDLE_S + 1  # nothing arrived since the turn began
     stopped: list[bool] = []
 
@@ -96,7 +75,7 @@ async def test_a_quiet_turn_fails_as_idle_after_the_idle_hook() -> None:
 
 async def test_another_sign_of_life_keeps_the_turn_going() -> None:
     clock = Clock()
-    loop = make(clock, Hooks())
+    loop = make(clock, RecordingHooks())
     inbox: asyncio.Queue[str] = asyncio.Queue()
     clock.now += IDLE_S + 1
     task = asyncio.create_task(loop.run(inbox, _ends_on("end"), activity=lambda: clock.now - 1))
@@ -107,7 +86,7 @@ async def test_another_sign_of_life_keeps_the_turn_going() -> None:
 
 async def test_an_approval_waiting_on_a_human_is_not_idleness() -> None:
     clock = Clock()
-    hooks = Hooks()
+    hooks = RecordingHooks()
     loop = make(clock, hooks, interrupt_grace_s=1e9)
     inbox: asyncio.Queue[str] = asyncio.Queue()
     sent: list[ApprovalAnswer] = []
@@ -126,14 +105,14 @@ async def test_an_approval_waiting_on_a_human_is_not_idleness() -> None:
     done, _ = await asyncio.wait({task}, timeout=0.2)
     assert not done
     assert loop.waiting_on_approval
-    hooks.answers["r1"].set_result(ApprovalAnswer(decision="allow"))
+    hooks.pending["r1"].set_result(ApprovalAnswer(decision="allow"))
     inbox.put_nowait("end")
     assert await task == DONE
     assert sent == [ApprovalAnswer(decision="allow")]
 
 
 async def test_a_withdrawn_request_stops_asking_unless_it_was_answered() -> None:
-    hooks = Hooks()
+    hooks = RecordingHooks()
     loop = make(Clock(), hooks)
     inbox: asyncio.Queue[str] = asyncio.Queue()
     sent: list[ApprovalAnswer] = []
@@ -151,13 +130,13 @@ async def test_a_withdrawn_request_stops_asking_unless_it_was_answered() -> None
     inbox.put_nowait("withdraw")
     inbox.put_nowait("end")
     assert await task == DONE
-    assert hooks.answers["r1"].cancelled()  # the human is no longer asked
+    assert hooks.pending["r1"].cancelled()  # the human is no longer asked
     assert sent == []
 
 
 async def test_an_interrupt_not_confirmed_in_its_grace_ends_the_turn() -> None:
     clock = Clock()
-    loop = make(clock, Hooks(), interrupt_grace_s=0.01)
+    loop = make(clock, RecordingHooks(), interrupt_grace_s=0.01)
     expired: list[bool] = []
 
     async def on_expired() -> None:
@@ -176,7 +155,7 @@ async def test_an_interrupt_not_confirmed_in_its_grace_ends_the_turn() -> None:
 
 
 async def test_approval_tasks_are_cancelled_when_the_turn_ends() -> None:
-    hooks = Hooks()
+    hooks = RecordingHooks()
     loop = make(Clock(), hooks)
     inbox: asyncio.Queue[str] = asyncio.Queue()
 
@@ -190,7 +169,7 @@ async def test_approval_tasks_are_cancelled_when_the_turn_ends() -> None:
     await asyncio.wait_for(hooks.asked.wait(), 5)
     inbox.put_nowait("end")
     assert await task == DONE
-    assert hooks.answers["r1"].cancelled()
+    assert hooks.pending["r1"].cancelled()
     assert not loop.waiting_on_approval
 
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from app.events import EventData
 from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import SpawnError
 from app.process.runner import ProcessRunner
 from app.process.workspaces import WorkspaceMoved, check_confined, open_confined
-from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
+from app.providers.base import SessionSpec, TurnOutcome
 from app.providers.codex.provider import CodexProvider
 from app.providers.opencode.provider import OpenCodeProvider
 from app.settings import ProviderSettings
+from tests.fakes.hooks import RecordingHooks as Hooks
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 SH = "/bin/sh"
@@ -257,21 +257,6 @@ async def test_t6_no_child_lands_outside_while_the_workspace_is_being_swapped(
 
 
 # --- the shared servers ---------------------------------------------------------------------
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.events: list[EventData] = []
-        self.threads: list[str] = []
-
-    async def emit(self, data: EventData) -> None:
-        self.events.append(data)
-
-    async def bind_thread(self, thread_id: str) -> None:
-        self.threads.append(thread_id)
-
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return ApprovalAnswer(decision="deny")
 
 
 def logged(path: Path) -> list[dict[str, Any]]:

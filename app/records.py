@@ -1,0 +1,145 @@
+"""What the gateway keeps, as plain records: what storage (``app.store.interface.Storage``)
+returns and takes, and what the runtime and the API work with. No ORM row leaves the store.
+
+Timestamps are aware UTC; JSON-like fields are plain ``dict``/``list`` values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import JsonValue
+
+from app.events import ApprovalDecision, EventType
+
+SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
+TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
+ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+
+ENDED_SESSION_STATUSES: tuple[SessionStatus, ...] = ("closed", "failed")
+"""A session in one of these statuses never runs another turn."""
+LIVE_TURN_STATUSES: tuple[TurnStatus, ...] = ("queued", "running", "retrying")
+"""A turn in one of these statuses has not ended."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionRecord:
+    """A gateway session; ``last_seq`` is the ``seq`` of its newest event (0 before any)."""
+
+    id: str
+    owner: str | None
+    provider: str
+    workspace: str
+    model: str | None
+    approval_mode: str
+    status: SessionStatus
+    retry: dict[str, JsonValue] | None = None
+    metadata: dict[str, JsonValue] | None = None
+    selection: dict[str, JsonValue] | None = None
+    last_seq: int = 0
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnRecord:
+    """One turn; ``number`` counts a session's turns 1, 2, 3, …"""
+
+    id: str
+    session_id: str
+    number: int
+    prompt: str
+    status: TurnStatus
+    provider: str
+    created_at: datetime
+    attempts: int = 0
+    retry_policy: dict[str, JsonValue] | None = None
+    usage: dict[str, JsonValue] | None = None
+    error: dict[str, JsonValue] | None = None
+    final_text: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalRecord:
+    """A tool call awaiting (or past) a client's decision; pending ones survive a restart."""
+
+    id: str
+    session_id: str
+    turn_id: str | None
+    provider_request_id: str
+    tool: str
+    input: dict[str, JsonValue]
+    options: list[JsonValue]
+    status: ApprovalStatus
+    expires_at: datetime
+    created_at: datetime
+    title: str | None = None
+    tool_id: str | None = None
+    decision: ApprovalDecision | None = None
+    message: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    updated_input: dict[str, JsonValue] | None = None
+    """The input the tool ran with when the client edited it; ``input`` is what was asked."""
+    updated_by: str | None = None
+    """The key (its name) that edited the input."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BindingRecord:
+    """Session → CLI thread for one provider; ``updated_at`` is its last use (retention)."""
+
+    session_id: str
+    provider: str
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(kw_only=True, slots=True, eq=False)
+class EventRecord:
+    """One event to store: the envelope fields and the payload as the JSON text that is
+    stored (encoded once); ``data`` decodes it, for the few readers that look inside.
+    Treated as immutable (not frozen: one is made per event, and frozen ones cost more)."""
+
+    seq: int
+    session_id: str
+    turn_id: str | None
+    attempt: int | None
+    provider: str | None
+    at: datetime
+    at_text: str
+    """``at`` as stored (``stored_time``), formatted once."""
+    type: EventType
+    data_json: str
+    _data: dict[str, Any] | None = field(default=None)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = json.loads(self.data_json)
+        return self._data
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredEvent:
+    """One event read back: its seq, type and turn, and its wire form (``Event``)."""
+
+    seq: int
+    type: EventType
+    turn_id: str | None
+    json: str
+
+
+def json_dict(value: Any) -> dict[str, JsonValue]:
+    """A pydantic model or mapping as a JSON-ready dict for a JSON column."""
+    if hasattr(value, "model_dump"):
+        dumped: dict[str, JsonValue] = value.model_dump(mode="json")
+        return dumped
+    return dict(value)

@@ -1,0 +1,70 @@
+"""What the API reads about sessions, through the runtime: ownership checked, records back.
+
+The routes never reach storage themselves; each read here checks that the session exists and
+is the caller's (``owner``: None for an admin key) before it reads anything of it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from app.errors import NotFound
+from app.records import ApprovalRecord, ApprovalStatus, SessionRecord, SessionStatus, TurnRecord
+from app.runtime.sessions import SessionManager
+
+
+async def list_sessions(
+    manager: SessionManager,
+    *,
+    owner: str | None,
+    status: SessionStatus | None,
+    limit: int,
+    before: datetime | None,
+) -> list[SessionRecord]:
+    """Newest first."""
+    return await manager.store.list_sessions(owner=owner, status=status, limit=limit, before=before)
+
+
+async def list_turns(
+    manager: SessionManager, session_id: str, *, owner: str | None, limit: int
+) -> list[TurnRecord]:
+    """Newest first."""
+    await manager.get(session_id, owner=owner)
+    return await manager.store.list_turns(session_id, limit=limit)
+
+
+async def get_turn(
+    manager: SessionManager, session_id: str, turn_id: str, *, owner: str | None
+) -> TurnRecord:
+    await manager.get(session_id, owner=owner)
+    turn = await manager.store.get_turn(session_id, turn_id)
+    if turn is None:
+        raise NotFound(f"turn {turn_id} does not exist in session {session_id}")
+    return turn
+
+
+async def list_approvals(
+    manager: SessionManager,
+    session_id: str,
+    *,
+    owner: str | None,
+    status: ApprovalStatus | None,
+    limit: int,
+) -> list[ApprovalRecord]:
+    """Newest first."""
+    await manager.get(session_id, owner=owner)
+    return await manager.store.list_approvals(session_id, status=status, limit=limit)
+
+
+async def count_open_sessions(manager: SessionManager, owner: str) -> int:
+    """Sessions of ``owner`` that are not closed or failed (its open-session quota)."""
+    return await manager.store.count_open_sessions(owner)
+
+
+async def session_status_counts(manager: SessionManager) -> dict[str, int]:
+    return await manager.store.session_status_counts()
+
+
+async def storage_answers(manager: SessionManager) -> None:
+    """Return once the database answers; raise what it raised otherwise."""
+    await manager.store.ping()

@@ -1,0 +1,30 @@
+"""What a caller asks for when it creates a session, or a run (which makes one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from app.events import ApprovalMode
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRequest:
+    """A new session's wishes, as the API took them; ``SessionManager.create`` validates
+    them against this gateway (approval modes, retry strategies, workspace roots, providers)
+    before anything is stored."""
+
+    workspace: str
+    provider: str | None = None
+    """An explicit provider (never falls back); else the scenario's chain, else the default."""
+    scenario: str | None = None
+    model: str | None = None
+    approval_mode: ApprovalMode | None = None
+    retry: dict[str, JsonValue] | None = None
+    requires: Sequence[str] = ()
+    """Capabilities the chosen provider must have."""
+    metadata: dict[str, JsonValue] | None = None
+    owner: str | None = None
+    """The key that owns the session (None: the admin token's)."""

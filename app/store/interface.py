@@ -1,0 +1,102 @@
+"""What the gateway needs from storage, stated once: the ``Storage`` protocol.
+
+The runtime (sessions, turns, approvals, the event log, recovery, retention) talks to storage
+through this and nothing else; it takes and returns the plain records of ``app.records``.
+``app.store.repository.Store`` implements it on SQLite. A second backend implements the same
+methods with the same contracts:
+
+- every write is one transaction: all of it is kept, or none of it and ``StorageUnavailable``
+  (503) is raised when the database cannot take writes now (full, I/O error, locked);
+- a call a cancelled caller made runs to its end first (no transaction is left half-way);
+- ``insert_events`` keeps a session's ``last_seq`` at its newest event and prunes what
+  ``prune_through`` says in the same transaction; ``events_after`` reads events oldest first
+  in their wire form; ``event_bounds`` survives pruning and retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from app.records import (
+    ApprovalRecord,
+    BindingRecord,
+    EventRecord,
+    SessionRecord,
+    StoredEvent,
+    TurnRecord,
+)
+from app.store.retention import CleanupReport
+
+
+class Storage(Protocol):
+    """The gateway's storage; ``**values`` of an update are fields of its record."""
+
+    async def ping(self) -> None: ...
+
+    async def create_session(self, session: SessionRecord) -> None: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def list_sessions(
+        self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
+    ) -> list[SessionRecord]: ...
+
+    async def session_status_counts(self) -> dict[str, int]: ...
+
+    async def count_open_sessions(self, owner: str) -> int: ...
+
+    async def update_session(self, session_id: str, **values: Any) -> SessionRecord: ...
+
+    async def touch_binding(
+        self, *, session_id: str, provider: str, thread_id: str, now: datetime
+    ) -> None: ...
+
+    async def get_binding(self, session_id: str, provider: str) -> BindingRecord | None: ...
+
+    async def add_turn(self, turn: TurnRecord, *, now: datetime) -> TurnRecord: ...
+
+    async def turn_running(
+        self, turn_id: str, session_id: str, *, now: datetime, **values: Any
+    ) -> None: ...
+
+    async def get_turn(self, session_id: str, turn_id: str) -> TurnRecord | None: ...
+
+    async def list_turns(self, session_id: str, *, limit: int) -> list[TurnRecord]: ...
+
+    async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord: ...
+
+    async def create_approval(self, approval: ApprovalRecord) -> None: ...
+
+    async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRecord | None: ...
+
+    async def list_approvals(
+        self, session_id: str, *, status: str | None, limit: int
+    ) -> list[ApprovalRecord]: ...
+
+    async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord: ...
+
+    async def insert_events(
+        self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
+    ) -> None: ...
+
+    async def events_after(
+        self, session_id: str, *, after: int, limit: int
+    ) -> list[StoredEvent]: ...
+
+    async def last_event_seq(self, session_id: str) -> int: ...
+
+    async def event_bounds(self, session_id: str) -> tuple[int, int]: ...
+
+    async def unfinished_turns(self) -> list[TurnRecord]: ...
+
+    async def reset_busy_sessions(self, now: datetime) -> None: ...
+
+    async def pending_approvals(self) -> list[ApprovalRecord]: ...
+
+    async def retain(
+        self, *, retention_days: int, now: datetime, max_events_per_session: int | None
+    ) -> CleanupReport: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,94 @@
+"""The gateway of the tests that need no real CLI: a real gateway process whose ``claude`` is
+tests/fakes/fake_claude.py (``codex`` and ``opencode`` can be their fakes too).
+
+``fake_gateway_at`` builds one; the ``make_fake_gateway`` and ``fake_gateway`` fixtures
+(tests/conftest.py) build and stop them for a test."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.gateway import GatewayProcess
+
+FAKE_CLAUDE = Path(__file__).resolve().parent / "fake_claude.py"
+
+
+def fake_claude_in(directory: Path) -> Path:
+    """A copy of the fake ``claude`` at ``directory/claude`` run by this interpreter.
+
+    ``/usr/bin/env python3`` may find a pyenv shim first, which costs ~150 ms of CPU a spawn
+    and briefly puts the shim's helpers in the CLI's process group.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    executable = directory / "claude"
+    source = FAKE_CLAUDE.read_text().split("\n", 1)[1]
+    executable.write_text(f"#!{sys.executable}\n{source}")
+    executable.chmod(0o755)
+    return executable
+
+
+FAKES = Path(__file__).resolve().parent
+
+
+def fake_server_in(directory: Path, name: str) -> Path:
+    """``directory/<name>`` running the fake ``codex app-server`` (``codex``) or ``opencode
+    serve`` (``opencode``) with this interpreter, which has the packages the fakes need."""
+    fake = {"codex": "fake_codex_app_server.py", "opencode": "fake_opencode_serve.py"}[name]
+    directory.mkdir(parents=True, exist_ok=True)
+    executable = directory / name
+    executable.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / fake}" "$@"\n')
+    executable.chmod(0o755)
+    return executable
+
+
+class FakeGateway(GatewayProcess):
+    """A gateway whose ``claude`` is tests/fakes/fake_claude.py, logging every spawn."""
+
+    spawn_log: Path
+    workspace: Path
+
+    def spawns(self) -> list[dict[str, Any]]:
+        if not self.spawn_log.exists():
+            return []
+        return [json.loads(line) for line in self.spawn_log.read_text().splitlines()]
+
+
+FakeGatewayFactory = Callable[..., FakeGateway]
+
+
+def fake_gateway_at(
+    base: Path, gateway_class: type[FakeGateway] = FakeGateway, **overrides: Any
+) -> FakeGateway:
+    """A gateway under ``base`` (not started) whose ``claude`` is the fake, logging every spawn.
+
+    The workspace is ``base/roots/project``, the only root ``base/roots``; ``overrides`` are
+    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in.
+    """
+    root = base / "roots"
+    workspace = root / "project"
+    workspace.mkdir(parents=True, exist_ok=True)
+    spawn_log = base / "spawns.jsonl"
+    config: dict[str, Any] = {
+        "workspaces": {"roots": [str(root)]},
+        "providers": {
+            "claude_code": {
+                "executable": str(fake_claude_in(base / "bin")),
+                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
+            },
+            "codex": {"enabled": False},
+            "opencode": {"enabled": False},
+        },
+    }
+    for section, values in overrides.items():
+        if section in config["providers"]:
+            config["providers"][section].update(values)
+        else:
+            config.setdefault(section, {}).update(values)
+    gateway = gateway_class(data_dir=base / "data", config=config)
+    gateway.spawn_log = spawn_log
+    gateway.workspace = workspace
+    return gateway

@@ -1,0 +1,52 @@
+"""``RecordingHooks``: the ``TurnHooks`` a provider or turn-loop test hands a turn.
+
+It records what the turn reports (events, bound threads, approvals asked, approvals withdrawn)
+and answers approvals with ``answer``; without one, each approval waits on a future in
+``pending`` for the test to resolve (or for the turn to cancel it: withdrawn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from app.events import EventData, MessageDelta
+from app.providers.base import ApprovalAnswer, ApprovalRequest
+
+
+class RecordingHooks:
+    def __init__(self, answer: ApprovalAnswer | None = None) -> None:
+        self.answer = answer
+        self.events: list[EventData] = []
+        self.threads: list[str] = []
+        self.approvals: list[ApprovalRequest] = []
+        self.pending: dict[str, asyncio.Future[ApprovalAnswer]] = {}
+        self.withdrawn: list[str] = []
+        self.asked = asyncio.Event()
+        self.streaming = asyncio.Event()
+        self.bound = asyncio.Event()
+
+    async def emit(self, data: EventData) -> None:
+        self.events.append(data)
+        if isinstance(data, MessageDelta):
+            self.streaming.set()
+
+    async def bind_thread(self, thread_id: str) -> None:
+        self.threads.append(thread_id)
+        self.bound.set()
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.approvals.append(request)
+        self.asked.set()
+        if self.answer is not None:
+            return self.answer
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+        self.pending[request.request_id] = future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.withdrawn.append(request.request_id)
+            raise
+
+    def of(self, kind: type[EventData]) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]
