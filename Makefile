@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint audit browser test test-fast bench openapi clean
+.PHONY: run setup lint audit browser test test-fast bench openapi agents-latest clean
 
 ## Set everything up and serve on 127.0.0.1 (prints the URL and the token); serve creates or
 ## upgrades the database itself.
@@ -32,6 +32,11 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## The newest release of every pinned agent, in a scratch prefix, against the contract suite:
+## pinned and newest version, pass/fail and the protocol differences per agent.
+agents-latest: setup
+	$(BIN)/python scripts/agents_latest.py
 
 ## Known advisories against the installed runtime dependencies (offline; see SECURITY.md).
 audit: setup

@@ -31,6 +31,7 @@ EventType = Literal[
     "tool.started",
     "tool.output",
     "tool.completed",
+    "plan.updated",
     "approval.requested",
     "approval.resolved",
     "retry.scheduled",
@@ -210,6 +211,21 @@ class ToolCompleted(_Payload):
     exit_code: int | None = None
 
 
+class PlanEntry(BaseModel):
+    """One step of the agent's plan."""
+
+    model_config = ConfigDict(frozen=True)
+    text: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class PlanUpdated(_Payload):
+    """The agent's plan for the turn, whole each time it changes."""
+
+    TYPE = "plan.updated"
+    entries: list[PlanEntry]
+
+
 class ApprovalRequested(_Payload):
     TYPE = "approval.requested"
     approval_id: str
@@ -278,6 +294,7 @@ EventData = (
     | ToolStarted
     | ToolOutput
     | ToolCompleted
+    | PlanUpdated
     | ApprovalRequested
     | ApprovalResolved
     | RetryScheduled
@@ -415,6 +432,11 @@ class ToolCompletedEvent(EventEnvelope):
     data: ToolCompleted
 
 
+class PlanUpdatedEvent(EventEnvelope):
+    type: Literal["plan.updated"]
+    data: PlanUpdated
+
+
 class ApprovalRequestedEvent(EventEnvelope):
     type: Literal["approval.requested"]
     data: ApprovalRequested
@@ -461,6 +483,7 @@ Event = Annotated[
     | ToolStartedEvent
     | ToolOutputEvent
     | ToolCompletedEvent
+    | PlanUpdatedEvent
     | ApprovalRequestedEvent
     | ApprovalResolvedEvent
     | RetryScheduledEvent

@@ -40,8 +40,13 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PINNED_CLI_BIN = PROJECT_ROOT / "agents" / "node_modules" / ".bin"
-"""Where ``make setup`` installs the pinned agent CLIs (agents/package.json)."""
+PINNED_MODULES = Path(
+    os.environ.get("AGENT_GATEWAY_AGENTS_DIR") or PROJECT_ROOT / "agents" / "node_modules"
+)
+"""Where ``make setup`` installs the CLIs pinned in agents/package.json;
+``AGENT_GATEWAY_AGENTS_DIR`` points elsewhere (``make agents-latest`` tries newer releases)."""
+PINNED_CLI_BIN = PINNED_MODULES / ".bin"
+"""The pinned CLIs' commands."""
 
 MEMBER_PATTERN = r"[a-z0-9][a-z0-9._-]*"
 """A family member's part of a provider name (``gemini`` in ``acp:gemini``)."""
@@ -166,6 +171,10 @@ class ProviderSettings(_Section):
     env: dict[str, str] = {}
     """Variables added to the CLI's allow-listed environment (API keys, base URLs, proxies)."""
     extra_args: list[str] = []
+    command: list[str] = []
+    """The whole command line of an ``acp:<name>`` agent the gateway has no recipe for
+    (``["goose", "acp"]``); built-in agents take it from their recipe. Other providers
+    refuse it."""
     config: dict[str, JsonValue] = {}
     """CLI configuration layered over the user's own, never written into it: Codex ``-c``
     overrides (dotted keys), OpenCode config (merged into ``OPENCODE_CONFIG_CONTENT``)."""

@@ -122,6 +122,7 @@ if ((as_root)); then
     own "$dir"
   done
   for dir in "$claude_dir" "$codex_dir" "$opencode_config" "$opencode_data" "$cli_prefix" \
+    "$agent_home/.gemini" "$agent_home/.copilot" "$agent_home/.qwen" "$agent_home/.codebuddy" \
     "$data_dir"; do
     own "$dir" -R
   done

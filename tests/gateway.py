@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,14 +51,19 @@ def _toml_value(value: Any) -> str:
     raise TypeError(value)
 
 
+def _toml_key(key: str) -> str:
+    """A bare key where TOML allows one, else a quoted one (``"acp:gemini"``)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
 def to_toml(config: Mapping[str, Any], prefix: str = "") -> str:
     """A small TOML writer for nested dicts of scalars, lists and inline tables."""
     scalars = {k: v for k, v in config.items() if not isinstance(v, dict) or k == "env"}
     tables = {k: v for k, v in config.items() if isinstance(v, dict) and k != "env"}
     lines = [f"[{prefix}]"] if prefix and scalars else []
-    lines += [f"{k} = {_toml_value(v)}" for k, v in scalars.items()]
+    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in scalars.items()]
     for key, value in tables.items():
-        lines.append(to_toml(value, f"{prefix}.{key}" if prefix else key))
+        lines.append(to_toml(value, f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)))
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """A stub LLM server for end-to-end tests of the real agent CLIs.
 
 It speaks the Anthropic Messages API (Claude Code) and, through ``tests.stub_openai``, the OpenAI
-Responses API (Codex) and Chat Completions API (OpenCode), all on one port.
+Responses API (Codex) and Chat Completions API (OpenCode, Copilot, Qwen Code, CodeBuddy), and
+through ``tests.stub_gemini`` the Gemini API (Gemini CLI), all on one port.
 
 Usage from a test (sync or async, it does not matter: the server runs its own event loop in a
 background thread)::
@@ -209,8 +210,19 @@ class RecordedRequest:
         return self.method == "POST" and self.path in OPENAI_PATHS
 
     @property
+    def is_gemini(self) -> bool:
+        """A Gemini API request (``…/models/{model}:generateContent`` and the like)."""
+        from tests.stub_gemini import is_gemini  # noqa: PLC0415 (import cycle)
+
+        return is_gemini(self)
+
+    @property
     def is_side(self) -> bool:
-        """An auxiliary model call (title, summary...) of any of the three formats."""
+        """An auxiliary model call (title, summary...) of any of the four formats."""
+        if self.is_gemini:
+            from tests.stub_gemini import is_json_request  # noqa: PLC0415 (import cycle)
+
+            return is_json_request(self.body)
         if self.is_openai:
             from tests.stub_openai import is_openai_side_request  # noqa: PLC0415 (import cycle)
 
@@ -227,6 +239,10 @@ class RecordedRequest:
     @property
     def conversation_text(self) -> str:
         """Every user message's text, joined by newlines: where fault directives are searched."""
+        if self.is_gemini:
+            from tests.stub_gemini import gemini_user_texts  # noqa: PLC0415 (import cycle)
+
+            return "\n".join(gemini_user_texts(self.body))
         if self.is_openai:
             from tests.stub_openai import openai_user_texts  # noqa: PLC0415 (import cycle)
 
@@ -235,7 +251,11 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
-        """The prompt text the answer was chosen from (any of the three formats)."""
+        """The prompt text the answer was chosen from (any of the four formats)."""
+        if self.is_gemini:
+            from tests.stub_gemini import gemini_input  # noqa: PLC0415 (import cycle)
+
+            return gemini_input(self.body)[0]
         if self.is_openai:
             from tests.stub_openai import openai_last_user_text  # noqa: PLC0415 (import cycle)
 
@@ -749,6 +769,11 @@ class StubLLM:
         return f"http://{self._host}:{self.port}"
 
     @property
+    def gemini_base_url(self) -> str:
+        """For ``GOOGLE_GEMINI_BASE_URL``: the SDK appends ``/v1beta`` itself."""
+        return self.base_url
+
+    @property
     def openai_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``: Codex ``base_url``, OpenCode ``options.baseURL``."""
         return f"{self.base_url}/v1"
@@ -775,7 +800,11 @@ class StubLLM:
 
     def model_requests(self) -> list[RecordedRequest]:
         """Model calls of the agent loops, any format, side requests left out."""
-        return [r for r in self.requests if (r.is_message or r.is_openai) and not r.is_side]
+        return [
+            r
+            for r in self.requests
+            if (r.is_message or r.is_openai or r.is_gemini) and not r.is_side
+        ]
 
     @property
     def responses(self) -> list[RecordedResponse]:
@@ -944,6 +973,10 @@ class StubLLM:
             from tests.stub_openai import answer  # noqa: PLC0415 (stub_openai imports this module)
 
             return await answer(self, conn, request, keep_alive)
+        if request.is_gemini:
+            from tests.stub_gemini import answer as answer_gemini  # noqa: PLC0415 (import cycle)
+
+            return await answer_gemini(self, conn, request, keep_alive)
         if not request.is_message:
             body = _error_body("not_found_error", f"{request.method} {request.path} not found")
             await self._send_json(conn, 404, body, keep_alive, head_only=request.method == "HEAD")

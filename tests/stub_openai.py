@@ -19,11 +19,12 @@ Reading a request
 Answering
 ---------
 * ``[[tool:bash <cmd>]]`` calls the client's OWN shell tool, chosen by name from the request's
-  ``tools`` (first of ``bash``, ``exec_command``, ``shell_command``, ``shell``, ``local_shell``),
-  with arguments shaped after that tool's JSON schema: ``cmd`` (Codex ``exec_command``) or
-  ``command`` (a string, or ``["bash", "-lc", cmd]`` when the schema says array), plus
-  ``description: "run command"`` when the schema has one (OpenCode ``bash``). Without ``tools``
-  the call is ``exec_command {"cmd"}`` (Responses) or ``bash {"command", "description"}`` (Chat).
+  ``tools`` (the first of ``SHELL_TOOL_NAMES`` it has, regardless of case), with arguments
+  shaped after that tool's JSON schema: ``cmd`` (Codex ``exec_command``) or ``command`` (a
+  string, or ``["bash", "-lc", cmd]`` when the schema says array), plus ``description: "run
+  command"`` when the schema has one (OpenCode ``bash``), and neutral values for its other
+  required fields. Without ``tools`` the call is ``exec_command {"cmd"}`` (Responses) or
+  ``bash {"command", "description"}`` (Chat).
   The text ``I will run a command.`` comes first. Call ids are ``call_stub_<n>``.
 * Responses streaming (``"stream": true``): ``event: <type>`` + ``data: <json>`` SSE with
   ``sequence_number``: ``response.created``, ``response.in_progress``, per output item
@@ -103,7 +104,18 @@ __all__ = [
 RESPONSES_PATH = "/v1/responses"
 CHAT_PATH = "/v1/chat/completions"
 
-SHELL_TOOL_NAMES = ("bash", "exec_command", "shell_command", "shell", "local_shell")
+SHELL_TOOL_NAMES = (
+    "bash",
+    "exec_command",
+    "shell_command",
+    "shell",
+    "local_shell",
+    # Qwen Code, CodeBuddy and other ACP agents (matched without regard to case: "Bash").
+    "run_shell_command",
+    "execute_command",
+    "run_command",
+    "terminal",
+)
 _SIDE_SYSTEM_RE = re.compile(
     r"title generator|generate (?:a |an )?(?:short |concise |brief )?(?:title|summary)"
     r"|\btitle for\b|summari[sz]e (?:the|this) (?:conversation|thread)",
@@ -252,7 +264,8 @@ def _tool_specs(body: Any) -> list[tuple[str, dict[str, Any]]]:
 def choose_shell_tool(body: Any, command: str, default: str) -> tuple[str, dict[str, Any]]:
     """The client's shell tool and the arguments that run ``command`` with it."""
     specs = dict(_tool_specs(body))
-    name = next((n for n in SHELL_TOOL_NAMES if n in specs), None)
+    by_lower = {n.lower(): n for n in specs}
+    name = next((by_lower[n] for n in SHELL_TOOL_NAMES if n in by_lower), None)
     if name is None:
         name = default
         props: dict[str, Any] = (
@@ -272,6 +285,13 @@ def choose_shell_tool(body: Any, command: str, default: str) -> tuple[str, dict[
         args["command"] = ["bash", "-lc", command] if is_array else command
     if "description" in props:
         args["description"] = "run command"
+    required = specs[name].get("required") if name in specs else None
+    for field in required if isinstance(required, list) else ():
+        # Other required fields get neutral values, so the client's validation accepts the call.
+        schema = props.get(field)
+        if field not in args:
+            kind = schema.get("type") if isinstance(schema, dict) else None
+            args[field] = False if kind == "boolean" else 0 if kind in ("integer", "number") else ""
     return name, args
 
 

@@ -552,6 +552,16 @@ function render(envelope) {
     }
     case "tool.completed":
       return toolCompleted(envelope, data);
+    case "plan.updated": {
+      const marks = { pending: "☐", in_progress: "▶", completed: "☑" };
+      const element = line(envelope, "meta plan");
+      element.append(node("div", "who-label", "Plan"));
+      for (const entry of data.entries || []) {
+        const mark = marks[entry.status] || "·";
+        element.append(node("div", `plan-entry ${entry.status}`, `${mark} ${entry.text}`));
+      }
+      return element;
+    }
     case "approval.requested":
       return approvalRequested(envelope, data);
     case "approval.resolved":

@@ -31,6 +31,8 @@ class SessionSpec:
     approval_mode: ApprovalMode
     thread_id: str | None = None
     """The CLI's thread from the binding; set when the conversation must be resumed."""
+    thread_bound_at: datetime | None = None
+    """When the binding was made (for the CLIs that care how old a thread is)."""
 
 
 @dataclass(frozen=True, kw_only=True)

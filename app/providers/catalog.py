@@ -17,15 +17,22 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from app.providers.acp.descriptor import FAMILY as ACP
+from app.providers.acp.descriptor import MEMBERS as ACP_MEMBERS
 from app.providers.claude.descriptor import DESCRIPTOR as CLAUDE_CODE
 from app.providers.codex.descriptor import DESCRIPTOR as CODEX
 from app.providers.descriptor import ProviderDescriptor
 from app.providers.opencode.descriptor import DESCRIPTOR as OPENCODE
 from app.redaction import SECRET_NAME
-from app.settings import PINNED_CLI_BIN, PROJECT_ROOT, ConfigError, ProviderSettings, Settings
+from app.settings import PINNED_MODULES, PROJECT_ROOT, ConfigError, ProviderSettings, Settings
 
-CATALOG: Mapping[str, ProviderDescriptor] = {d.name: d for d in (CLAUDE_CODE, CODEX, OPENCODE)}
-"""Every provider (or family of providers) by name, in the order the gateway lists them."""
+CATALOG: Mapping[str, ProviderDescriptor] = {
+    d.name: d for d in (CLAUDE_CODE, CODEX, OPENCODE, *ACP_MEMBERS, ACP)
+}
+"""Every provider (or family of providers) by name, in the order the gateway lists them: the
+built-in members of a family have entries of their own (``acp:gemini``: its recipe, pin and
+credential hints); the family's entry (``acp``) drives the members an operator adds. Members
+of either kind are present only as configured (``[providers."acp:gemini"]``)."""
 
 
 def descriptor(
@@ -59,19 +66,35 @@ PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
 
 def resolve(settings: Settings, catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> Settings:
     """The settings the gateway runs with: every catalogued provider present (its configured
-    section, else the defaults; a family's members only as configured), each provider and
-    selection name one the catalog knows.
+    section, else the defaults; a family's members, built in or not, only as configured), each
+    provider and selection name one the catalog knows.
 
     Raises ``ConfigError`` naming what is unknown and what is known. Idempotent.
     """
     known = known_names(catalog)
-    for name in settings.providers:
-        if descriptor(name, catalog) is None:
+    for name, section in settings.providers.items():
+        found = descriptor(name, catalog)
+        if found is None:
             raise ConfigError(
                 f"invalid configuration: unknown provider {name!r} in providers; "
                 f"this gateway knows: {known}"
             )
-    defaults = {name: ProviderSettings() for name, d in catalog.items() if not d.family}
+        if found.family and not section.command:
+            raise ConfigError(
+                f"invalid configuration: providers.{name!r} needs command = [...], the agent's "
+                f"command line (the gateway has a recipe only for "
+                f"{', '.join(n for n, d in catalog.items() if not d.family and ':' in n)})"
+            )
+        if section.command and not (found.family or name.startswith(f"{ACP.name}:")):
+            raise ConfigError(
+                f"invalid configuration: providers.{name}.command is only for "
+                f"{ACP.name}:<name> agents; use executable and extra_args"
+            )
+    # A family's members, built in or not, are present only as configured: an agent the
+    # operator never set up is not listed, probed or selectable.
+    defaults = {
+        name: ProviderSettings() for name, d in catalog.items() if not d.family and ":" not in name
+    }
     providers = defaults | settings.providers
     selection = settings.selection
     named = [selection.default, *selection.fallback_chain]
@@ -89,12 +112,14 @@ def resolve(settings: Settings, catalog: Mapping[str, ProviderDescriptor] = CATA
 def executable(name: str, settings: Settings) -> str:
     """The CLI of provider ``name``: the configured one, else the pinned one from agents/,
     else its command name (found on ``PATH``)."""
-    configured = settings.providers[name].executable if name in settings.providers else None
-    if configured:
-        return configured
-    command = described(name).command
-    pinned = PINNED_CLI_BIN / command
-    return str(pinned) if pinned.exists() else command
+    section = settings.providers.get(name)
+    if section is not None and section.executable:
+        return section.executable
+    if section is not None and section.command:
+        return section.command[0]
+    found = described(name)
+    pinned = PINNED_MODULES / (found.pinned or f".bin/{found.command}")
+    return str(pinned) if pinned.exists() else found.command
 
 
 @cache
@@ -105,7 +130,7 @@ def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
     except (OSError, ValueError, KeyError):
         return {}
     return {
-        name: dependencies[d.npm_package]
+        name: d.cli_version or dependencies[d.npm_package]
         for name, d in CATALOG.items()
         if d.npm_package in dependencies
     }

@@ -55,8 +55,13 @@ class ProviderDescriptor:
     ``<name>:<member>`` (``acp:gemini``), present only when ``providers`` configures it."""
     command: str
     """The CLI's command name: ``agents/node_modules/.bin/<command>``, else on ``PATH``."""
+    pinned: str | None = None
+    """The pinned CLI when it is not ``.bin/<command>``: a path under ``agents/node_modules``."""
     npm_package: str | None
     """The package pinned in ``agents/package.json`` (its version is the provider's pin)."""
+    cli_version: str | None = None
+    """The version the pinned package's CLI reports, when it is not the package's own (the
+    CodeBuddy CLI inside ``@tencent-ai/agent-sdk``); kept in step with that pin."""
     capabilities: Capabilities
     credentials: Credentials
     passthrough: Callable[[ProviderSettings], tuple[str, ...]]

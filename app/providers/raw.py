@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from pydantic import JsonValue
 
 
 def parse_json(text: bytes | str) -> Any:
@@ -50,3 +52,16 @@ def as_dict(value: object) -> dict[str, Any]:
 
 def as_list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def merged(base: Mapping[str, JsonValue], top: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """``base`` with ``top`` layered over it: tables merged key by key, anything else replaced
+    (a CLI's own settings under the operator's ``config`` under the gateway's requirements)."""
+    result = dict(base)
+    for key, value in top.items():
+        below = result.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            result[key] = merged(below, value)
+        else:
+            result[key] = value
+    return result

@@ -341,6 +341,7 @@ class SessionManager:
             model=row.model,
             approval_mode=row.approval_mode,  # type: ignore[arg-type]
             thread_id=binding.thread_id if binding else None,
+            thread_bound_at=binding.created_at if binding else None,
         )
         session_id = row.id
 

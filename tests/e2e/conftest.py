@@ -8,19 +8,26 @@ from typing import Any
 
 import pytest
 
-from app.settings import PINNED_CLI_BIN
+from app.providers.catalog import CATALOG, executable
+from app.settings import Settings
 from tests.e2e.providers import CONFIGS
 from tests.gateway import GatewayProcess
 from tests.stub_llm import StubLLM
 
-PINNED = ("claude", "codex", "opencode")
+DEFAULT_ON = [name for name, d in CATALOG.items() if not d.family and ":" not in name]
+"""The providers a gateway has without configuring them (a family's members need a section)."""
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _pinned_clis_installed() -> None:
-    missing = [name for name in PINNED if not (PINNED_CLI_BIN / name).exists()]
+    settings = Settings()
+    missing = [
+        path
+        for path in (executable(name, settings) for name in CONFIGS)
+        if not Path(path).is_absolute() or not Path(path).exists()
+    ]
     if missing:
-        pytest.fail(f"{missing} missing from {PINNED_CLI_BIN}: run `make setup`")
+        pytest.fail(f"{missing} missing from agents/node_modules: run `make setup`")
 
 
 @pytest.fixture
@@ -47,7 +54,8 @@ def make_gateway(tmp_path: Path, stub: StubLLM, workspace: Path) -> Iterator[Gat
     home.mkdir()
 
     def make(provider: str = "claude_code", **overrides: Any) -> GatewayProcess:
-        providers: dict[str, Any] = {name: {"enabled": False} for name in CONFIGS}
+        # Every provider off but ``provider``, pointed at the stub.
+        providers: dict[str, Any] = {name: {"enabled": False} for name in DEFAULT_ON}
         providers[provider] = CONFIGS[provider](stub, home)
         config: dict[str, Any] = {
             "workspaces": {"roots": [str(workspace.parent)]},

@@ -85,5 +85,95 @@ def opencode(stub: StubLLM, home: Path) -> dict[str, Any]:
     }
 
 
-CONFIGS = {"claude_code": claude_code, "codex": codex, "opencode": opencode}
-"""The stub wiring of every provider of the catalog (``test_every_provider_has_its_wiring``)."""
+def acp_gemini(stub: StubLLM, home: Path) -> dict[str, Any]:
+    return {
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "HOME": str(home),
+            "GOOGLE_GEMINI_BASE_URL": stub.gemini_base_url,  # the "gateway" auth type
+            "GEMINI_API_KEY": "stub-key",
+            "GEMINI_MODEL": "stub-model",  # not "auto": no model-router call per turn
+        },
+        # Layered in the settings file the gateway points GEMINI_CLI_SYSTEM_SETTINGS_PATH at.
+        "config": {"general": {"maxAttempts": 1}},
+    }
+
+
+def acp_copilot(stub: StubLLM, home: Path) -> dict[str, Any]:
+    return {
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "HOME": str(home),
+            "COPILOT_PROVIDER_BASE_URL": stub.openai_base_url,  # BYOK: no GitHub login
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": "stub-key",
+            "COPILOT_MODEL": "stub-model",
+            "COPILOT_OFFLINE": "true",
+        },
+    }
+
+
+def acp_qwen(stub: StubLLM, home: Path) -> dict[str, Any]:
+    return {
+        "turn_idle_timeout_s": 60,
+        "extra_args": ["--auth-type", "openai"],
+        "env": {
+            "HOME": str(home),
+            "OPENAI_BASE_URL": stub.openai_base_url,
+            "OPENAI_API_KEY": "stub-key",
+            "OPENAI_MODEL": "stub-model",
+        },
+        "config": {
+            # A memory-extraction model call after each turn.
+            "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
+            "model": {"generationConfig": {"maxRetries": 0}},
+        },
+    }
+
+
+def acp_codebuddy(stub: StubLLM, home: Path) -> dict[str, Any]:
+    # Custom models live in $HOME/.codebuddy/models.json (OpenAI Chat Completions, full URL).
+    models = home / ".codebuddy" / "models.json"
+    models.parent.mkdir(parents=True, exist_ok=True)
+    model = {
+        "id": "stub-model",
+        "name": "Stub Model",
+        "vendor": "OpenAI",
+        "apiKey": "stub-key",
+        "maxInputTokens": 128000,
+        "maxOutputTokens": 8192,
+        "url": f"{stub.openai_base_url}/chat/completions",
+        "supportsToolCall": True,
+        "supportsImages": False,
+    }
+    models.write_text(json.dumps({"models": [model], "availableModels": ["stub-model"]}))
+    return {
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "HOME": str(home),
+            "CODEBUDDY_MODEL": "stub-model",
+            "CODEBUDDY_API_KEY": "stub-key",
+        },
+    }
+
+
+CONFIGS = {
+    "claude_code": claude_code,
+    "codex": codex,
+    "opencode": opencode,
+    "acp:gemini": acp_gemini,
+    "acp:copilot": acp_copilot,
+    "acp:qwen": acp_qwen,
+    "acp:codebuddy": acp_codebuddy,
+}
+"""The stub wiring of every provider the contract suite runs
+(``test_every_provider_has_its_wiring``)."""
+
+ANSWERS_DENIAL = {"claude_code", "codex", "opencode", "acp:gemini"}
+"""Providers whose agent gets a denied tool call back as its result and answers it; the ACP
+agents Copilot, Qwen Code and CodeBuddy end the turn at a denial instead
+(reference/acp-agents.md, "Rejecting a permission can end the turn")."""
+
+ADAPTERS = {"acp:claude", "acp:codex", "acp:opencode"}
+"""ACP adapters of CLIs the contract drives natively (Claude Code, Codex, OpenCode): their ACP
+mapping is covered on recorded traffic (tests/unit/test_acp_updates.py)."""

@@ -17,21 +17,23 @@ import pytest
 
 from app.providers.catalog import CATALOG
 from tests.e2e.conftest import GatewayFactory
-from tests.e2e.providers import CONFIGS
+from tests.e2e.providers import ADAPTERS, ANSWERS_DENIAL, CONFIGS
 from tests.gateway import SseReader, is_turn_end
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-PROVIDERS = list(CATALOG)
-"""Every provider of the catalog: each must pass (and have its stub wiring in providers.py)."""
+PROVIDERS = list(CONFIGS)
+"""Every provider with its stub wiring in providers.py: each must pass."""
 SSE = {"Accept": "text/event-stream"}
 
 
 def test_every_provider_has_its_wiring() -> None:
     """A provider added to the catalog is not contract-tested until the tests can point it at
-    the stub model (tests/e2e/providers.py)."""
-    assert set(CONFIGS) == set(CATALOG)
+    the stub model (tests/e2e/providers.py); the ACP adapters of CLIs the suite drives natively
+    are the exceptions, named there."""
+    providers = {name for name, d in CATALOG.items() if not d.family}
+    assert set(CONFIGS) == providers - ADAPTERS
 
 
 def create_session(client: httpx.Client, workspace: Path, **body: Any) -> dict[str, Any]:
@@ -179,8 +181,9 @@ def test_tool_approval_allow_runs_the_tool_and_deny_reaches_the_agent(
             done = [e["data"] for e in rest if e["type"] == "tool.completed"]
             assert [d["status"] for d in done] == ["denied"]
             assert rest[-1]["type"] == "turn.completed", rest[-1]
-            # The agent got the denial back as the tool's result and answered it.
-            assert rest[-1]["data"]["final_text"].startswith("Tool said:")
+            if provider in ANSWERS_DENIAL:
+                # The agent got the denial back as the tool's result and answered it.
+                assert rest[-1]["data"]["final_text"].startswith("Tool said:")
             assert not (workspace / "denied.txt").exists()
 
 

@@ -40,9 +40,11 @@ from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-PROVIDERS = list(CATALOG)
-"""Every provider of the catalog: each must pass (and have its stub wiring in providers.py)."""
-CLI_NAMES = {"claude_code": "claude", "codex": "codex", "opencode": "opencode"}
+PROVIDERS = list(providers.CONFIGS)
+"""Every provider with its stub wiring in providers.py (test_contract.py checks that each one
+of the catalog has it)."""
+CLI_NAMES = {name: CATALOG[name].command for name in PROVIDERS}
+"""What each provider's CLI process has in its command line (``claude``, ``gemini``, …)."""
 SSE = {"Accept": "text/event-stream"}
 INJECTION = "--dangerously-skip-permissions ; rm -rf ~"
 CONTEXT_MARKER = "HOSTILE-CONTEXT-7f3a"

@@ -8,7 +8,9 @@ defines (``default``), and an event cursor ``0`` (one past the newest event of *
 is refused). One cross-field rule, stated in words rather than in the schema, is kept too: an
 explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIES``, from
 ``GET /v1/providers``; asking more is a 422 ``capabilities_unmet``), and without one, ``requires``
-keeps what one configured provider has (which providers exist is the deployment's fact).
+keeps what one configured provider has (which providers exist is the deployment's fact: a
+family member the document allows by pattern, ``acp:<name>``, that the gateway does not
+configure becomes the configured provider with the most capabilities).
 Negative cases are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
@@ -40,8 +42,12 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
         if isinstance(retry, dict) and isinstance(retry.get("strategy"), str):
             retry["strategy"] = "default"
         provider, requires = case.body.get("provider"), case.body.get("requires")
+        capabilities: dict[str, list[str]] = json.loads(os.environ["FUZZ_CAPABILITIES"])
+        if isinstance(provider, str) and provider not in capabilities:
+            # A family member the document allows by pattern (acp:<name>) that this gateway
+            # does not configure: which ones it does is the deployment's fact.
+            provider = case.body["provider"] = max(capabilities, key=lambda p: len(capabilities[p]))
         if isinstance(requires, list):
-            capabilities: dict[str, list[str]] = json.loads(os.environ["FUZZ_CAPABILITIES"])
             if isinstance(provider, str):
                 has = capabilities[provider]
             else:  # the provider with the most of them serves

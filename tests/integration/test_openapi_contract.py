@@ -18,6 +18,7 @@ from typing import Any, get_args
 import httpx
 import pytest
 
+from app.events import EventType
 from app.providers.base import Capabilities, Capability
 from app.providers.catalog import CATALOG
 from app.settings import NAME_PATTERN
@@ -164,7 +165,7 @@ def test_the_event_envelope_is_a_union_discriminated_on_type() -> None:
     union = schemas["EventPage"]["properties"]["events"]["items"]
     assert union["discriminator"]["propertyName"] == "type"
     mapping = union["discriminator"]["mapping"]
-    assert len(union["oneOf"]) == len(mapping) == 21
+    assert len(union["oneOf"]) == len(mapping) == len(get_args(EventType))
     for event_type, ref in mapping.items():
         envelope = schemas[ref.rsplit("/", 1)[-1]]
         assert envelope["properties"]["type"]["const"] == event_type
@@ -463,7 +464,9 @@ def test_the_document_states_the_names_the_server_accepts() -> None:
     for name in ("SessionCreate", "RunCreate"):
         properties = schemas[name]["properties"]
         [provider] = [s for s in properties["provider"]["anyOf"] if s.get("type") == "string"]
-        assert provider["enum"] == list(CATALOG)
+        names, members = provider["anyOf"]  # the providers, then any member of a family
+        assert names["enum"] == [n for n, d in CATALOG.items() if not d.family]
+        assert re.fullmatch(members["pattern"], "acp:goose")
         assert set(properties["requires"]["items"]["enum"]) == capability_fields
         assert properties["workspace"]["pattern"].startswith("^(/+")
     [strategy] = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,17 @@ def refusal(**overrides: Any) -> str:
     return str(raised.value)
 
 
+PROVIDERS = [name for name, d in CATALOG.items() if not d.family]
+"""Every provider the catalog names (a family's built-in members included)."""
+STANDALONE = ["claude_code", "codex", "opencode"]
+
+
 def test_every_catalogued_provider_is_configured_with_its_defaults() -> None:
     settings = resolved(providers={"codex": {"model": "gpt-5"}})
-    assert list(settings.providers) == ["claude_code", "codex", "opencode"]
+    assert list(settings.providers) == STANDALONE  # a family's members only as configured
+    assert {"acp:gemini", "acp:copilot", "acp:qwen", "acp:codebuddy"} <= set(PROVIDERS)
+    gemini = resolved(providers={"acp:gemini": {"env": {"GEMINI_API_KEY": "k"}}})
+    assert list(gemini.providers) == [*STANDALONE, "acp:gemini"]  # a recipe, no command
     assert settings.providers["codex"].model == "gpt-5"
     assert settings.providers["claude_code"].idle_timeout_s == 600.0
     assert settings.providers["claude_code"].enabled is True
@@ -60,42 +67,46 @@ def test_selection_naming_an_unknown_provider_is_refused(selection: dict[str, ob
 def test_every_descriptor_is_complete_and_its_cli_is_pinned() -> None:
     for name, descriptor in CATALOG.items():
         assert descriptor.name == name
-        assert descriptor.command
         assert descriptor.credentials.hint
-    assert set(catalog.pinned_versions()) == set(CATALOG)  # agents/package.json has each
+        assert bool(descriptor.command) != descriptor.family  # a family's come from settings
+    assert set(catalog.pinned_versions()) == set(PROVIDERS)  # agents/package.json has each
 
 
 def test_the_executable_is_the_configured_one_else_the_pinned_one_else_the_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    (tmp_path / "claude").touch()
-    monkeypatch.setattr(catalog, "PINNED_CLI_BIN", tmp_path)
+    (tmp_path / ".bin").mkdir()
+    (tmp_path / ".bin" / "claude").touch()
+    copilot = tmp_path / "@github" / "copilot-linux-x64" / "copilot"  # not .bin: the native one
+    copilot.parent.mkdir(parents=True)
+    copilot.touch()
+    monkeypatch.setattr(catalog, "PINNED_MODULES", tmp_path)
     configured = resolved(providers={"claude_code": {"executable": "/usr/local/bin/claude"}})
     assert executable("claude_code", configured) == "/usr/local/bin/claude"
-    assert executable("claude_code", resolved()) == str(tmp_path / "claude")
-    monkeypatch.setattr(catalog, "PINNED_CLI_BIN", tmp_path / "not-installed")
+    assert executable("claude_code", resolved()) == str(tmp_path / ".bin" / "claude")
+    assert executable("acp:copilot", resolved(providers={"acp:copilot": {}})) == str(copilot)
+    own = resolved(providers={"acp:goose": {"command": ["/opt/goose", "acp"]}})
+    assert executable("acp:goose", own) == "/opt/goose"
+    monkeypatch.setattr(catalog, "PINNED_MODULES", tmp_path / "not-installed")
     assert executable("claude_code", resolved()) == "claude"
+    assert executable("acp:copilot", resolved(providers={"acp:copilot": {}})) == "copilot"
 
 
 def test_the_factory_builds_each_enabled_provider_from_its_descriptor() -> None:
-    settings = resolved(providers={"opencode": {"enabled": False}})
+    settings = resolved(providers={"opencode": {"enabled": False}, "acp:qwen": {}})
     built = build_providers(settings, ProcessRunner())
-    assert set(built) == {"claude_code", "codex"}
+    assert set(built) == {"claude_code", "codex", "acp:qwen"}
     for name, provider in built.items():
         assert isinstance(provider, Provider)
         assert provider.capabilities == CATALOG[name].capabilities
-
-
-# A catalog with a family, as one driving every Agent Client Protocol agent alike would be.
-FAMILY = {**CATALOG, "acp": replace(CATALOG["opencode"], name="acp", family=True)}
 
 
 @pytest.mark.parametrize(
     ("name", "found"),
     [
         ("claude_code", "claude_code"),
-        ("acp:gemini", "acp"),
-        ("acp:qwen-code.v2", "acp"),
+        ("acp:gemini", "acp:gemini"),  # a built-in member has its own entry
+        ("acp:qwen-code.v2", "acp"),  # any other member is driven by the family's
         ("acp", None),  # a family is not a provider itself
         ("acp:", None),
         ("claude_code:x", None),  # only a family has members
@@ -104,35 +115,42 @@ FAMILY = {**CATALOG, "acp": replace(CATALOG["opencode"], name="acp", family=True
     ],
 )
 def test_a_name_is_described_by_its_own_entry_or_its_familys(name: str, found: str | None) -> None:
-    described = catalog.descriptor(name, FAMILY)
+    described = catalog.descriptor(name)
     assert (described.name if described else None) == found
 
 
-def test_a_familys_members_are_present_only_as_configured() -> None:
+def test_an_operators_own_acp_agent_is_present_only_as_configured_with_its_command() -> None:
     settings = load_settings(
         workspaces={"roots": ["/"]},
-        providers={"acp:gemini": {"executable": "gemini", "model": "gemini-3"}},
-        selection={"default": "acp:gemini", "fallback_chain": ["claude_code"]},
+        providers={"acp:goose": {"command": ["goose", "acp"], "model": "gpt-5"}},
+        selection={"default": "acp:goose", "fallback_chain": ["claude_code"]},
     )
-    providers = resolve(settings, FAMILY).providers
-    assert list(providers) == ["claude_code", "codex", "opencode", "acp:gemini"]
-    assert providers["acp:gemini"].model == "gemini-3"
-    with pytest.raises(ConfigError) as refused:  # this gateway's catalog has no such family
-        resolve(settings)
-    assert "unknown provider 'acp:gemini'" in str(refused.value)
+    providers = resolve(settings).providers
+    assert list(providers) == [*STANDALONE, "acp:goose"]
+    assert providers["acp:goose"].model == "gpt-5"
+    commandless = refusal(providers={"acp:goose": {"model": "gpt-5"}})
+    assert "providers.'acp:goose' needs command = [...]" in commandless
+    assert "acp:gemini" in commandless  # and names the agents that need none
     named = settings.model_copy(update={"providers": {}})
     with pytest.raises(ConfigError) as unconfigured:  # a member must be configured to be named
-        resolve(named, FAMILY)
-    assert "selection names provider 'acp:gemini'" in str(unconfigured.value)
-    assert "claude_code, codex, opencode, acp:<name>" in str(unconfigured.value)
+        resolve(named)
+    assert "selection names provider 'acp:goose'" in str(unconfigured.value)
+    assert "acp:<name>" in str(unconfigured.value)
+
+
+def test_command_is_only_for_acp_agents() -> None:
+    message = refusal(providers={"claude_code": {"command": ["claude"]}})
+    assert "providers.claude_code.command is only for acp:<name> agents" in message
+    assert resolved(providers={"acp:gemini": {"command": ["gemini", "--acp", "--debug"]}})
 
 
 def test_the_api_schema_of_a_provider_name_lists_names_and_family_members() -> None:
-    assert provider_name_schema() == {"type": "string", "enum": list(CATALOG)}
-    schema = provider_name_schema(FAMILY)
+    schema = provider_name_schema()
     names, members = schema["anyOf"]
-    assert names == {"enum": list(CATALOG)}
+    assert names == {"enum": PROVIDERS}
     pattern = re.compile(members["pattern"])
-    assert pattern.match("acp:gemini")
+    assert pattern.match("acp:goose")
     assert not pattern.match("acp:")
     assert not pattern.match("codex:gemini")
+    closed = {n: d for n, d in CATALOG.items() if not d.family}
+    assert provider_name_schema(closed) == {"type": "string", "enum": PROVIDERS}

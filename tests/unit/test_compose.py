@@ -22,6 +22,10 @@ NAMED_VOLUMES = {
     "codex-data": "/home/agent/.codex",
     "opencode-config-data": "/home/agent/.config/opencode",
     "opencode-data": "/home/agent/.local/share/opencode",
+    "gemini-data": "/home/agent/.gemini",
+    "copilot-data": "/home/agent/.copilot",
+    "qwen-data": "/home/agent/.qwen",
+    "codebuddy-data": "/home/agent/.codebuddy",
 }
 
 

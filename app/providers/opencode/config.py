@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import JsonValue
 
+from app.providers.raw import merged
+
 __all__ = [
     "FIXED_ENV",
     "PASSTHROUGH_ENV",
@@ -121,7 +123,7 @@ def build_argv(*, executable: str, port: int, extra_args: Sequence[str] = ()) ->
 
 def server_config(operator: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     """``operator`` config deep-merged under ``REQUIRED_CONFIG`` (the gateway's keys win)."""
-    return _merge(dict(operator), REQUIRED_CONFIG)
+    return merged(dict(operator), REQUIRED_CONFIG)
 
 
 def server_env(
@@ -154,14 +156,3 @@ def model_ref(model: str | None) -> dict[str, str] | None:
     if not provider or not name:
         return None
     return {"providerID": provider, "modelID": name}
-
-
-def _merge(base: dict[str, JsonValue], top: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    merged = dict(base)
-    for key, value in top.items():
-        below = merged.get(key)
-        if isinstance(below, dict) and isinstance(value, dict):
-            merged[key] = _merge(below, value)
-        else:
-            merged[key] = value
-    return merged

@@ -1,0 +1,288 @@
+"""The Agent Client Protocol agents the gateway knows by name: one ``AgentRecipe`` each.
+
+A recipe says how to start the agent quietly (telemetry, update checks and other traffic of its
+own off), which of its session modes asks before running tools, and where its credentials come
+from. Operators add agents that are not here with ``[providers."acp:<name>"] command = [...]``;
+those run with the ``GENERIC`` recipe (the agent's own default mode, no settings layered).
+
+The switches come from ``reference/acp-agents.md``; each was checked with the pinned version on
+loopback (no name resolved, nothing sent but to the model endpoint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from app.events import ApprovalMode
+from app.providers.descriptor import Credentials
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingsLayer:
+    """A settings file the agent reads from the path in ``variable``, above the user's own
+    settings: the gateway writes ``content`` (with ``providers.<name>.config`` merged over it)
+    to a file of its own and never into the user's."""
+
+    variable: str
+    content: Mapping[str, JsonValue]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRecipe:
+    """How to run one ACP agent."""
+
+    member: str
+    """The name after ``acp:``."""
+    title: str
+    command: str
+    """The command name on ``PATH`` when the pinned copy is absent."""
+    program: str | None = None
+    """The pinned executable, relative to ``agents/node_modules`` (``.bin/<command>`` when
+    None)."""
+    args: tuple[str, ...] = ()
+    npm_package: str | None = None
+    cli_version: str | None = None
+    """What the pinned package's CLI reports as its version, when that is not the package's."""
+    node22: bool = False
+    """Declares Node.js >= 22: run with the pinned Node 22 (``agents/node_modules/.bin/node``)
+    first on ``PATH``."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Fixed switches: telemetry, update checks, relaunches off."""
+    modes: Mapping[ApprovalMode, str] = field(default_factory=dict)
+    """The agent's session mode for each approval mode; ``ask`` must be one that asks before
+    running any tool that changes something. A mode the agent does not offer is never set."""
+    mode_env: Mapping[ApprovalMode, Mapping[str, str]] = field(default_factory=dict)
+    """Variables that select the approval behaviour, for agents without session modes."""
+    settings: SettingsLayer | None = None
+    passthrough: tuple[str, ...] = ()
+    """Variables of the gateway's own environment the agent may get (credentials, endpoints)."""
+    credentials: Credentials
+    replays_after_load: bool = False
+    """Answers ``session/load`` before its history replay is over (the replay keeps arriving):
+    the gateway waits for the replay to go quiet before the next prompt."""
+    prompt_gap_after_cancel_s: float = 0.0
+    """CodeBuddy answers a prompt sent within a few milliseconds of a cancelled turn with
+    ``cancelled`` at once, without calling its model; the next prompt waits this long."""
+    exits_on_eof: bool = True
+    """Ends when its stdin closes; CodeBuddy does not, and is stopped with SIGTERM at once."""
+    load_minute_guard: bool = False
+    """Gemini CLI 0.61: a ``session/load`` in the same UTC minute as the thread's creation
+    overwrites the thread's record (its file name holds the minute) and fails; the gateway
+    waits for the next minute first."""
+
+
+_QUIET_NODE = {"NO_UPDATE_NOTIFIER": "1", "NODE_NO_WARNINGS": "1"}
+_CLAUDE_SWITCHES = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+_GEMINI_STYLE_SETTINGS: Mapping[str, JsonValue] = {
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+}
+_COPILOT_MODE = "https://agentclientprotocol.com/protocol/session-modes#"
+
+GEMINI = AgentRecipe(
+    member="gemini",
+    title="Gemini CLI",
+    command="gemini",
+    args=("--acp",),
+    npm_package="@google/gemini-cli",
+    env={**_QUIET_NODE, "GEMINI_CLI_NO_RELAUNCH": "true"},
+    modes={"ask": "default", "auto_edits": "autoEdit", "allow_all": "yolo", "read_only": "plan"},
+    settings=SettingsLayer(
+        variable="GEMINI_CLI_SYSTEM_SETTINGS_PATH", content=_GEMINI_STYLE_SETTINGS
+    ),
+    passthrough=(
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    ),
+    credentials=Credentials(
+        variables=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"),
+        login_files=(".gemini/oauth_creds.json",),
+        endpoint_variables=("GOOGLE_GEMINI_BASE_URL",),
+        hint='set providers."acp:gemini".env.GEMINI_API_KEY, or run `gemini` once as the '
+        "gateway's user and log in with Google",
+    ),
+    replays_after_load=True,
+    load_minute_guard=True,
+)
+
+COPILOT = AgentRecipe(
+    member="copilot",
+    title="GitHub Copilot CLI",
+    command="copilot",
+    # The native binary: the npm loader (bin/copilot) runs it with spawnSync, which adds a node
+    # process and does not pass signals on.
+    program="@github/copilot-linux-x64/copilot",
+    args=("--acp", "--stdio"),
+    npm_package="@github/copilot",
+    env={"COPILOT_AUTO_UPDATE": "false"},
+    modes={
+        "ask": _COPILOT_MODE + "agent",
+        "read_only": _COPILOT_MODE + "plan",
+        "allow_all": _COPILOT_MODE + "autopilot",
+    },
+    passthrough=("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_HOME"),
+    credentials=Credentials(
+        variables=("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"),
+        login_files=(".copilot/config.json",),
+        endpoint_variables=("COPILOT_PROVIDER_BASE_URL",),
+        hint="run `copilot login` as the gateway's user, or set "
+        'providers."acp:copilot".env.COPILOT_GITHUB_TOKEN (or a COPILOT_PROVIDER_* model)',
+    ),
+)
+
+QWEN = AgentRecipe(
+    member="qwen",
+    title="Qwen Code",
+    command="qwen",
+    args=("--acp", "--approval-mode", "default"),
+    npm_package="@qwen-code/qwen-code",
+    node22=True,
+    env=_QUIET_NODE,
+    modes={"ask": "default", "auto_edits": "auto-edit", "allow_all": "yolo", "read_only": "plan"},
+    settings=SettingsLayer(
+        variable="QWEN_CODE_SYSTEM_SETTINGS_PATH",
+        content={
+            **_GEMINI_STYLE_SETTINGS,
+            "general": {"enableAutoUpdate": False},
+            # A "[SUGGESTION MODE]" model call after every turn; nothing would show it.
+            "ui": {"enableFollowupSuggestions": False},
+        },
+    ),
+    passthrough=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"),
+    credentials=Credentials(
+        variables=("OPENAI_API_KEY", "DASHSCOPE_API_KEY"),
+        login_files=(".qwen/oauth_creds.json",),
+        endpoint_variables=("OPENAI_BASE_URL",),
+        hint='set providers."acp:qwen".env.OPENAI_API_KEY (and OPENAI_BASE_URL), or run '
+        "`qwen` once as the gateway's user and log in",
+    ),
+)
+
+CODEBUDDY = AgentRecipe(
+    member="codebuddy",
+    title="CodeBuddy Code",
+    command="codebuddy",
+    # The documented @tencent-ai/codebuddy-code is not on the registry; the SDK ships the CLI.
+    program="@tencent-ai/agent-sdk/cli/bin/codebuddy",
+    args=("--acp",),
+    npm_package="@tencent-ai/agent-sdk",
+    cli_version="2.117.0",  # the CLI in @tencent-ai/agent-sdk 0.3.201
+    env={
+        **_QUIET_NODE,
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CODEBUDDY_SKIP_BUILTIN_MARKETPLACE": "1",
+    },
+    exits_on_eof=False,
+    prompt_gap_after_cancel_s=1.0,
+    modes={
+        "ask": "default",
+        "auto_edits": "acceptEdits",
+        "allow_all": "bypassPermissions",
+        "read_only": "plan",
+    },
+    passthrough=("CODEBUDDY_API_KEY", "CODEBUDDY_BASE_URL", "CODEBUDDY_MODEL"),
+    credentials=Credentials(
+        variables=("CODEBUDDY_API_KEY",),
+        login_files=(".codebuddy/models.json",),
+        hint='set providers."acp:codebuddy".env.CODEBUDDY_API_KEY, or run `codebuddy` once as '
+        "the gateway's user and log in",
+    ),
+)
+
+CLAUDE = AgentRecipe(
+    member="claude",
+    title="Claude Agent (ACP adapter)",
+    command="claude-agent-acp",
+    npm_package="@agentclientprotocol/claude-agent-acp",
+    node22=True,
+    env={**_QUIET_NODE, **_CLAUDE_SWITCHES},
+    # Its default mode is "auto": Claude decides alone, no permission request at all.
+    modes={"ask": "default", "auto_edits": "acceptEdits", "read_only": "plan"},
+    passthrough=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+    credentials=Credentials(
+        variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+        login_files=(".claude/.credentials.json",),
+        endpoint_variables=("ANTHROPIC_BASE_URL",),
+        hint='run `claude login` as the gateway\'s user, or set providers."acp:claude".env.'
+        "ANTHROPIC_API_KEY",
+    ),
+)
+
+CODEX = AgentRecipe(
+    member="codex",
+    title="Codex (ACP adapter)",
+    command="codex-acp",
+    npm_package="@agentclientprotocol/codex-acp",
+    env={**_QUIET_NODE, "NO_BROWSER": "1"},
+    # "agent" (its default) has a model review escalations; "read-only" asks a human for
+    # anything that leaves the sandbox.
+    modes={"ask": "read-only", "read_only": "read-only", "auto_edits": "workspace-write"},
+    passthrough=("OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_HOME"),
+    credentials=Credentials(
+        variables=("OPENAI_API_KEY", "CODEX_API_KEY"),
+        login_files=(".codex/auth.json",),
+        hint="run `codex login` as the gateway's user, or set "
+        'providers."acp:codex".env.OPENAI_API_KEY',
+    ),
+)
+
+OPENCODE = AgentRecipe(
+    member="opencode",
+    title="OpenCode (ACP)",
+    command="opencode",
+    args=("acp",),
+    npm_package="opencode-ai",
+    env={
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+        "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    },
+    # OpenCode runs bash without asking by default and has no session modes.
+    mode_env={
+        "ask": {"OPENCODE_PERMISSION": '{"bash":"ask","edit":"ask","webfetch":"ask"}'},
+        "auto_edits": {"OPENCODE_PERMISSION": '{"bash":"ask","edit":"allow","webfetch":"ask"}'},
+        "allow_all": {"OPENCODE_PERMISSION": '{"bash":"allow","edit":"allow","webfetch":"allow"}'},
+        "read_only": {"OPENCODE_PERMISSION": '{"bash":"ask","edit":"deny","webfetch":"ask"}'},
+    },
+    passthrough=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_CONFIG"),
+    credentials=Credentials(
+        variables=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
+        login_files=(".local/share/opencode/auth.json",),
+        hint='run `opencode auth login`, or set a key in providers."acp:opencode".env',
+    ),
+)
+
+BUILTIN: Mapping[str, AgentRecipe] = {
+    r.member: r for r in (GEMINI, COPILOT, QWEN, CODEBUDDY, CLAUDE, CODEX, OPENCODE)
+}
+"""The agents known by name, in the order the gateway lists them."""
+
+GENERIC = AgentRecipe(
+    member="",
+    title="ACP agent",
+    command="",
+    credentials=Credentials(
+        variables=(),
+        hint='give the agent its credentials in providers."acp:<name>".env',
+    ),
+)
+"""An operator's own agent: its ``command`` comes from the settings."""
