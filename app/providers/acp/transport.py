@@ -16,32 +16,20 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from acp.meta import CLIENT_METHODS
+from acp.schema import SessionNotification
 
 from app.process.managed import LineTooLong, ManagedProcess, ProcessError
 
 log = logging.getLogger(__name__)
 
-KNOWN_UPDATES = frozenset(
-    {
-        "user_message_chunk",
-        "agent_message_chunk",
-        "agent_thought_chunk",
-        "tool_call",
-        "tool_call_update",
-        "plan",
-        "plan_update",
-        "plan_removed",
-        "available_commands_update",
-        "current_mode_update",
-        "config_option_update",
-        "session_info_update",
-        "usage_update",
-    }
+KNOWN_UPDATES: frozenset[str] = frozenset(
+    get_args(kind.model_fields["session_update"].annotation)[0]
+    for kind in get_args(SessionNotification.model_fields["update"].annotation)
 )
-"""The ``sessionUpdate`` kinds of the pinned SDK's schema."""
+"""The ``sessionUpdate`` kinds of the pinned SDK's schema, read from it."""
 
 _SESSION_UPDATE = CLIENT_METHODS["session_update"]
 

@@ -1,0 +1,489 @@
+"""One gateway session on one ACP agent: its agent process, its thread and its turns.
+
+A session's first turn spawns the agent, ``initialize``\\ s it and opens a thread:
+``session/new`` with the workspace as ``cwd``, or, with a thread in the binding,
+``session/resume`` when the agent offers it, else ``session/load``, else (or when that fails) a
+new thread and a ``context_lost`` warning. Then the session mode that asks before running tools
+is set (``AgentRecipe.modes``) and each turn is one ``session/prompt``.
+
+``session/update`` notifications and ``session/request_permission`` requests go into the
+running turn's inbox, which ``TurnLoop`` follows (deadlines, approvals) and
+``TurnTranslator`` turns into events. An interrupt is ``session/cancel``, and every pending
+permission request is answered ``cancelled`` as the protocol requires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SessionModeState,
+)
+
+from app import __version__
+from app.events import EventData, TurnError, Warning
+from app.process.childspec import ProcessSpec
+from app.process.managed import ManagedProcess, SpawnError
+from app.providers.acp import faults
+from app.providers.acp.client import AgentClient, connect
+from app.providers.acp.updates import TurnTranslator, option_for
+from app.providers.base import (
+    ApprovalAnswer,
+    ProcessInfo,
+    ProviderSession,
+    SessionSpec,
+    TurnHooks,
+    TurnOutcome,
+)
+from app.providers.exits import how_it_ended, limit_error, spawn_error
+from app.providers.turnloop import TurnLoop, failure
+
+if TYPE_CHECKING:
+    from app.providers.acp.provider import AcpProvider
+
+log = logging.getLogger(__name__)
+
+REPLAY_QUIET_S = 0.3
+"""After ``session/load``, how long no update must arrive before the history replay of an
+agent that replays after answering (``replays_after_load``) counts as over."""
+REPLAY_LIMIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class _Asked:
+    request: RequestPermissionRequest
+    reply: asyncio.Future[RequestPermissionResponse]
+
+
+@dataclass(frozen=True)
+class _Answered:
+    task: asyncio.Task[Any]
+
+
+@dataclass(frozen=True)
+class _Exited:
+    error: TurnError
+
+
+_Item = Any  # an SDK session update, _Asked, _Answered or _Exited
+
+
+@dataclass
+class _Live:
+    process: ManagedProcess
+    connection: ClientSideConnection
+    client: AgentClient
+    info: ProcessInfo
+    watcher: asyncio.Task[None]
+    thread: str | None = None
+    """The agent's session id on this process, once opened."""
+
+
+class AcpSession(ProviderSession):
+    """One gateway session on one ACP agent; spawns (or resumes) its process on demand."""
+
+    def __init__(self, *, provider: AcpProvider, spec: SessionSpec) -> None:
+        self._provider = provider
+        self._spec = spec
+        self._thread_id = spec.thread_id
+        self._thread_since = spec.thread_bound_at
+        self._live: _Live | None = None
+        self._spawns = 0
+        self._translator = TurnTranslator(provider.name)
+        self._inbox: asyncio.Queue[_Item] | None = None
+        self._loop: TurnLoop[_Item] | None = None
+        self._permissions: set[asyncio.Future[RequestPermissionResponse]] = set()
+        self._interrupt_requested = asyncio.Event()
+        self._cancelled_at: float | None = None
+        self._closed = False
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id
+
+    @property
+    def process(self) -> ProcessInfo | None:
+        live = self._live
+        if live is None or live.process.returncode is not None:
+            return None
+        return live.info
+
+    # --- what the agent sends -------------------------------------------------------------
+
+    def deliver(self, session_id: str, update: Any) -> None:
+        """A ``session/update``: into the running turn, else dropped (a history replay)."""
+        live = self._live
+        if self._inbox is None or live is None or session_id != live.thread:
+            return
+        self._inbox.put_nowait(update)
+
+    async def ask(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        live = self._live
+        if self._inbox is None or live is None or request.session_id != live.thread:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        reply: asyncio.Future[RequestPermissionResponse] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._permissions.add(reply)
+        try:
+            self._inbox.put_nowait(_Asked(request, reply))
+            return await reply
+        finally:
+            self._permissions.discard(reply)
+
+    def _cancel_permissions(self) -> None:
+        for reply in list(self._permissions):
+            if not reply.done():
+                reply.set_result(
+                    RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+                )
+
+    # --- process lifecycle ----------------------------------------------------------------
+
+    def _failed(self, kind: Any, message: str, **fields: Any) -> TurnOutcome:
+        return failure(self._provider.name, kind, message, **fields)
+
+    async def _ensure_process(self, hooks: TurnHooks) -> _Live | TurnOutcome:
+        live = self._live
+        if live is not None and live.process.returncode is None and not live.watcher.done():
+            return live
+        if live is not None:
+            await self._release(live)
+        provider = self._provider
+        spec = self._spec
+        try:
+            process = await provider.runner.spawn(
+                ProcessSpec(
+                    argv=provider.argv,
+                    cwd=spec.workspace,
+                    env=provider.child_env(spec.approval_mode),
+                    confine_to=provider.workspace_roots,
+                    label=provider.name,
+                )
+            )
+        except SpawnError as exc:
+            error = spawn_error(exc, cli=provider.cli, provider=provider.name)
+            return TurnOutcome(status="failed", error=error)
+        self._spawns += 1
+        client, connection = connect(self, process, label=provider.name)
+        watcher = asyncio.create_task(self._watch(process), name=f"acp-watch:{process.pid}")
+        info = ProcessInfo(pid=process.pid, started_at=process.started_at, spawns=self._spawns)
+        live = self._live = _Live(process, connection, client, info, watcher)
+        try:
+            async with asyncio.timeout(provider.settings.startup_timeout_s):
+                agent = await connection.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(
+                        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                        terminal=False,
+                    ),
+                    client_info=Implementation(
+                        name="agent-gateway", title="Agent Gateway", version=__version__
+                    ),
+                )
+                opened = await self._open_thread(live, agent, hooks)
+        except (TimeoutError, RequestError, ConnectionError) as exc:
+            await self._release(live)
+            return self._failed("cli_crashed", self._start_failure(process, exc), retryable=True)
+        if isinstance(opened, TurnOutcome):
+            await self._release(live)
+            return opened
+        return live
+
+    def _start_failure(self, process: ManagedProcess, exc: BaseException) -> str:
+        cli = self._provider.cli
+        if isinstance(exc, TimeoutError):
+            what = f"did not start within {self._provider.settings.startup_timeout_s:.0f} s"
+        elif process.returncode is not None:
+            what = how_it_ended(process.returncode, suffix=" while starting")
+        else:
+            what = f"refused to start a session: {exc}"
+        tail = process.stderr_tail.strip()
+        return f"{cli} {what}." + (f" stderr: {tail[-1500:]}" if tail else "")
+
+    async def _open_thread(
+        self, live: _Live, agent: InitializeResponse, hooks: TurnHooks
+    ) -> TurnOutcome | None:
+        """Resume the binding's thread on the new process, or open a new one."""
+        spec, recipe = self._spec, self._provider.recipe
+        cwd = str(spec.workspace)
+        caps = agent.agent_capabilities
+        modes: SessionModeState | None = None
+        thread = self._thread_id
+        if thread is not None:
+            resumable = bool(
+                caps and caps.session_capabilities and caps.session_capabilities.resume
+            )
+            loadable = bool(caps and caps.load_session)
+            why = "the agent can neither resume nor load a thread"
+            try:
+                if resumable:
+                    modes = (await live.connection.resume_session(session_id=thread, cwd=cwd)).modes
+                    live.thread = thread
+                elif loadable:
+                    await self._before_load()
+                    live.thread = thread  # its replay is dropped: no turn is running
+                    modes = (await live.connection.load_session(session_id=thread, cwd=cwd)).modes
+                    if recipe.replays_after_load:
+                        await self._replay_over(live.client)
+            except RequestError as exc:
+                live.thread = None
+                why = f"the agent could not reopen it: {exc}"
+            if live.thread is None:
+                await hooks.emit(
+                    Warning(
+                        code="context_lost",
+                        message=f"{self._provider.cli} could not continue thread {thread} "
+                        f"({why}); this turn starts a new conversation.",
+                    )
+                )
+        if live.thread is None:
+            opened = await live.connection.new_session(cwd=cwd, mcp_servers=[])
+            live.thread = opened.session_id
+            modes = opened.modes
+            self._thread_since = datetime.now(UTC)
+        if live.thread != self._thread_id:
+            self._thread_id = live.thread
+        await hooks.bind_thread(live.thread)
+        return await self._set_mode(live, modes)
+
+    async def _set_mode(self, live: _Live, modes: SessionModeState | None) -> TurnOutcome | None:
+        recipe = self._provider.recipe
+        wanted = recipe.modes.get(self._spec.approval_mode) or recipe.modes.get("ask")
+        if wanted is None or modes is None:
+            return None  # the agent's own default (recipes without modes ask by default)
+        available = {mode.id for mode in modes.available_modes}
+        if wanted not in available:
+            wanted = recipe.modes.get("ask")
+        if wanted is None or wanted == modes.current_mode_id:
+            return None
+        assert live.thread is not None
+        try:
+            await live.connection.set_session_mode(session_id=live.thread, mode_id=wanted)
+        except RequestError as exc:
+            return self._failed(
+                "agent_error",
+                f"{self._provider.cli} refused session mode {wanted!r}, the one that asks before "
+                f"running tools: {exc}",
+            )
+        return None
+
+    async def _before_load(self) -> None:
+        """Gemini CLI 0.61 breaks a thread loaded in the UTC minute it was created in
+        (``AgentRecipe.load_minute_guard``): wait for the next minute, unless interrupted."""
+        since = self._thread_since
+        if not self._provider.recipe.load_minute_guard or since is None:
+            return
+        now = datetime.now(UTC)
+        since = since.replace(tzinfo=UTC) if since.tzinfo is None else since.astimezone(UTC)
+        minute = since.replace(second=0, microsecond=0)
+        if now.replace(second=0, microsecond=0) > minute:
+            return
+        wait = (minute + timedelta(minutes=1) - now).total_seconds() + 0.5
+        log.info(
+            "waiting %.1f s before loading thread %s (same-minute guard)", wait, self._thread_id
+        )
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await self._interrupt_requested.wait()
+
+    async def _replay_over(self, client: AgentClient) -> None:
+        deadline = time.monotonic() + REPLAY_LIMIT_S
+        while time.monotonic() < deadline:
+            quiet = time.monotonic() - client.last_update
+            if quiet >= REPLAY_QUIET_S:
+                return
+            await asyncio.sleep(REPLAY_QUIET_S - quiet)
+
+    async def _watch(self, process: ManagedProcess) -> None:
+        """The agent's end, as the running turn's last item."""
+        returncode = await process.wait()
+        provider = self._provider
+        if process.exceeded is not None:
+            error = limit_error(process.exceeded, cli=provider.cli, provider=provider.name)
+        else:
+            tail = process.stderr_tail.strip()
+            error = TurnError(
+                kind="cli_crashed",
+                message=f"{provider.cli} {how_it_ended(returncode, suffix=' during the turn')}.",
+                retryable=True,
+                provider=provider.name,
+                exit_code=returncode,
+                stderr_tail=tail[-2000:] or None,
+            )
+        if self._inbox is not None:
+            self._inbox.put_nowait(_Exited(error))
+
+    async def _release(self, live: _Live) -> None:
+        if self._live is live:
+            self._live = None
+        self._cancel_permissions()
+        recipe, settings = self._provider.recipe, self._provider.settings
+        grace = settings.stop_grace_s if recipe.exits_on_eof else 0.0
+        await live.process.stop(grace_s=grace)
+        await live.connection.close()
+        live.watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await live.watcher
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
+        provider = self._provider
+        loop: TurnLoop[_Item] = TurnLoop(
+            provider=provider.name, cli=provider.cli, settings=provider.settings, hooks=hooks
+        )
+        self._loop = loop
+        self._interrupt_requested.clear()
+        try:
+            return await self._run_turn(prompt, loop)
+        finally:
+            self._loop = None
+            self._inbox = None
+            self._cancel_permissions()
+
+    async def _run_turn(self, prompt: str, loop: TurnLoop[_Item]) -> TurnOutcome:
+        if self._closed:
+            return self._failed("invalid_request", "the session is closed")
+        live = await self._ensure_process(loop.hooks)
+        if isinstance(live, TurnOutcome):
+            return live
+        if loop.interrupted:
+            return loop.interrupted_outcome("interrupted by the client before the prompt was sent")
+        assert live.thread is not None
+        await self._prompt_gap()
+        inbox: asyncio.Queue[_Item] = asyncio.Queue()
+        self._inbox = inbox
+        translator = self._translator
+        translator.begin()
+        live.process.limit_output(self._provider.limits.max_turn_output_bytes)
+        answer = asyncio.create_task(
+            live.connection.prompt(session_id=live.thread, prompt=[text_block(prompt)]),
+            name=f"acp-prompt:{live.thread}",
+        )
+        answer.add_done_callback(lambda task: inbox.put_nowait(_Answered(task)))
+
+        async def handle(item: _Item) -> TurnOutcome | None:
+            return await self._handle(live, loop, item)
+
+        async def release() -> None:
+            await self._release(live)
+
+        try:
+            return await loop.run(
+                inbox,
+                handle,
+                on_idle=release,
+                on_interrupt_expired=release,
+                activity=lambda: live.process.last_output_at,
+            )
+        finally:
+            live.process.limit_output(None)
+            if not answer.done():
+                answer.cancel()
+
+    async def _prompt_gap(self) -> None:
+        gap = self._provider.recipe.prompt_gap_after_cancel_s
+        if gap and self._cancelled_at is not None:
+            wait = self._cancelled_at + gap - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        self._cancelled_at = None
+
+    async def _handle(self, live: _Live, loop: TurnLoop[_Item], item: _Item) -> TurnOutcome | None:
+        translator = self._translator
+        match item:
+            case _Asked(request=request, reply=reply):
+                events, approval = translator.permission(request)
+                await _emit(loop, events)
+
+                async def send(answer: ApprovalAnswer) -> None:
+                    option = option_for(answer.decision, request.options)
+                    if answer.decision == "deny":
+                        translator.denied(request.tool_call.tool_call_id)
+                    if reply.done():
+                        return
+                    if option is None:
+                        reply.set_result(
+                            RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+                        )
+                    else:
+                        outcome = AllowedOutcome(option_id=option, outcome="selected")
+                        reply.set_result(RequestPermissionResponse(outcome=outcome))
+
+                loop.ask(approval, send)
+                return None
+            case _Answered(task=task):
+                return await self._answered(live, loop, task)
+            case _Exited(error=error):
+                await self._release(live)
+                events, outcome = translator.fail(error, interrupted=loop.interrupted)
+                await _emit(loop, events)
+                return loop.interrupted_outcome() if loop.interrupted else outcome
+        await _emit(loop, translator.update(item))
+        return None
+
+    async def _answered(
+        self, live: _Live, loop: TurnLoop[_Item], task: asyncio.Task[Any]
+    ) -> TurnOutcome | None:
+        translator = self._translator
+        provider = self._provider
+        if task.cancelled():
+            return None
+        exc = task.exception()
+        if exc is None:
+            events, outcome = translator.finish(task.result(), interrupted=loop.interrupted)
+        elif isinstance(exc, RequestError):
+            error = faults.from_rpc_error(provider.name, exc.code, str(exc), exc.data)
+            events, outcome = translator.fail(error, interrupted=loop.interrupted)
+            if loop.interrupted:
+                outcome = loop.interrupted_outcome()
+        elif isinstance(exc, ConnectionError):
+            return None  # the agent is gone: its watcher reports how it ended
+        else:
+            raise exc
+        await _emit(loop, events)
+        return outcome
+
+    async def interrupt(self) -> None:
+        self._interrupt_requested.set()
+        if self._loop is not None:
+            self._loop.interrupt()
+        self._cancel_permissions()
+        live = self._live
+        if live is None or live.thread is None:
+            return
+        self._cancelled_at = time.monotonic()
+        with contextlib.suppress(ConnectionError, RequestError):
+            await live.connection.cancel(session_id=live.thread)
+
+    async def suspend(self) -> None:
+        live = self._live
+        if live is not None:
+            await self._release(live)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self.suspend()
+        self._provider.forget(self)
+
+
+async def _emit(loop: TurnLoop[_Item], events: list[EventData]) -> None:
+    for event in events:
+        await loop.hooks.emit(event)
