@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.providers.catalog import CATALOG
+from app.providers.catalog import present_by_default
 from app.providers.claude.provider import FIXED_ENV as CLAUDE_ENV
 from app.providers.codex.argv import config_overrides
 from app.providers.opencode.config import FIXED_ENV as OPENCODE_ENV
@@ -52,10 +52,7 @@ def stub_setup(base: Path) -> Iterator[Setup]:
 
 
 def gateway_for(setup: Setup, provider: str, **provider_overrides: Any) -> GatewayProcess:
-    # The providers present by default (a family's members are present only as configured).
-    providers: dict[str, Any] = {
-        n: {"enabled": False} for n, d in CATALOG.items() if not d.family and ":" not in n
-    }
+    providers: dict[str, Any] = {name: {"enabled": False} for name in present_by_default()}
     providers[provider] = {**CONFIGS[provider](setup.stub, setup.home), **provider_overrides}
     config: dict[str, Any] = {
         "workspaces": {"roots": [str(setup.workspace.parent)]},

@@ -61,6 +61,13 @@ def known_names(catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> str:
     return ", ".join(f"{n}:<name>" if d.family else n for n, d in catalog.items())
 
 
+def present_by_default(catalog: Mapping[str, ProviderDescriptor] = CATALOG) -> list[str]:
+    """The providers a gateway has without a section of their own. A family's members, built
+    in or not, are present only as configured: an agent the operator never set up is not
+    listed, probed or selectable."""
+    return [name for name, d in catalog.items() if not d.family and ":" not in name]
+
+
 PACKAGE_JSON = PROJECT_ROOT / "agents" / "package.json"
 
 
@@ -90,11 +97,7 @@ def resolve(settings: Settings, catalog: Mapping[str, ProviderDescriptor] = CATA
                 f"invalid configuration: providers.{name}.command is only for "
                 f"{ACP.name}:<name> agents; use executable and extra_args"
             )
-    # A family's members, built in or not, are present only as configured: an agent the
-    # operator never set up is not listed, probed or selectable.
-    defaults = {
-        name: ProviderSettings() for name, d in catalog.items() if not d.family and ":" not in name
-    }
+    defaults = {name: ProviderSettings() for name in present_by_default(catalog)}
     providers = defaults | settings.providers
     selection = settings.selection
     named = [selection.default, *selection.fallback_chain]

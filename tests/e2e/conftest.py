@@ -8,14 +8,11 @@ from typing import Any
 
 import pytest
 
-from app.providers.catalog import CATALOG, executable
+from app.providers.catalog import executable, present_by_default
 from app.settings import Settings
 from tests.e2e.providers import CONFIGS
 from tests.gateway import GatewayProcess
 from tests.stub_llm import StubLLM
-
-DEFAULT_ON = [name for name, d in CATALOG.items() if not d.family and ":" not in name]
-"""The providers a gateway has without configuring them (a family's members need a section)."""
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,7 +52,7 @@ def make_gateway(tmp_path: Path, stub: StubLLM, workspace: Path) -> Iterator[Gat
 
     def make(provider: str = "claude_code", **overrides: Any) -> GatewayProcess:
         # Every provider off but ``provider``, pointed at the stub.
-        providers: dict[str, Any] = {name: {"enabled": False} for name in DEFAULT_ON}
+        providers: dict[str, Any] = {name: {"enabled": False} for name in present_by_default()}
         providers[provider] = CONFIGS[provider](stub, home)
         config: dict[str, Any] = {
             "workspaces": {"roots": [str(workspace.parent)]},
