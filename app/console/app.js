@@ -205,7 +205,9 @@ async function loadSessions() {
     list.append(item);
   }
   const workspace = $("new-workspace");
-  if (!workspace.value) {
+  // Suggest a workspace only into an empty field nobody is typing in: a list that arrives
+  // while someone types must not put its path in front of theirs.
+  if (!workspace.value && document.activeElement !== workspace) {
     workspace.value = localStorage.getItem(WORKSPACE_KEY) || body.sessions[0]?.workspace || "";
   }
 }

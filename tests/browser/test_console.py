@@ -22,6 +22,24 @@ from tests.gateway import TOKEN, GatewayProcess
 pytestmark = pytest.mark.e2e
 
 
+HOLD_THE_SESSION_LIST = """
+(() => {
+  const fetch = window.fetch.bind(window);
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  window.releaseSessionList = () => release();
+  window.fetch = async (input, init) => {
+    if (/\\/v1\\/sessions\\?limit=/.test(String(input)) && (init?.method ?? "GET") === "GET") {
+      window.sessionListHeld = true;
+      await gate;
+    }
+    return fetch(input, init);
+  };
+})();
+"""
+"""Holds the console's first session-list request until the test releases it."""
+
+
 # --- helpers ---------------------------------------------------------------------------------
 
 
@@ -36,7 +54,13 @@ def create_session(page: Page, workspace: Path, approval_mode: str = "ask") -> s
     page.get_by_label("Workspace").fill(str(workspace))
     page.get_by_label("Approval mode").select_option(approval_mode)
     page.get_by_role("button", name="Create session").click()
-    expect(page.locator("#chat-title")).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
+    try:
+        expect(page.locator("#chat-title")).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
+    except AssertionError as error:
+        shown = {
+            key: page.locator(f"#{key}").inner_text() for key in ("create-error", "turn-error")
+        }
+        raise AssertionError(f"no session opened; the console shows {shown}") from error
     expect(page.locator("#stream-state")).to_have_text("stream: live")
     session_id = page.locator("#chat-title").inner_text()
     return session_id
@@ -134,6 +158,30 @@ def test_sign_in_create_a_session_and_see_the_answer_stream_in(
     assert page.locator('#log [data-type="message.delta"]').count() >= 2
     expect(page.locator("#session-status")).to_have_text("idle")
     assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_a_session_list_that_arrives_while_typing_leaves_the_workspace_field_alone(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    # The list suggests the newest session's workspace for an empty field; it must not put it
+    # in front of what someone is typing when it arrives after they began.
+    with gateway.client() as client:
+        created = client.post("/v1/sessions", json={"workspace": str(workspace)})
+    assert created.status_code == 201, created.text
+    page.add_init_script(HOLD_THE_SESSION_LIST)
+    sign_in(page, gateway)
+    field = page.get_by_label("Workspace")
+    field.click()
+    expect(field).to_be_focused()
+    page.wait_for_function("window.sessionListHeld === true")
+    expect(field).to_have_value("")
+    page.evaluate("window.releaseSessionList()")
+    expect(page.locator(f'#sessions [data-session-id="{created.json()["id"]}"]')).to_be_visible()
+    page.keyboard.type(str(workspace))
+
+    expect(field).to_have_value(str(workspace))
+    session_id = create_session(page, workspace)
+    assert session_id != created.json()["id"]
 
 
 def test_allow_a_tool_call_and_see_its_output(

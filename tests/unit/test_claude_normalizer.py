@@ -414,6 +414,67 @@ def test_text_streamed_but_abandoned_by_an_interrupt_is_completed_before_the_tur
     assert end.outcome.status == "interrupted"
 
 
+def test_a_message_abandoned_by_a_stream_cut_is_completed_before_the_answer_asked_again() -> None:
+    # The CLI re-asks a cut stream without streaming: the cut answer's deltas stay, and the
+    # answer comes whole under a new message id.
+    items = feed_all(
+        [
+            stream({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
+            *[
+                stream(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": text},
+                    }
+                )
+                for text in ("part 1 ", "part 2 ")
+            ],
+            assistant({"type": "text", "text": "Hello."}, message_id="msg_2"),
+            result(subtype="success", is_error=False, result="Hello."),
+        ]
+    )
+
+    content = [item for item in items if isinstance(item, (MessageDelta, MessageCompleted))]
+    assert content == [
+        MessageDelta(message_id="msg_1:0", text="part 1 "),
+        MessageDelta(message_id="msg_1:0", text="part 2 "),
+        MessageCompleted(message_id="msg_1:0", text="part 1 part 2 "),
+        MessageDelta(message_id="msg_2:0", text="Hello."),
+        MessageCompleted(message_id="msg_2:0", text="Hello."),
+    ]
+
+
+def test_a_later_streamed_message_completes_the_abandoned_one_first() -> None:
+    def text_delta(text: str, message_id: str) -> bytes:
+        return stream(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+            message_id=message_id,
+        )
+
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+    items = feed_all(
+        [
+            stream(start),
+            text_delta("cut", "msg_1"),
+            stream(start, message_id="msg_2"),
+            text_delta("whole", "msg_2"),
+            assistant({"type": "text", "text": "whole"}, message_id="msg_2"),
+        ]
+    )
+
+    assert items == [
+        MessageDelta(message_id="msg_1:0", text="cut"),
+        MessageCompleted(message_id="msg_1:0", text="cut"),
+        MessageDelta(message_id="msg_2:0", text="whole"),
+        MessageCompleted(message_id="msg_2:0", text="whole"),
+    ]
+
+
 def test_subagent_prose_is_skipped_but_its_tool_calls_are_reported() -> None:
     nested = {"parent_tool_use_id": "toolu_task"}
     items = feed_all(

@@ -6,6 +6,12 @@ line that carries the message id but no index (2.1.330). Each such block is pair
 earliest streamed, not yet completed block of the same kind in that message, so
 ``MessageCompleted`` reuses the id of its deltas. A block that never streamed gets its
 position in the message (the CLI writes one block per ``assistant`` line, in order).
+
+The CLI finishes one API message before it starts the next, so when another message id
+appears, the blocks still streaming in earlier messages were abandoned: a stream cut that the
+CLI re-asks without streaming leaves the cut answer's deltas and then prints the answer under
+a new id. ``enter`` completes those blocks with what streamed, before anything of the new
+message, so that every streamed block ends in order with exactly the text its deltas carried.
 """
 
 from __future__ import annotations
@@ -59,6 +65,12 @@ class ContentBlocks:
     def __init__(self) -> None:
         self._messages: dict[str, _Message] = {}
 
+    def enter(self, message_id: str) -> list[ContentItem]:
+        """Note that ``message_id`` is being printed; complete blocks other messages abandoned."""
+        if message_id in self._messages:
+            return []
+        return self._complete_streaming()
+
     def started(self, message_id: str, index: int, kind: BlockKind) -> None:
         """Record a ``content_block_start`` of a text or thinking block."""
         self._message(message_id).block(index, kind)
@@ -106,13 +118,19 @@ class ContentBlocks:
         An interrupt mid-stream abandons them (``message_stop.abandoned_blocks``); a
         completion with the text streamed so far closes what clients already show.
         """
+        items = self._complete_streaming()
+        self._messages.clear()
+        return items
+
+    def _complete_streaming(self) -> list[ContentItem]:
         items: list[ContentItem] = []
         for message_id, message in self._messages.items():
             for block in message.streamed:
                 if not block.completed and block.parts:
                     item_id = f"{message_id}:{block.index}"
                     items.append(_completion(block.kind, item_id, "".join(block.parts)))
-        self._messages.clear()
+                    block.completed = True
+                    block.parts.clear()
         return items
 
     def _message(self, message_id: str) -> _Message:

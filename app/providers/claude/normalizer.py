@@ -254,24 +254,25 @@ class ClaudeNormalizer:
         if message_id is None or not isinstance(index, int):
             logger.debug("claude: stream_event without message id or index: %r", event_type)
             return []
+        items: list[ClaudeItem] = list(self._blocks.enter(message_id))
         if event_type == "content_block_start":
             kind = _block_kind(as_dict(event.get("content_block")).get("type"))
             if kind is not None:
                 self._blocks.started(message_id, index, kind)
             # tool_use input streams as input_json_delta; ToolStarted waits for the whole
             # input on the assistant line.
-            return []
-        if event_type == "content_block_delta":
+        elif event_type == "content_block_delta":
             delta = as_dict(event.get("delta"))
             if delta.get("type") == "text_delta":
                 text = as_str(delta.get("text")) or ""
-                return list(self._blocks.delta(message_id, index, "text", text))
-            if delta.get("type") == "thinking_delta":
+                items += self._blocks.delta(message_id, index, "text", text)
+            elif delta.get("type") == "thinking_delta":
                 text = as_str(delta.get("thinking")) or ""
-                return list(self._blocks.delta(message_id, index, "thinking", text))
-            return []  # input_json_delta, signature_delta, citations_delta
-        logger.debug("claude: skipping unknown stream event %r", event_type)
-        return []
+                items += self._blocks.delta(message_id, index, "thinking", text)
+            # else input_json_delta, signature_delta, citations_delta
+        else:
+            logger.debug("claude: skipping unknown stream event %r", event_type)
+        return items
 
     # --- assistant ------------------------------------------------------------------------
 
@@ -287,7 +288,7 @@ class ClaudeNormalizer:
         message_id = as_str(message.get("id")) or ""
         # Subagent prose is skipped like its stream events (see _stream_event).
         nested = raw.get("parent_tool_use_id") is not None
-        items: list[ClaudeItem] = []
+        items: list[ClaudeItem] = [] if nested else list(self._blocks.enter(message_id))
         for block in as_list(message.get("content")):
             if not isinstance(block, dict):
                 continue
