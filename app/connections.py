@@ -11,6 +11,10 @@ nothing, or trickles a header line or a body byte now and then, cannot hold a co
         (``server.request_body_min_rate_bytes_s``, grace = the head timeout; missed: 408
         when no response has started, then closed)
 
+A connection closed for a missed deadline lingers: its 408 is followed by a FIN, whatever the
+client still sends is read and dropped for ``LINGER_S``, then the socket is closed, so the
+client reads the 408 instead of a connection reset.
+
 Idle kept-alive connections are closed by uvicorn's own keep-alive timeout. Upgraded
 WebSocket connections leave both deadlines behind.
 
@@ -34,6 +38,9 @@ from app.errors import problem
 
 log = logging.getLogger(__name__)
 
+LINGER_S = 2.0
+"""How long a connection closed for being slow keeps reading (and dropping) after its 408."""
+
 
 class DeadlineH11Protocol(H11Protocol):
     """HTTP/1.1 with a deadline for each request head and a minimum rate for each body."""
@@ -48,6 +55,7 @@ class DeadlineH11Protocol(H11Protocol):
         self._body_started: float | None = None
         self._body_received = 0
         self._upgraded = False
+        self._lingering = False
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -58,6 +66,8 @@ class DeadlineH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # what a client sends after its 408 is read and dropped (see _close_late)
         super().data_received(data)
         if self._upgraded or self.transport.is_closing():
             self._disarm()
@@ -124,7 +134,16 @@ class DeadlineH11Protocol(H11Protocol):
                 b"content-length: " + str(len(body)).encode() + b"\r\n"
                 b"connection: close\r\n\r\n" + body
             )
-        self.transport.close()
+        # A lingering close: closing a socket with unread input makes the kernel answer with a
+        # reset, which can destroy the 408 before the client reads it (a trickling client
+        # always has a byte in flight). So stop writing (FIN after the answer), read and drop
+        # what still arrives, and close for good after LINGER_S.
+        if self.transport.can_write_eof():
+            self._lingering = True
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
 
 
 def deadline_protocol(*, head_timeout_s: float, min_body_rate: float) -> type[H11Protocol]:

@@ -8,10 +8,12 @@ WebSocket frame, refused upgrades); T21: the request target counts in the head l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,17 @@ def gateway(make_fake_gateway: FakeGatewayFactory) -> FakeGateway:
     ).start()
 
 
+_OPENED: list[socket.socket] = []
+"""Every slow client's socket, closed after each test however it ends."""
+
+
+@pytest.fixture(autouse=True)
+def _close_slow_sockets() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 @dataclass
 class Slow:
     """A client that opens a connection and then sends ``trickle`` one byte at a time, one
@@ -54,6 +67,7 @@ class Slow:
 
     def open(self, port: int) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        _OPENED.append(self.sock)
         if self.first:
             self.sock.sendall(self.first)
 
@@ -233,3 +247,26 @@ def test_t20_refused_upgrades_are_logged_at_info_with_the_reason(gateway: FakeGa
         assert any(expected in reason for reason in reasons), (expected, reasons)
     assert any("(429)" in reason for reason in reasons), reasons
     assert {line["level"] for line in lines if line["msg"] in reasons} == {"info"}
+
+
+def test_t17_a_client_still_sending_when_its_deadline_passes_reads_its_408(
+    gateway: FakeGateway,
+) -> None:
+    """The connection lingers after its 408: bytes still arriving are dropped, not answered
+    with a reset that would destroy the 408 before the client reads it."""
+    slow = Slow("busy trickle", b"GET /healthz HTTP/1.1\r\n")
+    slow.open(gateway.port)
+    slow.sock.setblocking(False)
+    answer = b""
+    deadline = time.monotonic() + 10 * HEAD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(BlockingIOError):
+            slow.sock.send(b"X-Busy: 1\r\n")  # never the blank line that ends the head
+        readable, _, _ = select.select([slow.sock], [], [], 0.005)
+        if readable:
+            chunk = slow.sock.recv(65536)  # a reset here (ConnectionResetError) fails the test
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["type"].endswith(":request_timeout")
