@@ -18,6 +18,12 @@
 #   npm          the agent CLIs' installer      npm, unless the nodejs package provides it
 #   chromium     the browser tests              chromium (without its recommends: they
 #                                               pull in systemd, avahi and printing)
+#   postgresql   the tests' private PostgreSQL  postgresql (server and psql), unless some
+#                (tests/dbservers.py)           /usr/lib/postgresql/<major>/bin has initdb
+#   redis-server the tests' private Redis       redis-server
+#
+# The tests start their own PostgreSQL and Redis on free loopback ports and never use the
+# ones these packages may set up and start on 5432 and 6379.
 #
 # Installing needs root; as another user it prints the apt-get line to run and exits 1.
 set -euo pipefail
@@ -26,7 +32,8 @@ APT_GET=${APT_GET:-apt-get}
 APT_CACHE=${APT_CACHE:-apt-cache}
 PYTHON=${PYTHON:-python3}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-ALL_TOOLS=(python-venv ip make node npm chromium)
+POSTGRESQL_LIB=${POSTGRESQL_LIB:-/usr/lib/postgresql}
+ALL_TOOLS=(python-venv ip make node npm chromium postgresql redis-server)
 
 simulate=false
 tools=()
@@ -34,7 +41,7 @@ for arg in "$@"; do
   case "$arg" in
     --simulate) simulate=true ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    python-venv | ip | make | node | npm | chromium) tools+=("$arg") ;;
+    python-venv | ip | make | node | npm | chromium | postgresql | redis-server) tools+=("$arg") ;;
     *) echo "system-packages: unknown tool or option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,6 +57,15 @@ present() {
   case "$1" in
     python-venv) "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
     chromium) [ -x "$CHROMIUM" ] ;;
+    # The server, not only the client: postgresql-client-<major> fills the same bin directory
+    # with psql and friends, but initdb comes with the server package alone.
+    postgresql)
+      local initdb
+      for initdb in "$POSTGRESQL_LIB"/*/bin/initdb; do
+        [ -x "$initdb" ] && return 0
+      done
+      return 1
+      ;;
     *) command -v "$1" >/dev/null ;;
   esac
 }
@@ -62,8 +78,11 @@ nodejs_provides_npm() {
   [ -n "$version" ] \
     || version=$("$APT_CACHE" policy nodejs 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
   [ -n "$version" ] && [ "$version" != "(none)" ] || return 1
-  "$APT_CACHE" show "nodejs=$version" 2>/dev/null \
-    | grep -Eq '^Provides:.*(^|[ ,])npm([ ,(]|$)'
+  # Read whole before grep: `grep -q` stops at the first match, which with pipefail made a
+  # long record's SIGPIPE to apt-cache fail the check at random.
+  local record
+  record=$("$APT_CACHE" show "nodejs=$version" 2>/dev/null) || return 1
+  grep -Eq '^Provides:.*(^|[ ,])npm([ ,(]|$)' <<<"$record"
 }
 
 updated=false
@@ -128,6 +147,8 @@ for tool in "${ALL_TOOLS[@]}"; do
       fi
       ;;
     chromium) install "$tool" chromium ;;
+    postgresql) install "$tool" postgresql ;;
+    redis-server) install "$tool" redis-server ;;
   esac
 done
 

@@ -50,6 +50,7 @@ for package in "${packages[@]}"; do
     nodejs) tool="$FAKE_BIN/node" ;;
     python3-venv) touch "$FAKE_STATE/venv"; continue ;;
     chromium) tool="$CHROMIUM" ;;
+    postgresql) mkdir -p "$POSTGRESQL_LIB/15/bin"; tool="$POSTGRESQL_LIB/15/bin/initdb" ;;
     *) tool="$FAKE_BIN/$package" ;;
   esac
   printf '#!/bin/sh\n' >"$tool" && chmod +x "$tool"
@@ -65,7 +66,11 @@ case "$*" in
   "show nodejs="*)
     echo "Package: nodejs"
     [ -n "${FAKE_NODEJS_PROVIDES:-}" ] && echo "Provides: $FAKE_NODEJS_PROVIDES"
-    echo "Description: Node.js" ;;
+    echo "Description: Node.js"
+    # Longer than a pipe holds, as real records are: a reader that stops early breaks the pipe.
+    for ((line = 0; line < 4000; line++)); do
+      echo " Node.js event-based server-side JavaScript"
+    done ;;
   *) echo "fake apt-cache: unexpected $*" >&2; exit 1 ;;
 esac
 """
@@ -79,8 +84,9 @@ FAKE_PYTHON = r"""#!BASH
 [ -e "$FAKE_STATE/venv" ]
 """
 
-REAL_TOOLS = ("awk", "chmod", "grep", "sed", "touch")
+REAL_TOOLS = ("awk", "chmod", "grep", "mkdir", "sed", "touch")
 NODESOURCE = "20.20.2-1nodesource1+repack1"
+INITDB = "15/bin/initdb"  # under /usr/lib/postgresql: the server package's initdb
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,7 @@ def _run(
     uid: int = 0,
     venv: bool = True,
     chromium: bool = False,
+    postgresql: str | None = None,
     refuse: tuple[str, ...] = (),
     nodejs_installed: str | None = None,
     nodejs_provides: str | None = None,
@@ -138,6 +145,11 @@ def _run(
     if chromium:
         browser.write_text("#!/bin/sh\n")
         browser.chmod(0o755)
+    server_lib = tmp_path / "postgresql"
+    if postgresql is not None:  # a file under postgresql/<major>/bin, as the packages leave it
+        (server_lib / postgresql).parent.mkdir(parents=True)
+        (server_lib / postgresql).write_text("#!/bin/sh\n")
+        (server_lib / postgresql).chmod(0o755)
     env = {
         "PATH": str(bin_dir),
         "FAKE_BIN": str(bin_dir),
@@ -146,6 +158,7 @@ def _run(
         "FAKE_APT_REFUSE": " ".join(refuse),
         "FAKE_NODEJS_PROVIDES": nodejs_provides or "",
         "CHROMIUM": str(browser),
+        "POSTGRESQL_LIB": str(server_lib),
         "PYTHON": str(bin_dir / "python3"),
     }
     if nodejs_installed:
@@ -185,6 +198,8 @@ def test_a_fresh_machine_gets_every_step_from_apt_without_a_refusal() -> None:
         ("make", "make"),
         ("node", "nodejs"),
         ("chromium", "chromium"),
+        ("postgresql", "postgresql"),
+        ("redis-server", "redis-server"),
     ):
         assert f"ok: {tool}: apt-get install --no-install-recommends {package}" in lines, lines
     npm = [line for line in lines if line.startswith("ok: npm:")]
@@ -206,24 +221,37 @@ def test_only_missing_tools_are_installed_each_on_its_own_line(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.apt_calls[0] == "update -qq"
     assert done.apt_calls.count("update -qq") == 1
-    assert done.installs == ["iproute2", "make", "chromium"]
+    assert done.installs == ["iproute2", "make", "chromium", "postgresql", "redis-server"]
     assert "-y -qq --no-install-recommends" in done.apt_calls[-1]
 
 
 def test_nothing_is_installed_when_everything_is_there(tmp_path: Path) -> None:
-    done = _run(tmp_path, present=("ip", "make", "node", "npm"), chromium=True)
+    done = _run(
+        tmp_path,
+        present=("ip", "make", "node", "npm", "redis-server"),
+        chromium=True,
+        postgresql=INITDB,
+    )
     assert (done.returncode, done.apt_calls) == (0, [])
 
 
 def test_npm_is_its_own_package_only_when_nodejs_does_not_provide_it(tmp_path: Path) -> None:
     # Debian's nodejs: npm is a separate package.
-    done = _run(tmp_path, present=("ip", "make", "node"), chromium=True)
+    done = _run(
+        tmp_path, present=("ip", "make", "node", "redis-server"), chromium=True, postgresql=INITDB
+    )
     assert done.returncode == 0, done.stderr
     assert done.installs == ["npm"]
 
 
 def test_a_missing_node_brings_npm_when_the_package_lacks_it(tmp_path: Path) -> None:
-    done = _run(tmp_path, present=("ip", "make"), chromium=True, venv=False)
+    done = _run(
+        tmp_path,
+        present=("ip", "make", "redis-server"),
+        chromium=True,
+        postgresql=INITDB,
+        venv=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.installs == ["python3-venv", "nodejs", "npm"]
 
@@ -231,7 +259,7 @@ def test_a_missing_node_brings_npm_when_the_package_lacks_it(tmp_path: Path) -> 
 def test_a_refused_package_fails_the_run_but_not_the_other_lines(tmp_path: Path) -> None:
     done = _run(tmp_path, present=("node", "npm"), refuse=("chromium",))
     assert done.returncode == 1
-    assert done.installs == ["iproute2", "make", "chromium"]
+    assert done.installs == ["iproute2", "make", "chromium", "postgresql", "redis-server"]
     assert "apt-get could not install chromium (for chromium)" in done.stderr
     assert "not installed: chromium" in done.stderr
 
@@ -242,11 +270,33 @@ def test_named_tools_only(tmp_path: Path) -> None:
     assert done.installs == ["chromium"]
 
 
+def test_the_database_servers_are_asked_for_by_name(tmp_path: Path) -> None:
+    done = _run(tmp_path, "postgresql", "redis-server")
+    assert done.returncode == 0, done.stderr
+    assert done.installs == ["postgresql", "redis-server"]
+
+
+def test_postgresql_client_tools_alone_do_not_count_as_the_server(tmp_path: Path) -> None:
+    # postgresql-client-15 fills /usr/lib/postgresql/15/bin with psql and friends, no initdb.
+    done = _run(tmp_path, "postgresql", postgresql="15/bin/psql")
+    assert done.returncode == 0, done.stderr
+    assert done.installs == ["postgresql"]
+
+
+def test_any_major_version_of_the_server_counts(tmp_path: Path) -> None:
+    done = _run(tmp_path, "postgresql", "redis-server", postgresql="17/bin/initdb")
+    assert done.returncode == 0, done.stderr
+    assert done.installs == ["redis-server"]
+
+
 def test_simulate_runs_every_step_as_if_missing_and_reports_a_refusal(tmp_path: Path) -> None:
     done = _run(tmp_path, "--simulate", present=("ip", "make", "node", "npm"), refuse=("npm",))
     assert done.returncode == 1
     assert done.installs == []
-    assert done.simulated == ["python3-venv", "iproute2", "make", "nodejs", "npm", "chromium"]
+    assert done.simulated == [
+        *("python3-venv", "iproute2", "make", "nodejs", "npm", "chromium"),
+        *("postgresql", "redis-server"),
+    ]
     assert "REFUSED: npm: apt-get install --no-install-recommends npm" in done.stderr
     assert "Conflicts: npm" in done.stderr
 
