@@ -111,7 +111,7 @@ async def recent_sessions(
 ) -> list[SessionRow]:
     """The ``limit`` most recently updated sessions, newest first (``SchemaError`` when the
     database is not at this version's schema)."""
-    engine = create_engine(settings.storage.database_url)
+    engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
     try:
         await check_schema(engine)
         query = select(SessionRow).order_by(SessionRow.updated_at.desc()).limit(limit)

@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _cleanup(settings: Settings) -> int:
-    engine = create_engine(settings.storage.database_url)
+    engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
     try:
         await check_schema(engine)
         report = await cleanup(

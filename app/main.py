@@ -68,7 +68,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_engine(settings.storage.database_url)
+        engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
         store = Store(engine)
         try:

@@ -142,15 +142,36 @@ def _default_data_dir() -> Path:
     return Path(base) / "agent-gateway"
 
 
+STORAGE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
+"""The database engines and drivers the gateway stores its state with."""
+
+
 class StorageSettings(_Section):
     data_dir: Path = Field(default_factory=_default_data_dir)
     """Holds the SQLite database (unless ``url`` says otherwise) and the generated token."""
     url: str | None = None
-    """SQLAlchemy async URL; defaults to ``sqlite+aiosqlite:///<data_dir>/gateway.db``."""
+    """SQLAlchemy async URL; defaults to ``sqlite+aiosqlite:///<data_dir>/gateway.db``.
+    ``postgresql+asyncpg://user@host:5432/database`` keeps the state in PostgreSQL."""
     retention_days: int = Field(default=30, ge=1)
     cleanup_interval_s: float = Field(default=3600.0, gt=0)
     max_events_per_session: int = Field(default=1_000_000, ge=100)
     """Older events of a longer session are pruned; a cursor before them gets a resync."""
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    """PostgreSQL: the longest a connect or one statement may take; past it the call fails as
+    ``storage_unavailable`` (503) rather than hang. (SQLite waits out its 30 s busy timeout.)"""
+
+    @field_validator("url")
+    @classmethod
+    def _known_engine(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        scheme = url.partition("://")[0]
+        if scheme not in STORAGE_SCHEMES:
+            raise ValueError(
+                f"storage.url must start with one of {', '.join(STORAGE_SCHEMES)}:// (a SQLite "
+                f"file, or PostgreSQL through asyncpg), not {scheme or url!r}"
+            )
+        return url
 
     @property
     def database_url(self) -> str:

@@ -1,7 +1,8 @@
 """Engines and sessions, SQLite's pragmas, and storage faults as ``StorageUnavailable``.
 
 The app builds one engine with ``create_engine``; schema changes use
-``create_migration_engine`` (``app.store.schema`` runs them).
+``create_migration_engine`` (``app.store.schema`` runs them). Two engines are supported: a
+SQLite file (the embedded default) and PostgreSQL through asyncpg (several replicas).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ SQLITE_PRAGMAS = {
 _SQLITE_MIGRATION_PRAGMAS = {**SQLITE_PRAGMAS, "foreign_keys": "OFF"}
 
 
+DATABASE_TIMEOUT_S = 30.0
+"""The longest one PostgreSQL connect or statement may take by default (``storage.timeout_s``);
+as long as SQLite's busy timeout."""
 STORAGE_RETRY_AFTER_S = 30.0
 """``Retry-After`` of a request refused because the database cannot be written."""
 
@@ -57,22 +61,73 @@ _STORAGE_FAILURES = frozenset(
 error is a bug."""
 
 
+_POSTGRES_FAILURE_CLASSES = ("08", "53", "57P", "58")
+"""SQLSTATE prefixes of a PostgreSQL server that cannot serve now: connection exceptions,
+insufficient resources (disk full, out of memory, too many connections), operator
+intervention (shutting down, starting up) and system errors (I/O)."""
+_POSTGRES_FAILURES = frozenset(
+    {
+        "25006",  # read-only SQL transaction: a standby, or a primary being demoted
+        "55P03",  # lock not available (lock_timeout)
+        "40001",  # serialization failure
+        "40P01",  # deadlock detected
+    }
+)
+
+
 def storage_unavailable(exc: BaseException) -> StorageUnavailable | None:
-    """``StorageUnavailable`` (503, Retry-After) when ``exc``, a SQLite error, says the
-    database cannot be written now (disk full, I/O error, locked past the busy timeout);
-    None for any other error, which is a bug to be raised as it is. Classified by the
-    driver's result code (``sqlite_errorcode``), never by its message."""
-    if not isinstance(exc, sqlite3.Error):
+    """``StorageUnavailable`` (503, Retry-After) when ``exc`` says the database cannot be
+    written now; None for any other error, which is a bug to be raised as it is.
+
+    SQLite: disk full, I/O error, locked past the busy timeout, classified by the driver's
+    result code (``sqlite_errorcode``), never by its message. PostgreSQL: a server that cannot
+    be reached or has lost the connection, or answers with a SQLSTATE of unavailability
+    (``_POSTGRES_FAILURE_CLASSES``, ``_POSTGRES_FAILURES``).
+    """
+    reason = _sqlite_failure(exc) if isinstance(exc, sqlite3.Error) else _postgres_failure(exc)
+    if reason is None:
         return None
+    log.error("storage unavailable: %s (%s)", exc, reason)
+    return StorageUnavailable(
+        "the gateway cannot write its database now (disk full, I/O error, locked or "
+        "unreachable); nothing of this request was kept, retry later",
+        retry_after_s=STORAGE_RETRY_AFTER_S,
+    )
+
+
+def _sqlite_failure(exc: sqlite3.Error) -> str | None:
     code = getattr(exc, "sqlite_errorcode", None)
     if not isinstance(code, int) or code & 0xFF not in _STORAGE_FAILURES:
         return None
-    log.error("storage unavailable: %s (%s)", exc, getattr(exc, "sqlite_errorname", code))
-    return StorageUnavailable(
-        "the gateway cannot write its database now (disk full, I/O error or locked); "
-        "nothing of this request was kept, retry later",
-        retry_after_s=STORAGE_RETRY_AFTER_S,
-    )
+    return str(getattr(exc, "sqlite_errorname", code))
+
+
+def _postgres_failure(exc: BaseException) -> str | None:
+    """Why a PostgreSQL call failed for want of a server, or None for any other error.
+
+    Looks through the chain SQLAlchemy's asyncpg adapter builds (its DBAPI error, caused by
+    asyncpg's own) for a SQLSTATE, and for the socket errors of a server that is gone."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        state = getattr(current, "sqlstate", None)
+        if isinstance(state, str) and state:
+            if state in _POSTGRES_FAILURES or state.startswith(_POSTGRES_FAILURE_CLASSES):
+                return f"SQLSTATE {state}"
+            return None
+        if isinstance(current, (ConnectionError, TimeoutError, OSError)):
+            return type(current).__name__
+        if type(current).__name__ in _ASYNCPG_CONNECTION_ERRORS:
+            return type(current).__name__
+        current = current.__cause__ or current.__context__
+    return None
+
+
+_ASYNCPG_CONNECTION_ERRORS = frozenset(
+    {"ConnectionDoesNotExistError", "InterfaceError", "InternalClientError"}
+)
+"""asyncpg's errors for a connection that closed under a call (they carry no SQLSTATE)."""
 
 
 @contextlib.contextmanager
@@ -90,6 +145,11 @@ def storage_errors() -> Iterator[None]:
         if unavailable is None:
             raise
         raise unavailable from exc
+    except OSError as exc:  # a database server that cannot be reached (connection refused)
+        unavailable = storage_unavailable(exc)
+        if unavailable is None:
+            raise
+        raise unavailable from exc
 
 
 async def checkpoint(engine: AsyncEngine) -> None:
@@ -100,13 +160,15 @@ async def checkpoint(engine: AsyncEngine) -> None:
         await connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
 
 
-def create_engine(url: str) -> AsyncEngine:
-    """An async engine for ``url``; for SQLite, WAL, foreign keys and a 30 s busy wait.
+def create_engine(url: str, *, timeout_s: float = DATABASE_TIMEOUT_S) -> AsyncEngine:
+    """An async engine for ``url``; for SQLite, WAL, foreign keys and a 30 s busy wait; for
+    PostgreSQL, connections checked before use and ``timeout_s`` on every connect and
+    statement, so a server that stopped answering fails a call (503) instead of hanging it.
 
     A SQLite file is its user's alone (``app.store.files``): created 0600, its directory 0700
     when created here.
     """
-    return _create_engine(make_url(url), SQLITE_PRAGMAS)
+    return _create_engine(make_url(url), SQLITE_PRAGMAS, timeout_s=timeout_s)
 
 
 def create_migration_engine(url: str) -> AsyncEngine:
@@ -117,7 +179,8 @@ def create_migration_engine(url: str) -> AsyncEngine:
     back whole. Use it for migrations only.
     """
     parsed = make_url(url)
-    engine = _create_engine(parsed, _SQLITE_MIGRATION_PRAGMAS)
+    # A migration may rewrite big tables: no statement timeout of its own.
+    engine = _create_engine(parsed, _SQLITE_MIGRATION_PRAGMAS, timeout_s=None)
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine.sync_engine, "connect", _driver_autocommit)
         event.listen(engine.sync_engine, "begin", _emit_begin)
@@ -129,9 +192,21 @@ def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
-def _create_engine(url: URL, pragmas: dict[str, str]) -> AsyncEngine:
+def _create_engine(url: URL, pragmas: dict[str, str], *, timeout_s: float | None) -> AsyncEngine:
     if url.get_backend_name() != "sqlite":
-        return create_async_engine(url)
+        # pre_ping: a pooled connection that a restarted server dropped is replaced before
+        # use, so the first call after PostgreSQL comes back succeeds.
+        return create_async_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=20,
+            pool_timeout=timeout_s or DATABASE_TIMEOUT_S,
+            connect_args={
+                "timeout": timeout_s or DATABASE_TIMEOUT_S,
+                "command_timeout": timeout_s,
+            },
+        )
     _make_parent_dir(url)
     engine = create_async_engine(url, connect_args={"timeout": 30})
 

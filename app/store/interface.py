@@ -2,8 +2,8 @@
 
 The runtime (sessions, turns, approvals, the event log, recovery, retention) talks to storage
 through this and nothing else; it takes and returns the plain records of ``app.records``.
-``app.store.repository.Store`` implements it on SQLite. A second backend implements the same
-methods with the same contracts:
+``app.store.repository.Store`` implements it on SQLite and on PostgreSQL. Another backend
+implements the same methods with the same contracts:
 
 - every write is one transaction: all of it is kept, or none of it and ``StorageUnavailable``
   (503) is raised when the database cannot take writes now (full, I/O error, locked);

@@ -1,7 +1,10 @@
-"""The SQLite storage: every query the runtime makes, behind one ``Store`` built from an engine.
+"""The storage: every query the runtime makes, behind one ``Store`` built from an engine.
 
-``Store`` is the implementation of ``app.store.interface.Storage``: it takes and returns the
-plain records of ``app.records``; ORM rows stay in here (``app.store.mapping`` converts).
+``Store`` is the implementation of ``app.store.interface.Storage`` on both engines, a SQLite
+file and PostgreSQL: it takes and returns the plain records of ``app.records``; ORM rows stay
+in here (``app.store.mapping`` converts). The event log's table, on the path of every event,
+has its own access per engine: ``EventFile`` (SQLite, threads and connections of its own) and
+``EventTable`` (PostgreSQL, whole columns per statement).
 Records are snapshots: change what is stored through the ``update_*`` methods, which write
 and return the fresh record.
 """
@@ -33,6 +36,7 @@ from app.records import (
 from app.store.bindings import touch_binding
 from app.store.db import session_factory, sqlite_file, storage_errors
 from app.store.eventfile import EventFile
+from app.store.eventtable import EventTable
 from app.store.mapping import (
     approval_record,
     approval_row,
@@ -103,7 +107,7 @@ class Store:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._sessions = session_factory(engine)
-        self._events: EventFile | None = None
+        self._events: EventFile | EventTable | None = None
 
     def close(self) -> None:
         """Stop the event file's threads and close their connections (before the engine's
@@ -112,9 +116,12 @@ class Store:
         if events is not None:
             events.close()
 
-    def _event_file(self) -> EventFile:
+    def _event_file(self) -> EventFile | EventTable:
         if self._events is None:
-            self._events = EventFile(sqlite_file(self.engine.url))
+            if self.engine.url.get_backend_name() == "sqlite":
+                self._events = EventFile(sqlite_file(self.engine.url))
+            else:
+                self._events = EventTable(self.engine)
         return self._events
 
     @contextlib.asynccontextmanager
@@ -327,26 +334,20 @@ class Store:
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
         up to which its older events are deleted in the same transaction.
 
-        Written by the event file's own connection and thread (``EventFile``); runs to
-        its end even when the caller is cancelled."""
+        Written by the event log's own access (``EventFile`` on SQLite, ``EventTable`` on
+        PostgreSQL); runs to its end even when the caller is cancelled."""
         if not records:
             return
-        await self._event_file().write(
-            [
-                (
-                    r.session_id,
-                    r.seq,
-                    r.turn_id,
-                    r.attempt,
-                    r.provider,
-                    r.at_text,
-                    r.type,
-                    r.data_json,
-                )
-                for r in records
-            ],
-            prune_through,
-        )
+        rows = [
+            (r.session_id, r.seq, r.turn_id, r.attempt, r.provider, r.at_text, r.type, r.data_json)
+            for r in records
+        ]
+        events = self._event_file()
+        if isinstance(events, EventFile):
+            await events.write(rows, prune_through)  # classifies and shields on its own
+            return
+        with storage_errors():
+            await run_to_completion(events.write(rows, prune_through))
 
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
@@ -354,7 +355,8 @@ class Store:
         Read as plain rows on the event file's own reader (``EventFile.page``), the payload
         as the JSON text it was stored as, built into the envelope without being decoded:
         replays read thousands of events."""
-        rows = await self._event_file().page(session_id, after=after, limit=limit)
+        with storage_errors():
+            rows = await self._event_file().page(session_id, after=after, limit=limit)
         return [
             StoredEvent(
                 seq=seq,

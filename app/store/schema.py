@@ -18,7 +18,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -130,48 +130,94 @@ async def migration_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
 
     For a SQLite file, an exclusive ``flock`` on ``<file>-migrate.lock`` beside it (mode 600),
     which the kernel releases when its holder exits, however it exits; never a lock on the
-    database file itself, whose SQLite locks closing another descriptor would drop. Waits at
-    most ``timeout_s`` (then ``SchemaError``), saying once in the log that it waits.
+    database file itself, whose SQLite locks closing another descriptor would drop. For
+    PostgreSQL, a session advisory lock (``MIGRATION_LOCK_KEY``) on a connection of its own,
+    which the server releases when that connection ends, however it ends. Waits at most
+    ``timeout_s`` (then ``SchemaError``), saying once in the log that it waits.
     """
     parsed = make_url(url)
     database = parsed.database
+    if parsed.get_backend_name() == "postgresql":
+        async with _advisory_lock(url, timeout_s=timeout_s):
+            yield
+        return
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        yield  # one process per in-memory database; server databases lock on their own terms
+        yield  # one process per in-memory database
         return
     path = Path(f"{database}-migrate.lock")
     if not path.parent.exists():
         private_directory(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    async def try_flock() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
     try:
-        deadline = time.monotonic() + timeout_s
-        waiting = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    shown = parsed.render_as_string(hide_password=True)
-                    raise SchemaError(
-                        f"another process has been migrating {shown} for over "
-                        f"{timeout_s:.0f} s (it holds {path}); wait for it to finish, or stop it",
-                        url=shown,
-                        current=(),
-                        required="",
-                    ) from None
-                if not waiting:
-                    waiting = True
-                    log.info(
-                        "waiting for another process to finish migrating the database",
-                        extra={"event": "database.migration_waiting"},
-                    )
-                await asyncio.sleep(_LOCK_POLL_S)
+        await _take(try_flock, url=url, holder=str(path), timeout_s=timeout_s)
         try:
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+MIGRATION_LOCK_KEY = 0x6167_7761_7931
+"""The advisory lock key the gateway's migrations hold on PostgreSQL ("agway1")."""
+
+
+@contextlib.asynccontextmanager
+async def _advisory_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+
+            async def try_advisory_lock() -> bool:
+                query = text("SELECT pg_try_advisory_lock(:key)")
+                taken = await connection.scalar(query, {"key": MIGRATION_LOCK_KEY})
+                await connection.commit()  # the lock is the session's; no transaction stays
+                return bool(taken)
+
+            holder = f"advisory lock {MIGRATION_LOCK_KEY}"
+            await _take(try_advisory_lock, url=url, holder=holder, timeout_s=timeout_s)
+            try:
+                yield
+            finally:
+                await connection.execute(
+                    text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY}
+                )
+                await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+async def _take(
+    try_lock: Callable[[], Awaitable[bool]], *, url: str, holder: str, timeout_s: float
+) -> None:
+    """Call ``try_lock`` until it takes the lock; ``SchemaError`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    waiting = False
+    while not await try_lock():
+        if time.monotonic() >= deadline:
+            shown = make_url(url).render_as_string(hide_password=True)
+            raise SchemaError(
+                f"another process has been migrating {shown} for over {timeout_s:.0f} s "
+                f"(it holds {holder}); wait for it to finish, or stop it",
+                url=shown,
+                current=(),
+                required="",
+            )
+        if not waiting:
+            waiting = True
+            log.info(
+                "waiting for another process to finish migrating the database",
+                extra={"event": "database.migration_waiting"},
+            )
+        await asyncio.sleep(_LOCK_POLL_S)
 
 
 def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:

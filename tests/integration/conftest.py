@@ -1,5 +1,6 @@
 """Gateways for the CLI process tests (tests/integration/cliprocs.py has their helpers), and a
-store with its event log for the event log's tests (tests/integration/eventlogs.py).
+store with its event log for the event log's tests (tests/integration/eventlogs.py), on a SQLite
+file and on a private PostgreSQL server alike.
 
 The gateway factory every integration test uses (``make_fake_gateway``, ``fake_gateway``) is in
 tests/conftest.py.
@@ -7,6 +8,7 @@ tests/conftest.py.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,8 @@ import pytest
 from app.runtime.eventlog import EventLog
 from app.store.db import create_engine
 from app.store.repository import Store
-from app.store.schema import upgrade_async
+from app.store.schema import upgrade
+from tests.dbservers import PostgresServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import GatewayProcess
 from tests.integration.cliprocs import SHARED_LIMITS, fake_gateway_in, gateway_secrets
@@ -70,16 +73,48 @@ def make_cli_gateway(tmp_path: Path, migrated_database: Path) -> Iterator[FakeGa
         gateway.stop()
 
 
+BACKENDS = ["sqlite", "postgresql"]
+"""The storage engines the store's and the event log's tests run on, each test on both."""
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A private PostgreSQL for the run (a temp directory, a free loopback port), with a
+    database at the head revision to copy (``TEMPLATE``) for each test."""
+    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
+        server.create_database(MIGRATED_TEMPLATE)
+        upgrade(server.url(MIGRATED_TEMPLATE))
+        yield server
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database at the head revision, of this test's own, on each backend (the PostgreSQL
+    server starts with the first test that needs it)."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+        upgrade(url)
+        return url
+    server: PostgresServer = request.getfixturevalue("postgres")
+    name = f"t{next(_DATABASE_NUMBERS)}"
+    server.create_database(name, template=MIGRATED_TEMPLATE)
+    return server.url(name)
+
+
+MIGRATED_TEMPLATE = "gateway_head"
+_DATABASE_NUMBERS = itertools.count(1)
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    """A store on a migrated SQLite file holding two sessions (``SESSION`` and ``OTHER``)."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
-    await upgrade_async(url)
-    engine = create_engine(url)
+async def store(database_url: str) -> AsyncIterator[Store]:
+    """A store on a migrated database (SQLite file, PostgreSQL) holding two sessions
+    (``SESSION`` and ``OTHER``)."""
+    engine = create_engine(database_url)
     store = Store(engine)
     await store.create_session(session_record(SESSION, at=NOW))
     await store.create_session(session_record(OTHER, at=NOW))
     yield store
+    store.close()
     await engine.dispose()
 
 

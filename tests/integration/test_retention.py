@@ -1,10 +1,9 @@
-"""Binding upserts and retention cleanup against a migrated SQLite file."""
+"""Binding upserts and retention cleanup against a migrated database, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -14,7 +13,6 @@ from app.records import SessionStatus
 from app.store.bindings import touch_binding
 from app.store.db import create_engine, session_factory
 from app.store.retention import CleanupReport, cleanup
-from app.store.schema import upgrade_async
 from app.store.tables import BindingRow, EventRow, SessionRow
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
@@ -22,10 +20,9 @@ RETENTION_DAYS = 30
 
 
 @pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
-    await upgrade_async(url)
-    engine = create_engine(url)
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A migrated database of the test's own, on each backend (tests/integration/conftest.py)."""
+    engine = create_engine(database_url)
     yield engine
     await engine.dispose()
 

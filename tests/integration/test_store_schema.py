@@ -1,11 +1,11 @@
-"""The schema as Alembic builds it on a real SQLite file, and the engine's guarantees."""
+"""The schema as Alembic builds it on a real SQLite file and a real PostgreSQL database (the same
+history on both), migrations under the lock, and the engines' guarantees."""
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
+import itertools
 import logging
-import os
 import shutil
 import sqlite3
 import stat
@@ -18,7 +18,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy import Connection, delete, func, inspect, select, text
 from sqlalchemy.exc import StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -34,6 +34,8 @@ from app.store.schema import (
     upgrade_async,
 )
 from app.store.tables import ApprovalRow, Base, BindingRow, EventRow, SessionRow, TurnRow
+from tests.dbservers import PostgresServer
+from tests.integration.conftest import BACKENDS
 from tests.integration.rows import session_row
 
 NOW = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
@@ -48,7 +50,8 @@ down_revision = "{head}"
 
 
 def upgrade():
-    with op.batch_alter_table("sessions", recreate="always") as batch:
+    # SQLite rebuilds the table (copy, drop, rename); PostgreSQL alters it in place.
+    with op.batch_alter_table("sessions", recreate="auto") as batch:
         batch.alter_column("model", existing_type=sa.String(200), type_=sa.String(300))
 """
 
@@ -62,14 +65,27 @@ down_revision = "{head}"
 
 def upgrade():
     op.create_table("scratch", sa.Column("id", sa.Integer, primary_key=True))
-    with op.batch_alter_table("sessions", recreate="always") as batch:
+    # SQLite: a whole table rebuild before the failure; PostgreSQL: an ALTER TABLE.
+    recreate = "always" if op.get_bind().dialect.name == "sqlite" else "auto"
+    with op.batch_alter_table("sessions", recreate=recreate) as batch:
         batch.add_column(sa.Column("extra", sa.Integer))
     raise RuntimeError("revision 9001 failed")
 """
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of the test's own, on each backend."""
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path)
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database(f"empty{next(_EMPTY_DATABASES)}")
+
+
+_EMPTY_DATABASES = itertools.count(1)
+
+
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
 
 
@@ -199,7 +215,8 @@ def test_sync_upgrade_runs_without_an_event_loop(tmp_path: Path) -> None:
         assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD,)]
 
 
-async def test_engine_turns_on_wal_foreign_keys_and_busy_wait(engine: AsyncEngine) -> None:
+async def test_engine_turns_on_wal_foreign_keys_and_busy_wait(tmp_path: Path) -> None:
+    engine = create_engine(sqlite_url(tmp_path))
     async with engine.connect() as connection:
 
         async def pragma(name: str) -> object:
@@ -209,6 +226,7 @@ async def test_engine_turns_on_wal_foreign_keys_and_busy_wait(engine: AsyncEngin
         assert await pragma("foreign_keys") == 1
         assert await pragma("busy_timeout") == 30000
         assert await pragma("synchronous") == 1  # NORMAL
+    await engine.dispose()
 
 
 async def test_deleting_a_session_deletes_everything_it_owns(migrated: AsyncEngine) -> None:
@@ -266,11 +284,16 @@ async def test_a_failing_migration_is_rolled_back_whole(
     with pytest.raises(RuntimeError, match="revision 9001 failed"):
         await upgrade_async(url, migrations_dir=migrations_with(tmp_path, FAIL_HALFWAY))
     await check_schema(migrated)
+
+    def tables_and_session_columns(connection: Connection) -> tuple[list[str], list[str]]:
+        schema = inspect(connection)
+        return schema.get_table_names(), [c["name"] for c in schema.get_columns("sessions")]
+
     async with migrated.connect() as connection:
-        tables = await connection.exec_driver_sql("SELECT name FROM sqlite_master")
-        assert "scratch" not in tables.scalars().all()
-        columns = await connection.exec_driver_sql("SELECT name FROM pragma_table_info('sessions')")
-        assert "extra" not in columns.scalars().all()
+        tables, columns = await connection.run_sync(tables_and_session_columns)
+    assert "sessions" in tables
+    assert "scratch" not in tables
+    assert "extra" not in columns
 
 
 async def test_sync_upgrade_refuses_a_running_event_loop(url: str) -> None:
@@ -352,17 +375,18 @@ async def test_migrate_waits_for_the_lock_and_then_finds_the_work_done(
     finally:
         schema_log.removeHandler(handler)
         schema_log.setLevel(logging.NOTSET)
+
+
+async def test_the_migration_lock_of_a_sqlite_file_is_private(tmp_path: Path) -> None:
+    await migrate(sqlite_url(tmp_path))
     lock = tmp_path / "gateway.db-migrate.lock"
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
 
 
-async def test_a_lock_held_too_long_is_reported(url: str, tmp_path: Path) -> None:
-    lock = tmp_path / "gateway.db-migrate.lock"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another process (here: another descriptor) migrating
+async def test_a_lock_held_too_long_is_reported(url: str) -> None:
+    # Another process migrating: here the same lock, taken by this one (a second descriptor of
+    # the lock file, a second PostgreSQL connection), which migrate cannot get.
+    async with migration_lock(url, timeout_s=5):
         with pytest.raises(SchemaError, match="another process has been migrating"):
             await migrate(url, lock_timeout_s=0.2)
-    finally:
-        os.close(fd)
     assert (await migrate(url)).changed  # the lock went with its holder

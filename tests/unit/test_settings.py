@@ -207,9 +207,23 @@ def test_data_dir_follows_xdg_data_home(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert load_settings().storage.data_dir == tmp_path / "xdg" / "agent-gateway"
 
 
-def test_an_explicit_storage_url_replaces_the_sqlite_default() -> None:
-    url = "sqlite+aiosqlite:////srv/gateway.db"
+@pytest.mark.parametrize(
+    "url", ["sqlite+aiosqlite:////srv/gateway.db", "postgresql+asyncpg://gateway@db:5432/gateway"]
+)
+def test_an_explicit_storage_url_replaces_the_sqlite_default(url: str) -> None:
     assert load_settings(storage={"url": url}).storage.database_url == url
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://gateway@db/gateway", "mysql+aiomysql://db/gateway", "/srv/gateway.db"]
+)
+def test_a_storage_url_of_another_engine_or_driver_is_refused_with_the_ones_that_work(
+    url: str,
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(storage={"url": url})
+    assert "sqlite+aiosqlite" in str(raised.value)
+    assert "postgresql+asyncpg" in str(raised.value)
 
 
 # --- errors -----------------------------------------------------------------------------------
