@@ -1,12 +1,16 @@
-"""Persistence cost: the event log on disk vs on tmpfs, and vs a store that keeps nothing.
+"""Persistence cost: the event log on disk vs on tmpfs, on PostgreSQL, and vs a store that
+keeps nothing.
 
 Two measurements, because a separate gateway process cannot use an in-memory database:
 
 - end to end: the relay throughput benchmark's gateway with ``storage.data_dir`` on the
-  disk vs on ``/dev/shm`` (tmpfs: the same SQLite work, no device writes);
+  disk vs on ``/dev/shm`` (tmpfs: the same SQLite work, no device writes), and with
+  ``storage.url`` on a private PostgreSQL server started for the run on loopback, durable as
+  in production (fsync and synchronous commit on, its data directory on the disk);
 - in process: ``app.runtime.eventlog.EventLog`` appending message deltas to one session, with
-  the real ``Store`` on a migrated SQLite file vs a store stub whose writes do nothing (what
-  the event log itself costs: numbering, encoding, fan-out bookkeeping).
+  the real ``Store`` on a migrated SQLite file or PostgreSQL database vs a store stub whose
+  writes do nothing (what the event log itself costs: numbering, encoding, fan-out
+  bookkeeping).
 """
 
 from __future__ import annotations
@@ -35,9 +39,15 @@ from benchmarks.harness import (
 )
 from benchmarks.relay import through_gateway, warm
 from benchmarks.settings import RunConfig
+from tests.dbservers import PostgresServer
 
 TMPFS = "/dev/shm"  # noqa: S108 - a tmpfs on purpose: SQLite without device writes
 MEASURES = __doc__.split("\n\n", 1)[1].strip() if __doc__ else ""
+
+
+def postgres(directory: Path) -> PostgresServer:
+    """A private, durable PostgreSQL under ``directory`` (a context manager)."""
+    return PostgresServer(directory / "postgres", durable=True)
 
 
 class NullStore:
@@ -53,8 +63,8 @@ class NullStore:
         return []
 
 
-async def real_store(directory: Path) -> Store:
-    url = f"sqlite+aiosqlite:///{directory / 'gateway.db'}"
+async def real_store(directory: Path, url: str | None = None) -> Store:
+    url = url or f"sqlite+aiosqlite:///{directory / 'gateway.db'}"
     await upgrade_async(url)
     store = Store(create_engine(url))
     now = datetime.now(UTC)
@@ -109,6 +119,13 @@ async def run(config: RunConfig) -> Section:
                 await warm(api, session)
                 result = await through_gateway(api, session, n=n, limit_s=config.timeout(n))
                 results[label] = result.events_per_s
+    with scratch("persistence-postgres") as directory, postgres(directory) as server:
+        url = server.create_database("gateway")
+        async with running(bench_gateway(directory, storage={"url": url})) as api:
+            session = await api.create_session()
+            await warm(api, session)
+            result = await through_gateway(api, session, n=n, limit_s=config.timeout(n))
+            results["gateway, PostgreSQL (durable, loopback)"] = result.events_per_s
     floor = config.shared.get("floor_events_per_s")
     rows: list[dict[str, object]] = [
         {"what": label, "events/s": rate, "x floor": ratio(rate, floor) if floor else "-"}
@@ -124,6 +141,14 @@ async def run(config: RunConfig) -> Section:
                 in_process[label] = await appends_per_s(store, m, concurrent=concurrent)
                 store.close()
                 await store.engine.dispose()
+    with scratch("eventlog-postgres") as directory, postgres(directory) as server:
+        for concurrent in (1, 100):
+            url = server.create_database(f"eventlog{concurrent}")
+            store = await real_store(directory, url)
+            label = f"EventLog + real Store (PostgreSQL), {concurrent} at a time"
+            in_process[label] = await appends_per_s(store, m, concurrent=concurrent)
+            store.close()
+            await store.engine.dispose()
     for concurrent in (1, 100):
         in_process[
             f"EventLog + store stub (keeps nothing), {concurrent} at a time"
@@ -149,6 +174,11 @@ async def run(config: RunConfig) -> Section:
                 met=disk >= 0.3,
             ),
         ]
+        section.notes.append(
+            "PostgreSQL: "
+            f"{ratio(results['gateway, PostgreSQL (durable, loopback)'], floor)}x floor "
+            "(no target yet; it runs beside the gateway on this machine, so it shares its cores)"
+        )
     else:
         section.notes.append("Run with the throughput benchmark to compare with the floor.")
     return section
