@@ -140,6 +140,25 @@ class StorageUnavailable(Unavailable):
     title = "Storage unavailable"
 
 
+class ClusterUnavailable(Unavailable):
+    """Redis, which the replicas coordinate through, cannot be reached now."""
+
+    type = "cluster_unavailable"
+    title = "Cluster unavailable"
+
+
+class SessionFenced(Exception):
+    """Events were written under a replica lease older than the one that has claimed their
+    session since: the writer lost the session to another replica and must stop."""
+
+    def __init__(self, session_ids: list[str]) -> None:
+        super().__init__(
+            "another replica has taken over " + ", ".join(session_ids) + "; this one may no "
+            "longer write its events"
+        )
+        self.session_ids = session_ids
+
+
 def problem(
     *, status: int, type_: str, title: str, detail: str, **fields: JsonValue
 ) -> dict[str, JsonValue]:

@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from app.errors import SessionFenced
 from app.store.db import SQLITE_PRAGMAS, storage_unavailable
 
 _INSERT = (
@@ -29,6 +30,7 @@ _INSERT = (
 )
 _ADVANCE = "UPDATE sessions SET last_seq = ? WHERE id = ?"
 _PRUNE = "DELETE FROM events WHERE session_id = ? AND seq <= ?"
+_FENCE = "SELECT fence FROM sessions WHERE id = ?"
 _PAGE = (
     "SELECT seq, turn_id, attempt, provider, at, type, data FROM events "
     "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
@@ -52,17 +54,22 @@ class EventFile:
         self._read_connection: sqlite3.Connection | None = None
 
     async def write(
-        self, rows: Sequence[EventRow], prune_through: Mapping[str, int] | None = None
+        self,
+        rows: Sequence[EventRow],
+        prune_through: Mapping[str, int] | None = None,
+        fences: Mapping[str, int] | None = None,
     ) -> None:
         """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
-        what ``prune_through`` says, all or nothing.
+        what ``prune_through`` says, all or nothing. With ``fences`` (session → the writer's
+        lease token), a session claimed since under a newer token fails the whole write with
+        ``SessionFenced``.
 
         A database that cannot take the write (disk full, I/O error, locked past the busy
         timeout) raises ``StorageUnavailable``; any other database error is raised as it is.
         Cancelling the caller does not stop the transaction: it runs to its end in the thread.
         """
         future = asyncio.wrap_future(
-            self._executor.submit(self._write, rows, dict(prune_through or {}))
+            self._executor.submit(self._write, rows, dict(prune_through or {}), dict(fences or {}))
         )
         try:
             await asyncio.shield(future)
@@ -115,7 +122,9 @@ class EventFile:
             self._connection.close()
             self._connection = None
 
-    def _write(self, rows: Sequence[EventRow], prune_through: dict[str, int]) -> None:
+    def _write(
+        self, rows: Sequence[EventRow], prune_through: dict[str, int], fences: dict[str, int]
+    ) -> None:
         if self._connection is None:
             self._connection = self._connect()
         connection = self._connection
@@ -126,6 +135,14 @@ class EventFile:
         # timeout, never as a failed upgrade half-way through the transaction.
         connection.execute("BEGIN IMMEDIATE")
         try:
+            fenced = [
+                session_id
+                for session_id, token in fences.items()
+                if (found := connection.execute(_FENCE, (session_id,)).fetchone()) is not None
+                and found[0] > token
+            ]
+            if fenced:
+                raise SessionFenced(fenced)
             connection.executemany(_INSERT, rows)
             connection.executemany(_ADVANCE, [(seq, sid) for sid, seq in newest.items()])
             connection.executemany(_PRUNE, list(prune_through.items()))

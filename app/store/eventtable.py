@@ -9,6 +9,8 @@ round trips, not a thousand:
     UPDATE sessions … FROM unnest(ids, newest)              each session's last_seq, never back
     DELETE FROM events … USING unnest(ids, through)         pruning, when asked
 
+(after ``SELECT … FOR SHARE`` of the sessions' fencing tokens, when the writer holds leases).
+
 ``(session_id, seq)`` is the primary key: a second writer that numbered the same seq fails
 its whole batch rather than interleave. ``page`` reads a replay page as plain rows, the
 payload as the JSON text it was written as (a ``json`` column keeps its input verbatim) and
@@ -23,6 +25,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.errors import SessionFenced
 from app.store.eventfile import EventRow, PageRow
 
 _INSERT = (
@@ -39,6 +42,7 @@ _PRUNE = (
     "DELETE FROM events USING unnest($1::text[], $2::int[]) AS p(id, seq) "
     "WHERE events.session_id = p.id AND events.seq <= p.seq"
 )
+_FENCES = "SELECT id, fence FROM sessions WHERE id = ANY($1::text[]) FOR SHARE"
 _PAGE = (
     "SELECT seq, turn_id, attempt, provider, at, type, data::text FROM events "
     "WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
@@ -52,15 +56,27 @@ class EventTable:
         self._engine = engine
 
     async def write(
-        self, rows: Sequence[EventRow], prune_through: Mapping[str, int] | None = None
+        self,
+        rows: Sequence[EventRow],
+        prune_through: Mapping[str, int] | None = None,
+        fences: Mapping[str, int] | None = None,
     ) -> None:
         """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
-        what ``prune_through`` says, all or nothing (the caller classifies failures)."""
+        what ``prune_through`` says, all or nothing (the caller classifies failures). With
+        ``fences`` (session → the writer's lease token), a session claimed since under a newer
+        token fails the whole write with ``SessionFenced``; the rows read lock the sessions,
+        so a claim waits for this write to end and then sees its events."""
         newest: dict[str, int] = {}
         for row in rows:
             newest[row[0]] = max(row[1], newest.get(row[0], 0))
         columns = tuple(list(column) for column in zip(*rows, strict=True))
         async with self._engine.begin() as connection:
+            if fences:
+                found = await connection.exec_driver_sql(_FENCES, (list(fences),))
+                claimed: list[tuple[Any, ...]] = [tuple(row) for row in found.all()]
+                fenced = [sid for sid, fence in claimed if fence > fences[sid]]
+                if fenced:
+                    raise SessionFenced(fenced)
             if rows:
                 await connection.exec_driver_sql(_INSERT, columns)
                 await connection.exec_driver_sql(_ADVANCE, (list(newest), list(newest.values())))

@@ -9,7 +9,9 @@ implements the same methods with the same contracts:
   (503) is raised when the database cannot take writes now (full, I/O error, locked);
 - a call a cancelled caller made runs to its end first (no transaction is left half-way);
 - ``insert_events`` keeps a session's ``last_seq`` at its newest event and prunes what
-  ``prune_through`` says in the same transaction; ``events_after`` reads events oldest first
+  ``prune_through`` says in the same transaction, and refuses the whole batch
+  (``SessionFenced``) when ``fences`` names a lease token older than the one that last
+  ``claim_session``-ed a session; ``events_after`` reads events oldest first
   in their wire form; ``event_bounds`` survives pruning and retention.
 """
 
@@ -78,8 +80,14 @@ class Storage(Protocol):
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord: ...
 
     async def insert_events(
-        self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
+        self,
+        records: Sequence[EventRecord],
+        *,
+        prune_through: Mapping[str, int] | None = None,
+        fences: Mapping[str, int] | None = None,
     ) -> None: ...
+
+    async def claim_session(self, session_id: str, token: int) -> bool: ...
 
     async def events_after(
         self, session_id: str, *, after: int, limit: int

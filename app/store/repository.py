@@ -328,11 +328,17 @@ class Store:
     # --- events ---------------------------------------------------------------------------
 
     async def insert_events(
-        self, records: Sequence[EventRecord], *, prune_through: Mapping[str, int] | None = None
+        self,
+        records: Sequence[EventRecord],
+        *,
+        prune_through: Mapping[str, int] | None = None,
+        fences: Mapping[str, int] | None = None,
     ) -> None:
         """Append events (of one or more sessions) in one transaction, advancing each
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
-        up to which its older events are deleted in the same transaction.
+        up to which its older events are deleted in the same transaction. ``fences`` maps a
+        session to the lease token its events are written under: a session claimed since by a
+        newer lease fails the whole call with ``SessionFenced`` and nothing is written.
 
         Written by the event log's own access (``EventFile`` on SQLite, ``EventTable`` on
         PostgreSQL); runs to its end even when the caller is cancelled."""
@@ -344,10 +350,10 @@ class Store:
         ]
         events = self._event_file()
         if isinstance(events, EventFile):
-            await events.write(rows, prune_through)  # classifies and shields on its own
+            await events.write(rows, prune_through, fences)  # classifies and shields itself
             return
         with storage_errors():
-            await run_to_completion(events.write(rows, prune_through))
+            await run_to_completion(events.write(rows, prune_through, fences))
 
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
@@ -375,6 +381,19 @@ class Store:
             )
             for seq, turn_id, attempt, provider, at, kind, data in rows
         ]
+
+    @uninterrupted
+    async def claim_session(self, session_id: str, token: int) -> bool:
+        """Record that the lease with ``token`` holds the session now: True when ``token`` is
+        newer than any that claimed it before (events under older tokens are refused from
+        now on), False when a newer lease claimed it already (or there is no such session)."""
+        async with self._write() as db:
+            claimed = await db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == session_id, SessionRow.fence < token)
+                .values(fence=token)
+            )
+        return bool(claimed.rowcount)  # type: ignore[attr-defined]
 
     @uninterrupted
     async def last_event_seq(self, session_id: str) -> int:

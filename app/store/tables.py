@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pydantic import JsonValue
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Dialect,
     ForeignKey,
@@ -89,6 +90,9 @@ class SessionRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    """The fencing token of the newest replica lease that claimed the session (0: none);
+    events written under an older token are refused (``app.cluster.leases``)."""
 
 
 class BindingRow(Base):

@@ -19,7 +19,7 @@ from app.runtime.eventlog import EventLog
 from app.store.db import create_engine
 from app.store.repository import Store
 from app.store.schema import upgrade
-from tests.dbservers import PostgresServer
+from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import GatewayProcess
 from tests.integration.cliprocs import SHARED_LIMITS, fake_gateway_in, gateway_secrets
@@ -84,6 +84,14 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServe
     with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
         server.create_database(MIGRATED_TEMPLATE)
         upgrade(server.url(MIGRATED_TEMPLATE))
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A private Redis for the run (a temp directory, a free loopback port); tests that stop
+    it start it again."""
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
         yield server
 
 
