@@ -113,6 +113,9 @@ def test_a_postgres_server_that_goes_away_answers_503_fails_the_turn_and_recover
                     turn_start = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
                     statuses.append(turn_start.status_code)
                     assert turn_start.status_code in (409, 503), turn_start.text
+                    ready = client.get("/readyz")
+                    assert ready.status_code == 503, ready.text
+                    assert ready.json()["checks"]["database"].startswith("error")
                 finally:
                     server.start()
                 # Back: the failed turn's end is recorded, then sent.
@@ -129,6 +132,7 @@ def test_a_postgres_server_that_goes_away_answers_503_fails_the_turn_and_recover
                 return answer.status_code == 201
 
             wait_until(created, what="a session created once PostgreSQL is back")
+            assert client.get("/readyz").json()["checks"]["database"] == "ok"
             start_turn(client, sid, "hi")
             with client.stream(
                 "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(everything[-1]["seq"])
