@@ -31,7 +31,7 @@ from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
 from app.store.files import private_directory
 from app.store.retention import cleanup
-from app.store.schema import Migration, SchemaError, check_schema, migrate
+from app.store.schema import Migration, SchemaError, check_schema, hold_sole_server, migrate
 
 log = logging.getLogger("app.cli")
 
@@ -337,6 +337,8 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)
+    # Kept open until the process exits: no second gateway serves the same SQLite file.
+    serving = hold_sole_server(settings.storage.database_url)  # noqa: F841
     _prepare_database(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)

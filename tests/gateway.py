@@ -239,6 +239,25 @@ class SseReader:
         )
 
 
+def migrate_at_once(env: dict[str, str], processes: int = 3) -> list[str]:
+    """Run ``agent-gateway migrate`` in ``processes`` processes started together (with
+    ``env``); each must succeed. Returns what each printed."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "app", "migrate"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
+    outputs = [process.communicate(timeout=120) for process in started]
+    assert [process.returncode for process in started] == [0] * processes, outputs
+    return [out for out, _ in outputs]
+
+
 def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout``.
 

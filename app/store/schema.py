@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import app
+from app.settings import ConfigError
 from app.store.db import create_engine, create_migration_engine
 from app.store.files import private_directory
 
@@ -218,6 +219,32 @@ async def _take(
                 extra={"event": "database.migration_waiting"},
             )
         await asyncio.sleep(_LOCK_POLL_S)
+
+
+def hold_sole_server(url: str) -> int | None:
+    """For a SQLite file: make this process the only gateway serving it, for as long as it
+    lives (an exclusive ``flock`` on ``<file>-serve.lock``, which the kernel releases when the
+    process exits, however it exits); returns the descriptor to keep. Raises ``ConfigError``
+    naming the file when another gateway serves it. None for other databases (several
+    replicas on PostgreSQL coordinate through ``[cluster]``)."""
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    path = Path(f"{database}-serve.lock")
+    if not path.parent.exists():
+        private_directory(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(
+            f"another gateway already serves {database} (it holds {path}): a SQLite file is "
+            "one gateway's. Stop that one, give this one its own storage.data_dir, or run "
+            "several replicas on PostgreSQL with [cluster] redis_url"
+        ) from None
+    return fd
 
 
 def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:

@@ -9,13 +9,11 @@ loopback while no token exists (T2).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -25,7 +23,7 @@ import pytest
 
 from app.store.schema import MIGRATIONS_DIR
 from tests.fakes.gateway import FakeGateway, fake_gateway_at
-from tests.gateway import ROOT, TOKEN
+from tests.gateway import ROOT, TOKEN, migrate_at_once
 
 HEAD = max(path.name.split("_", 1)[0] for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 
@@ -72,46 +70,36 @@ def test_serve_creates_the_schema_of_a_new_database(tmp_path: Path) -> None:
             assert len(client.get("/v1/sessions").json()["sessions"]) == 1
 
 
-def test_two_gateways_starting_on_one_new_database_migrate_it_once(tmp_path: Path) -> None:
+def test_a_second_gateway_on_one_sqlite_file_is_refused_while_the_first_serves(
+    tmp_path: Path,
+) -> None:
     first = fake_gateway_at(tmp_path)
     second = FakeGateway(data_dir=first.data_dir, config=first.config, config_name="second.toml")
     second.spawn_log, second.workspace = first.spawn_log, first.workspace
-    first.data_dir.mkdir(parents=True)
-    # The test holds the migration lock (as an operator's `agent-gateway migrate` would) until
-    # both gateways are waiting for it, so they surely contend for it when it is released.
-    lock = os.open(first.data_dir / "gateway.db-migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
     with stopping(first, second):
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            first.launch()
-            second.launch()
-            deadline = time.monotonic() + 30
-            while not all(events(g, "database.migration_waiting") for g in (first, second)):
-                assert time.monotonic() < deadline, first.log() + second.log()
-                assert first.process is not None
-                assert second.process is not None
-                assert first.process.poll() is None, first.log()
-                assert second.process.poll() is None, second.log()
-                time.sleep(0.05)  # polling the logs for the line both must write; bounded
-        finally:
-            os.close(lock)  # releases the lock
-        first.wait_ready()
-        second.wait_ready()
-        migrations = [events(g, "database.migrated") for g in (first, second)]
-        assert sorted(len(found) for found in migrations) == [0, 1], migrations
-        assert revision(first.data_dir / "gateway.db") == [HEAD]
-        ids = []
-        for gateway in (first, second):
-            with gateway.client() as client:
-                assert client.get("/readyz").json()["checks"]["database"] == "ok"
-                created = client.post("/v1/sessions", json={"workspace": str(first.workspace)})
-                assert created.status_code == 201, created.text
-                ids.append(created.json()["id"])
-        with second.client() as client:  # both write the one database
-            listed = {s["id"] for s in client.get("/v1/sessions").json()["sessions"]}
-        assert listed == set(ids)
-    for gateway in (first, second):
-        assert "Traceback" not in gateway.log()
+        first.start()
+        refused = second.command("serve", check=False)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "another gateway already serves" in refused.stderr
+        assert "[cluster]" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        with first.client() as client:  # the first one is untouched
+            created = client.post("/v1/sessions", json={"workspace": str(first.workspace)})
+            assert created.status_code == 201, created.text
+        first.stop()
+        second.start()  # the file is free once its gateway is gone, however it ended
+        with second.client() as client:
+            assert [s["id"] for s in client.get("/v1/sessions").json()["sessions"]] == [
+                created.json()["id"]
+            ]
+
+
+def test_processes_migrating_one_new_sqlite_file_at_once_migrate_it_once(tmp_path: Path) -> None:
+    gateway = fake_gateway_at(tmp_path)
+    gateway.data_dir.mkdir(parents=True)
+    said = migrate_at_once(gateway._env())  # the gateway's own configuration
+    assert sum("created" in out for out in said) == 1, said
+    assert revision(gateway.data_dir / "gateway.db") == [HEAD]
 
 
 @pytest.mark.parametrize("command", ["serve", "migrate"])

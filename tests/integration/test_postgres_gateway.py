@@ -7,14 +7,12 @@ works again once it is back, without a restart of the gateway."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from app.store.schema import MIGRATIONS_DIR
 from tests.dbservers import PostgresServer
 from tests.fakes.gateway import FakeGatewayFactory
-from tests.gateway import ROOT, SseReader
+from tests.gateway import SseReader, migrate_at_once
 from tests.integration.callers import PROBLEM, create
 from tests.integration.streams import (
     contiguous,
@@ -68,20 +66,7 @@ def test_processes_migrating_one_empty_database_at_once_all_find_it_at_head(
     postgres.create_database("migrate_race")
     url = postgres.url("migrate_race")
     env = {"GATEWAY_STORAGE__URL": url, "GATEWAY_STORAGE__DATA_DIR": str(tmp_path)}
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "app", "migrate"],
-            cwd=ROOT,
-            env={**_clean_env(), **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    outputs = [process.communicate(timeout=120) for process in processes]
-    assert [process.returncode for process in processes] == [0, 0, 0], outputs
-    said = sorted(out.strip() for out, _ in outputs)
+    said = migrate_at_once({**_clean_env(), **env})
     assert sum("created" in line for line in said) == 1, said  # one migrated, two found it done
     assert postgres.query("migrate_race", "SELECT version_num FROM alembic_version") == [(HEAD,)]
 
