@@ -99,7 +99,8 @@ class TurnError(BaseModel):
     stderr_tail: str | None = None
     reason: str | None = None
     """Why the gateway ended the turn when no provider failure did: ``gateway_restart``,
-    ``gateway_shutdown``, or for ``resource_limit`` which limit (``output_limit``,
+    ``gateway_shutdown``, ``replica_lost`` (the replica running it stopped answering and
+    another one ended it), or for ``resource_limit`` which limit (``output_limit``,
     ``line_too_long``, ``memory_limit``, ``process_limit``)."""
 
 
@@ -242,7 +243,9 @@ class ApprovalResolved(_Payload):
     approval_id: str
     decision: ApprovalDecision
     by: Literal["client", "policy", "gateway"]
-    reason: Literal["decided", "expired", "cancelled", "session_closed", "gateway_restart"]
+    reason: Literal[
+        "decided", "expired", "cancelled", "session_closed", "gateway_restart", "replica_lost"
+    ]
     message: str | None = None
     updated_input: dict[str, JsonValue] | None = None
     """The input the tool runs with when the client edited what the agent asked."""

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 
 from fastapi import FastAPI
@@ -17,14 +17,17 @@ from app.api import console, events, health, metrics, problems, runs, sessions
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.security import install_access_control, load_or_create_token, token_path
+from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
 from app.process.watchdog import supervised_runner
+from app.providers.base import Provider
 from app.providers.catalog import cli_secrets, resolve
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.redaction import SecretMask, secrets_of
+from app.runtime.cluster import Cluster
 from app.runtime.eventlog import EventLog
 from app.runtime.sessions import SessionManager
 from app.settings import Settings
@@ -65,12 +68,16 @@ def create_app(
     settings = resolve(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, _ = load_or_create_token(configured, settings.storage.data_dir)
+    # Several replicas: the one Redis client (it connects on first use) of the limits and
+    # the cluster.
+    redis = connect(settings.cluster.redis_url) if settings.cluster.redis_url else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
         store = Store(engine)
+        cluster = None if redis is None else Cluster(redis, settings.cluster, store)
         try:
             await check_schema(engine)
             providers = build_providers(settings, runner)
@@ -81,7 +88,7 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = _event_log(settings, store, clock, gateway_metrics, token)
+            event_log = _event_log(settings, store, clock, gateway_metrics, token, cluster)
             manager = SessionManager(
                 settings=settings,
                 store=store,
@@ -89,8 +96,11 @@ def create_app(
                 providers=providers,
                 registry=registry,
                 clock=clock,
+                cluster=cluster,
             )
             await manager.recover()
+            if cluster is not None:
+                cluster.start(manager.run_forwarded, manager.lost, manager.adopt_orphans)
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
@@ -114,10 +124,7 @@ def create_app(
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                await manager.aclose()
-                await event_log.aclose()
-                for provider in providers.values():
-                    await provider.aclose()
+                await _close(manager, event_log, cluster, providers.values())
         finally:
             await runner.aclose()
             await asyncio.to_thread(store.close)  # after the event log's last write
@@ -143,7 +150,7 @@ def create_app(
     # A token from the file follows the file (a rotation needs no restart); a configured
     # one changes with the configuration only.
     token_file = None if configured else token_path(settings.storage.data_dir)
-    install_access_control(app.state, settings, token, token_file=token_file)
+    install_access_control(app.state, settings, token, token_file=token_file, redis=redis)
     problems.install(app)
     _include_routers(app, settings)
     _add_middleware(app, settings)
@@ -177,12 +184,28 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(console.router)
 
 
+async def _close(
+    manager: SessionManager,
+    event_log: EventLog,
+    cluster: Cluster | None,
+    providers: Iterable[Provider],
+) -> None:
+    """Stop the sessions, store their last events, give the leases back, close the CLIs."""
+    await manager.aclose()
+    await event_log.aclose()
+    if cluster is not None:  # after the last event is stored: the others take over at once
+        await cluster.aclose()
+    for provider in providers:
+        await provider.aclose()
+
+
 def _event_log(
     settings: Settings,
     store: Storage,
     clock: Callable[[], datetime],
     metrics: GatewayMetrics,
     token: str,
+    cluster: Cluster | None = None,
 ) -> EventLog:
     """The event log; configured secrets (keys, provider credentials) masked in payloads."""
     secrets = secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ))
@@ -197,6 +220,7 @@ def _event_log(
         observer=EventObserver(metrics),
         metrics=metrics,
         mask=SecretMask(secrets),
+        cluster=cluster,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -261,6 +262,31 @@ class SessionSettings(_Section):
     edit is recorded on the approval and its ``approval.resolved`` event."""
 
 
+def _default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class ClusterSettings(_Section):
+    redis_url: str | None = None
+    """``redis://host:6379/0``: replicas on one PostgreSQL coordinate through this Redis
+    (ownership leases, commands for another replica's session, live events, shared limits).
+    Unset: a single gateway."""
+    replica_id: str = Field(default_factory=_default_replica_id, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    """This replica's name in leases and ``GET /v1/sessions/{id}``'s ``owner``; unique."""
+    lease_ttl_s: float = Field(default=15.0, ge=1, le=600)
+    """A session's owner renews its lease every third of this; a replica that stops renewing
+    loses its sessions to another replica after about this long."""
+    command_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """How long a request for a session another replica owns waits for that replica's answer."""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("cluster.redis_url must start with redis://, rediss:// or unix://")
+        return url
+
+
 class LimitsSettings(_Section):
     """Bounds that keep one client, session or CLI from starving the others."""
 
@@ -338,6 +364,7 @@ class Settings(BaseSettings):
     retry: RetrySettings = Field(default_factory=RetrySettings)
     sessions: SessionSettings = SessionSettings()
     limits: LimitsSettings = LimitsSettings()
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
@@ -377,6 +404,14 @@ class Settings(BaseSettings):
             )
         if not self.workspaces.roots:
             raise ValueError("workspaces.roots is empty: list at least one directory")
+        if self.cluster.redis_url is not None and not self.storage.database_url.startswith(
+            "postgresql"
+        ):
+            raise ValueError(
+                "cluster.redis_url is set but storage.url is a SQLite file, which one machine's "
+                "processes share at most: several replicas keep their state in PostgreSQL "
+                '(storage.url = "postgresql+asyncpg://user@host:5432/gateway")'
+            )
         return self
 
 

@@ -33,6 +33,7 @@ BENCHMARKS = (
     "replay",
     "slow_consumer",
     "soak",
+    "replicas",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

@@ -5,6 +5,9 @@ The gateway runs under uvicorn, which picks uvloop when it is installed, and cod
 boundary (subprocess transports, pipes) must work on both. A test, class or module marked
 ``pytest.mark.uvloop`` runs each of its async tests once per loop (ids ``[asyncio]`` and
 ``[uvloop]``); every other async test runs on asyncio's loop only.
+
+The run's private PostgreSQL and Redis (``postgres``, ``redis_server``) are here too, started
+by the first test that asks for them, for the store's tests and the several-replica tests.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 import pytest
 import uvloop
 
+from app.store.schema import upgrade
+from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
@@ -57,3 +62,25 @@ def fake_gateway(make_fake_gateway: FakeGatewayFactory) -> FakeGateway:
     gateway = make_fake_gateway()
     gateway.start()
     return gateway
+
+
+MIGRATED_TEMPLATE = "gateway_head"
+"""A database at the head revision on the run's PostgreSQL, copied for each test that needs one."""
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A private PostgreSQL for the run (a temp directory, a free loopback port), with a
+    database at the head revision to copy (``TEMPLATE``) for each test."""
+    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
+        server.create_database(MIGRATED_TEMPLATE)
+        upgrade(server.url(MIGRATED_TEMPLATE))
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A private Redis for the run (a temp directory, a free loopback port); tests that stop
+    it start it again."""
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server

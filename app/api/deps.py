@@ -66,6 +66,7 @@ async def session_public(manager: SessionManager, row: SessionRecord) -> Session
         process=ProcessPublic(pid=process.pid, started_at=process.started_at, spawns=process.spawns)
         if process
         else None,
+        owner=await manager.replica_of(row.id),
     )
 
 

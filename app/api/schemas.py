@@ -174,6 +174,9 @@ class SessionPublic(BaseModel):
     last_seq: int
     metadata: dict[str, JsonValue] | None = None
     process: ProcessPublic | None = None
+    owner: str | None = None
+    """With several replicas, the replica (``cluster.replica_id``) that runs this session's
+    CLI; null when none holds it, and on a single gateway."""
 
 
 class SessionList(BaseModel):

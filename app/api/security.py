@@ -31,10 +31,12 @@ from typing import Annotated
 from fastapi import Depends, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
 
 from app.api.queries import refuse_unknown_query
-from app.api.ratelimits import KeyedBuckets, SessionQuota
+from app.api.ratelimits import Buckets, KeyedBuckets, SessionQuota, redis_lock
+from app.cluster.buckets import SharedBuckets
 from app.errors import GatewayError, TooManyRequests, Unauthorized
 from app.settings import Settings
 from app.store.files import private_directory
@@ -221,23 +223,41 @@ class AccessControl:
     """What the auth dependencies and the session-creation routes consult (on ``app.state``)."""
 
     keys: KeyRing
-    auth_failures: KeyedBuckets
+    auth_failures: Buckets
     sessions: SessionQuota
 
 
 def install_access_control(
-    app_state: object, settings: Settings, admin_token: str, *, token_file: Path | None = None
+    app_state: object,
+    settings: Settings,
+    admin_token: str,
+    *,
+    token_file: Path | None = None,
+    redis: Redis | None = None,
 ) -> None:
     """Put the key ring and the limiters on ``app.state.access``.
 
     ``token_file``: where ``admin_token`` was read from, when it came from a file (not
-    ``server.token``); the admin key then follows that file without a restart.
+    ``server.token``); the admin key then follows that file without a restart. With
+    ``redis`` (several replicas), the limits are counted there, once for all replicas.
     """
     limits = settings.limits
+    auth_failures: Buckets
+    if redis is None:
+        auth_failures = KeyedBuckets(capacity=limits.auth_failures_per_minute, period_s=60.0)
+        sessions = SessionQuota(limits)
+    else:
+        auth_failures = SharedBuckets(
+            redis, name="auth", capacity=limits.auth_failures_per_minute, period_s=60.0
+        )
+        creates = SharedBuckets(
+            redis, name="creates", capacity=limits.session_creates_per_minute, period_s=60.0
+        )
+        sessions = SessionQuota(limits, creates=creates, lock=redis_lock(redis))
     app_state.access = AccessControl(  # type: ignore[attr-defined]
         keys=KeyRing.from_settings(settings, admin_token, token_file=token_file),
-        auth_failures=KeyedBuckets(capacity=limits.auth_failures_per_minute, period_s=60.0),
-        sessions=SessionQuota(limits),
+        auth_failures=auth_failures,
+        sessions=sessions,
     )
 
 
@@ -254,14 +274,14 @@ def _bearer(authorization: str | None) -> str:
     return ""
 
 
-def _authenticate(connection: HTTPConnection, presented: str) -> Principal:
+async def _authenticate(connection: HTTPConnection, presented: str) -> Principal:
     """The principal of ``presented``, else 401 (429 when this address fails too often)."""
     access = access_of(connection)
     principal = access.keys.authenticate(presented)
     if principal is not None:
         return principal
     client = connection.client.host if connection.client else "unknown"
-    wait = access.auth_failures.take(client)
+    wait = await access.auth_failures.acquire(client)
     if wait is not None:
         raise TooManyRequests(
             "too many failed authentications from this address "
@@ -278,7 +298,7 @@ def _authenticate(connection: HTTPConnection, presented: str) -> Principal:
 async def require_token(request: Request) -> Principal:
     """Route dependency: the request carries a gateway key in its Authorization header (and,
     once it is authenticated, no query parameter the route does not take)."""
-    principal = _authenticate(request, _bearer(request.headers.get("authorization")))
+    principal = await _authenticate(request, _bearer(request.headers.get("authorization")))
     refuse_unknown_query(request)
     return principal
 
@@ -292,7 +312,7 @@ async def require_stream_token(request: Request) -> Principal:
         and "text/event-stream" in request.headers.get("accept", "")
     ):
         presented = request.query_params.get(TOKEN_QUERY, "")
-    principal = _authenticate(request, presented)
+    principal = await _authenticate(request, presented)
     refuse_unknown_query(request, also=frozenset({TOKEN_QUERY}))
     return principal
 
@@ -300,7 +320,7 @@ async def require_stream_token(request: Request) -> Principal:
 async def require_ws_token(websocket: WebSocket) -> Principal:
     """WebSocket dependency: the header or ``?access_token=``; raises like ``require_token``."""
     presented = _bearer(websocket.headers.get("authorization"))
-    return _authenticate(websocket, presented or websocket.query_params.get(TOKEN_QUERY, ""))
+    return await _authenticate(websocket, presented or websocket.query_params.get(TOKEN_QUERY, ""))
 
 
 AUTH_DEPENDENCIES = frozenset({require_token, require_stream_token, require_ws_token})

@@ -45,6 +45,10 @@ class SharedBuckets:
         self.rate = capacity / period_s
         self._script = redis.register_script(_TAKE)
 
+    async def acquire(self, key: str) -> float | None:
+        """``take`` (the ``Buckets`` protocol's name for it)."""
+        return await self.take(key)
+
     async def take(self, key: str) -> float | None:
         """Take one token: None when allowed, else the seconds until one is back."""
         return await self._call(key, take=True)

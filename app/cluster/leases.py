@@ -1,34 +1,33 @@
 """Session ownership: one replica at a time runs a session's CLI, under a lease in Redis.
 
-    agw:fence:<session>   a counter; each lease taken gets the next value, its fencing token
-    agw:lease:<session>   "<replica_id> <token>", expiring after the lease TTL unless renewed
+    agw:lease:<session>   "<replica_id> <nonce>", expiring after the lease TTL unless renewed
 
 ``acquire`` takes a free lease (one Lua script: no other replica can take it between the check
-and the set) and returns its token; the holder ``renew``s it well inside the TTL and
-``release``s it when it lets the session go. A holder that stops renewing (killed, cut off,
-paused) loses the lease when its TTL runs out, and the next ``acquire`` gets a greater token.
+and the set); the holder ``renew``s it well inside the TTL and ``release``s it when it lets
+the session go. A holder that stops renewing (killed, cut off, paused) loses the lease when
+its TTL runs out, and another replica can take it.
 
 A lease alone cannot stop a holder that does not know it lost it (paused past its TTL, then
-resumed) from writing: the token does. The store records the newest token that claimed a
-session and refuses events written under an older one (see ``Storage``), so once another
-replica has taken over, the old holder can never append again, whatever it believes.
+resumed) from writing. A fencing token does: whoever takes a lease then claims the session in
+the store, which hands out the session's next token (``Storage.claim_session``) and refuses
+events written under an older one. The tokens live in the database, not in Redis, so they
+keep growing even when Redis restarts empty.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
 from app.cluster.redis import cluster_errors
 
-_ACQUIRE = """
+_TAKE_OVER = """
 local holder = redis.call('GET', KEYS[1])
-if holder then return {0, holder} end
-local token = redis.call('INCR', KEYS[2])
-local value = ARGV[1] .. ' ' .. token
-redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
-return {token, value}
+if holder and holder ~= ARGV[3] then return holder end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
 """
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -44,15 +43,15 @@ return 0
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A replica's hold on a session; ``token`` grows with every lease of that session."""
+    """A replica's hold on a session (``nonce`` tells this hold from its other ones)."""
 
     session_id: str
     replica_id: str
-    token: int
+    nonce: str
 
     @property
     def value(self) -> str:
-        return f"{self.replica_id} {self.token}"
+        return f"{self.replica_id} {self.nonce}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +59,7 @@ class Holder:
     """Who holds a session's lease now."""
 
     replica_id: str
-    token: int
+    nonce: str
 
 
 class Leases:
@@ -72,19 +71,35 @@ class Leases:
         self._redis = redis
         self.replica_id = replica_id
         self._ttl_ms = max(1, round(ttl_s * 1000))
-        self._acquire = redis.register_script(_ACQUIRE)
+        self._take_over = redis.register_script(_TAKE_OVER)
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
 
     async def acquire(self, session_id: str) -> Lease | Holder:
-        """Take the session's lease if nobody holds it: the ``Lease`` (with a new token), else
-        the ``Holder`` that has it (possibly this replica, through an earlier lease)."""
-        keys = [_lease_key(session_id), _fence_key(session_id)]
+        """Take the session's lease if nobody holds it: the ``Lease``, else the ``Holder`` that
+        has it (possibly this replica, through an earlier lease)."""
+        lease = self._new(session_id)
         with cluster_errors():
-            token, value = await self._acquire(keys=keys, args=[self.replica_id, self._ttl_ms])
-        if int(token):
-            return Lease(session_id=session_id, replica_id=self.replica_id, token=int(token))
+            taken = await self._redis.set(
+                _lease_key(session_id), lease.value, nx=True, px=self._ttl_ms
+            )
+            if taken:
+                return lease
+            value = await self._redis.get(_lease_key(session_id))
+        if value is None:  # expired between the two calls
+            return await self.acquire(session_id)
         return _holder(value)
+
+    async def take_over(self, session_id: str, previous: Holder) -> Lease | Holder:
+        """Replace the lease ``previous`` (this replica's id from an earlier run of it, which
+        holds nothing now) with a new one; the ``Holder`` when the lease changed meanwhile."""
+        lease = self._new(session_id)
+        stale = f"{previous.replica_id} {previous.nonce}"
+        with cluster_errors():
+            other = await self._take_over(
+                keys=[_lease_key(session_id)], args=[lease.value, self._ttl_ms, stale]
+            )
+        return lease if other is None else _holder(other)
 
     async def renew(self, lease: Lease) -> bool:
         """Extend the lease by the TTL; False when it is no longer this lease (it expired,
@@ -107,16 +122,15 @@ class Leases:
             value = await self._redis.get(_lease_key(session_id))
         return None if value is None else _holder(value)
 
+    def _new(self, session_id: str) -> Lease:
+        return Lease(session_id=session_id, replica_id=self.replica_id, nonce=secrets.token_hex(8))
+
 
 def _lease_key(session_id: str) -> str:
     return f"agw:lease:{session_id}"
 
 
-def _fence_key(session_id: str) -> str:
-    return f"agw:fence:{session_id}"
-
-
 def _holder(value: bytes | str) -> Holder:
     text = value.decode() if isinstance(value, bytes) else value
-    replica_id, _, token = text.rpartition(" ")
-    return Holder(replica_id=replica_id, token=int(token))
+    replica_id, _, nonce = text.rpartition(" ")
+    return Holder(replica_id=replica_id, nonce=nonce)

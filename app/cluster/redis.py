@@ -28,6 +28,7 @@ _UNREACHABLE = (
     exceptions.ConnectionError,  # refused, reset, closed (includes BusyLoadingError)
     exceptions.TimeoutError,
     exceptions.ReadOnlyError,  # a replica that was promoted away from, or a read-only one
+    exceptions.LockError,  # a lock still held by another replica after its wait
     OSError,
 )
 

@@ -30,7 +30,9 @@ OPTION_LABELS = {"allow": "Allow", "deny": "Deny", "allow_session": "Allow for t
 EXPIRED_MESSAGE = "The approval request expired before anyone answered it."
 
 Emit = Callable[[EventData], Awaitable[None]]
-ResolutionReason = Literal["expired", "cancelled", "session_closed", "gateway_restart"]
+ResolutionReason = Literal[
+    "expired", "cancelled", "session_closed", "gateway_restart", "replica_lost"
+]
 
 
 class ApprovalBroker:

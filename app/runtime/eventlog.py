@@ -14,12 +14,17 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
+import orjson
+
+from app.cluster.fanout import Fanout
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
 from app.redaction import SecretMask
+from app.runtime.remote import Pruned, Sequenced, follow
 from app.runtime.subscription import (
     Evicted,
     LoggedEvent,
@@ -32,10 +37,37 @@ from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
+
+class ClusterLink(Protocol):
+    """What the event log needs of the cluster (``app.runtime.cluster.Cluster``)."""
+
+    fanout: Fanout
+
+    def token(self, session_id: str) -> int | None: ...
+
+    def holds(self, session_id: str) -> bool: ...
+
+
+def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
+    if isinstance(event, LoggedEvent):
+        return event
+    envelope = orjson.loads(event.json)
+    return LoggedEvent(
+        seq=event.seq,
+        session_id=session_id,
+        type=envelope["type"],
+        turn_id=envelope.get("turn_id"),
+        json=event.json,
+    )
+
+
 MAX_BATCH = 500
 """Events stored in one transaction at most."""
 MAX_PENDING = 5000
 """Queued events beyond which every appender waits for its commit."""
+MIRROR_CHECK_S = 2.0
+"""How long a replica following another's session trusts a quiet Redis before it asks the
+store (a batch pub/sub lost), and waits before following again after a failure."""
 CAP_RETRY_AFTER_S = 5.0
 """``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
@@ -102,8 +134,13 @@ class EventLog:
         observer: Callable[[Sequence[EventRecord]], None] | None = None,
         metrics: GatewayMetrics | None = None,
         mask: SecretMask | None = None,
+        cluster: ClusterLink | None = None,
     ) -> None:
         self._store = store
+        self._cluster = cluster
+        self._mirrors: dict[str, asyncio.Task[None]] = {}
+        self._publishing: asyncio.Queue[tuple[str, list[tuple[int, str]]]] | None = None
+        self._publisher: asyncio.Task[None] | None = None
         self.mask = mask if mask is not None else SecretMask(())
         """Configured secrets, replaced in every payload before it is stored or sent."""
         self._observer = observer
@@ -135,7 +172,12 @@ class EventLog:
         return channel
 
     async def last_seq(self, session_id: str) -> int:
-        return (await self._channel(session_id)).last_seq
+        channel = await self._channel(session_id)
+        if self._cluster is None:
+            return channel.last_seq
+        # Another replica may be writing it (or have taken it over since): the store knows.
+        _, last = await self._store.event_bounds(session_id)
+        return max(channel.last_seq, last)
 
     async def append(
         self,
@@ -224,7 +266,11 @@ class EventLog:
         await drained
 
     async def aclose(self) -> None:
-        """Store what is queued, then stop the writer."""
+        """Store what is queued, then stop the writer (and the replicas' feeds)."""
+        for task in [*self._mirrors.values(), self._publisher]:
+            if task is not None:
+                task.cancel()
+        self._mirrors.clear()
         await self.flush()
         if self._writer is not None:
             self._writer.cancel()
@@ -258,8 +304,16 @@ class EventLog:
             point = self._prune_point(item.channel, item.record.seq)
             if point is not None:
                 prunes[item.record.session_id] = point
+        fences: dict[str, int] | None = None
+        if self._cluster is not None:
+            fences = {}
+            for item in batch:
+                token = self._cluster.token(item.record.session_id)
+                fences[item.record.session_id] = token if token is not None else 0
         try:
-            await self._store.insert_events([item.record for item in batch], prune_through=prunes)
+            await self._store.insert_events(
+                [item.record for item in batch], prune_through=prunes, fences=fences
+            )
         except Exception as exc:
             channels = {id(item.channel) for item in batch}
             if len(channels) > 1:  # one session's failure must not fail the others
@@ -317,8 +371,109 @@ class EventLog:
                     subscriber.overflowed = True
         if self._observer is not None:
             self._observer([item.record for item in items])
+        if self._cluster is not None:
+            self._send_to_replicas(session_id, [(i.record.seq, i.event.json) for i in items])
         for item in items:
             _settle(item, event=item.event)
+
+    # --- several replicas ---------------------------------------------------------------------
+
+    def _send_to_replicas(self, session_id: str, events: list[tuple[int, str]]) -> None:
+        """Publish a stored batch to the other replicas, in commit order, without waiting (a
+        batch Redis loses is read from the store by the followers)."""
+        if self._publishing is None:
+            self._publishing = asyncio.Queue()
+        self._publishing.put_nowait((session_id, events))
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.create_task(self._publish_loop(), name="event-fanout")
+
+    async def _publish_loop(self) -> None:
+        assert self._publishing is not None
+        assert self._cluster is not None
+        while True:
+            session_id, events = await self._publishing.get()
+            try:
+                await self._cluster.fanout.publish(session_id, events)
+            except Exception as exc:  # Redis away: followers find these in the store
+                log.warning("could not publish events of %s to the replicas: %s", session_id, exc)
+
+    def _follow_elsewhere(self, session_id: str, channel: Channel) -> None:
+        """Feed the channel from the replica that owns the session (through Redis and the
+        store), while it has subscribers here and this replica does not own it."""
+        if self._cluster is None or self._cluster.holds(session_id):
+            return
+        running = self._mirrors.get(session_id)
+        if running is None or running.done():
+            self._mirrors[session_id] = asyncio.create_task(
+                self._mirror(session_id, channel), name=f"mirror:{session_id}"
+            )
+
+    async def _mirror(self, session_id: str, channel: Channel) -> None:
+        assert self._cluster is not None
+
+        async def page(after: int, limit: int) -> list[LoggedEvent]:
+            return await self.page(session_id, after=after, limit=limit)
+
+        while channel.subscribers and not self._cluster.holds(session_id):
+            try:
+                async with self._cluster.fanout.tail(session_id) as tail:
+                    events = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
+                    async for event in events:
+                        self._publish_mirrored(channel, _logged(session_id, event))
+                        if not channel.subscribers or self._cluster.holds(session_id):
+                            return
+                        if event.json.find('"type":"session.closed"') != -1:
+                            await self.close(session_id)
+            except Pruned as pruned:
+                channel.first_seq = max(channel.first_seq, pruned.first_seq)
+                channel.last_seq = channel.assigned_seq = max(
+                    channel.last_seq, pruned.first_seq - 1
+                )
+                for subscriber in channel.subscribers:
+                    subscriber.overflowed = True  # they resynchronise from the store
+                    subscriber.wake()
+            except Exception as exc:  # Redis or the store away: try again shortly
+                log.warning("following %s on its owner failed: %s", session_id, exc)
+                await asyncio.sleep(MIRROR_CHECK_S)
+
+    def _publish_mirrored(self, channel: Channel, event: LoggedEvent) -> None:
+        if event.seq <= channel.last_seq:
+            return
+        channel.last_seq = channel.assigned_seq = event.seq
+        event.appended_at = time.monotonic()
+        for subscriber in channel.subscribers:
+            if subscriber.overflowed:
+                continue
+            try:
+                subscriber.queue.put_nowait(event)
+            except asyncio.QueueFull:
+                subscriber.overflowed = True
+
+    async def take_over(self, session_id: str) -> None:
+        """This replica holds the session now: stop following it elsewhere and number its
+        events from what the store holds (the previous owner can no longer add any)."""
+        mirror = self._mirrors.pop(session_id, None)
+        if mirror is not None:
+            mirror.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await mirror
+        channel = self._channels.get(session_id)
+        if channel is None:
+            return
+        first, last = await self._store.event_bounds(session_id)
+        if last != channel.last_seq:
+            for subscriber in channel.subscribers:
+                subscriber.overflowed = True  # they read what they missed from the store
+                subscriber.wake()
+        channel.first_seq, channel.last_seq = first, last
+        channel.assigned_seq = last
+        channel.failure = None
+
+    def let_go(self, session_id: str) -> None:
+        """This replica no longer holds the session: its subscribers here follow the owner."""
+        channel = self._channels.get(session_id)
+        if channel is not None and channel.subscribers:
+            self._follow_elsewhere(session_id, channel)
 
     def _delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None:
         """Record the delivery lag of a hand-over by its oldest event (the others in it
@@ -387,6 +542,7 @@ class EventLog:
         )
         channel.subscribers.add(subscriber)
         self._total += 1
+        self._follow_elsewhere(session_id, channel)
         return Subscription(
             self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
         )

@@ -14,14 +14,17 @@ import contextlib
 import logging
 import secrets
 import time
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import JsonValue
 
 from app.errors import (
     ApprovalNotPending,
+    ClusterUnavailable,
     InvalidRequest,
     NotFound,
     NoTurnRunning,
@@ -58,10 +61,11 @@ from app.records import (
     json_dict,
 )
 from app.runtime.approvals import ApprovalBroker
+from app.runtime.cluster import Cluster, record_from
 from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession, make_room
-from app.runtime.recovery import recover
+from app.runtime.recovery import end_unfinished, recover
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
     NoProviderAvailable,
@@ -92,7 +96,10 @@ class SessionManager:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Sleep = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        cluster: Cluster | None = None,
     ) -> None:
+        self.cluster = cluster
+        """With several replicas: leases, forwarding and adoption (None: a single gateway)."""
         self.registry = registry
         self.sleep = sleep
         self.monotonic = monotonic
@@ -236,11 +243,19 @@ class SessionManager:
     async def set_status(self, live: LiveSession, status: SessionStatus) -> None:
         await self.store.update_session(live.session_id, status=status, updated_at=self.clock())
 
-    async def delete(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
+    async def delete(
+        self, session_id: str, *, owner: str | None = None, forwarded: bool = False
+    ) -> SessionRecord:
         """Stop the session's turn and process group, close its event stream."""
         row = await self.get(session_id, owner=owner)
         if row.status in ENDED_SESSION_STATUSES:
             return row
+        if self.cluster is not None:
+            elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
+            if elsewhere is not None:
+                args = {"session_id": session_id, "owner": owner}
+                answer = await self.cluster.forward(elsewhere, "delete", args)
+                return typing.cast(SessionRecord, record_from(SessionRecord, answer))
         live = self._live.pop(session_id, None)
         if live is not None:
             await self._stop_live(live, "session closed")
@@ -252,6 +267,8 @@ class SessionManager:
             session_id, status="closed", closed_at=now, updated_at=now
         )
         await self.events.close(session_id)
+        if self.cluster is not None:
+            await self.cluster.let_go(session_id)
         log.info("session %s closed", session_id)
         return row
 
@@ -273,8 +290,21 @@ class SessionManager:
         *,
         retry: dict[str, JsonValue] | None = None,
         owner: str | None = None,
+        forwarded: bool = False,
     ) -> TurnRecord:
-        """Create the turn and start it in the background; 409 while another one runs."""
+        """Create the turn and start it in the background; 409 while another one runs.
+
+        With several replicas, on the replica that holds the session (taking it when nobody
+        does); a replica that does not forwards the request there."""
+        if self.cluster is not None:
+            row = await self.get(session_id, owner=owner)
+            if row.status in ENDED_SESSION_STATUSES:
+                raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
+            elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
+            if elsewhere is not None:
+                args = {"session_id": session_id, "prompt": prompt, "retry": retry, "owner": owner}
+                answer = await self.cluster.forward(elsewhere, "start_turn", args)
+                return typing.cast(TurnRecord, record_from(TurnRecord, answer))
         async with self._guard:
             row = await self.get(session_id, owner=owner)
             if row.status in ENDED_SESSION_STATUSES:
@@ -406,9 +436,15 @@ class SessionManager:
         await self.set_status(live, "idle")
         live.busy = False
 
-    async def interrupt(self, session_id: str, *, owner: str | None = None) -> str:
+    async def interrupt(
+        self, session_id: str, *, owner: str | None = None, forwarded: bool = False
+    ) -> str:
         """Ask the CLI to stop the running turn; returns the turn id."""
         await self.get(session_id, owner=owner)
+        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
+        if elsewhere is not None and self.cluster is not None:
+            args = {"session_id": session_id, "owner": owner}
+            return str(await self.cluster.forward(elsewhere, "interrupt", args))
         live = self._live.get(session_id)
         if live is None or not live.busy or live.turn_id is None:
             raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
@@ -430,10 +466,24 @@ class SessionManager:
         updated_input: dict[str, JsonValue] | None,
         by: str,
         owner: str | None = None,
+        forwarded: bool = False,
     ) -> ApprovalRecord:
         """Resolve a pending approval; ``by`` names the key that answered (recorded when it
         edited the input)."""
         row = await self.get(session_id, owner=owner)
+        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
+        if elsewhere is not None and self.cluster is not None:
+            args = {
+                "session_id": session_id,
+                "approval_id": approval_id,
+                "decision": decision,
+                "message": message,
+                "updated_input": updated_input,
+                "by": by,
+                "owner": owner,
+            }
+            answer = await self.cluster.forward(elsewhere, "respond", args)
+            return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
         live = self._live.get(session_id)
         if live is None:
             approval = await self.store.get_approval(session_id, approval_id)
@@ -467,8 +517,117 @@ class SessionManager:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """After a restart: end the turns and approvals that died with the previous process."""
-        await recover(self.store, self.events, now=self.clock())
+        """After a restart: end the turns and approvals that died with the previous process
+        (with several replicas: those of sessions no live replica holds)."""
+        if self.cluster is None:
+            await recover(self.store, self.events, now=self.clock())
+            return
+        try:
+            await self.adopt_orphans()
+        except ClusterUnavailable:  # Redis away: the adoption loop tries again
+            log.warning("could not look for sessions of lost replicas at start; will retry")
+
+    # --- several replicas -------------------------------------------------------------------
+
+    async def _hold_or_locate(self, session_id: str, *, forwarded: bool) -> str | None:
+        """Hold the session here (taking it if free): None; or the replica that holds it."""
+        assert self.cluster is not None
+        held_before = self.cluster.holds(session_id)
+        holder = await self.cluster.hold(session_id)
+        if holder is None:
+            if not held_before:
+                await self.events.take_over(session_id)
+                stale = self._live.pop(session_id, None)  # from an earlier hold of it
+                if stale is not None:
+                    await self._stop_live(stale, "replica_lost")
+            return None
+        if forwarded:  # it moved on between the two replicas: the client retries
+            raise ClusterUnavailable(
+                f"session {session_id} moved to replica {holder.replica_id}; retry",
+                retry_after_s=1,
+            )
+        return holder.replica_id
+
+    async def _located_elsewhere(self, session_id: str) -> str | None:
+        """The other replica that holds the session, if one does (nothing is taken)."""
+        if self.cluster is None or self.cluster.holds(session_id):
+            return None
+        holder = await self.cluster.leases.holder(session_id)  # ClusterUnavailable: 503
+        if holder is None or holder.replica_id == self.cluster.replica_id:
+            return None
+        return holder.replica_id
+
+    async def replica_of(self, session_id: str) -> str | None:
+        """The replica that runs the session (None on a single gateway, or when none holds
+        it)."""
+        return None if self.cluster is None else await self.cluster.owner(session_id)
+
+    async def run_forwarded(self, op: str, args: dict[str, Any]) -> Any:
+        """Run a command another replica forwarded, as if it had come here."""
+        if op == "start_turn":
+            return await self.start_turn(
+                args["session_id"],
+                args["prompt"],
+                retry=args.get("retry"),
+                owner=args.get("owner"),
+                forwarded=True,
+            )
+        if op == "interrupt":
+            return await self.interrupt(args["session_id"], owner=args.get("owner"), forwarded=True)
+        if op == "respond":
+            return await self.respond(
+                args["session_id"],
+                args["approval_id"],
+                decision=args["decision"],
+                message=args.get("message"),
+                updated_input=args.get("updated_input"),
+                by=args["by"],
+                owner=args.get("owner"),
+                forwarded=True,
+            )
+        if op == "delete":
+            return await self.delete(args["session_id"], owner=args.get("owner"), forwarded=True)
+        raise NotFound(f"no command {op!r}")
+
+    async def lost(self, session_id: str) -> None:
+        """Another replica took the session over: stop what runs it here, write nothing."""
+        live = self._live.pop(session_id, None)
+        if live is not None:
+            await self._stop_live(live, "replica_lost")
+        self.events.let_go(session_id)
+
+    async def adopt_orphans(self) -> int:
+        """End the in-flight turns and approvals of sessions whose replica was lost (busy in
+        the store, no lease in Redis); returns how many sessions were adopted."""
+        assert self.cluster is not None
+        candidates = {turn.session_id for turn in await self.store.unfinished_turns()}
+        candidates |= {approval.session_id for approval in await self.store.pending_approvals()}
+        adopted = 0
+        for session_id in sorted(candidates):
+            if self.cluster.holds(session_id) or session_id in self._live:
+                continue
+            if await self.cluster.leases.holder(session_id) is not None:
+                continue  # its replica is alive
+            if await self.cluster.hold(session_id) is not None:
+                continue  # another replica adopted it first
+            try:
+                await self.events.take_over(session_id)
+                now = self.clock()
+                await end_unfinished(
+                    self.store, self.events, now=now, reason="replica_lost", sessions={session_id}
+                )
+                await self.store.update_session(session_id, status="idle", updated_at=now)
+                adopted += 1
+                log.warning(
+                    "adopted session %s from a lost replica: its turn ended (replica_lost)",
+                    session_id,
+                    extra={"session_id": session_id, "event": "cluster.adopted"},
+                )
+            finally:
+                await self.events.flush()
+                await self.cluster.let_go(session_id)
+                self.events.let_go(session_id)
+        return adopted
 
     async def suspend_idle(self, now: float | None = None) -> int:
         """Close live processes idle past their provider's ``idle_timeout_s``."""

@@ -10,8 +10,8 @@ implements the same methods with the same contracts:
 - a call a cancelled caller made runs to its end first (no transaction is left half-way);
 - ``insert_events`` keeps a session's ``last_seq`` at its newest event and prunes what
   ``prune_through`` says in the same transaction, and refuses the whole batch
-  (``SessionFenced``) when ``fences`` names a lease token older than the one that last
-  ``claim_session``-ed a session; ``events_after`` reads events oldest first
+  (``SessionFenced``) when ``fences`` names a token older than the newest that
+  ``claim_session`` handed out for a session; ``events_after`` reads events oldest first
   in their wire form; ``event_bounds`` survives pruning and retention.
 """
 
@@ -87,7 +87,7 @@ class Storage(Protocol):
         fences: Mapping[str, int] | None = None,
     ) -> None: ...
 
-    async def claim_session(self, session_id: str, token: int) -> bool: ...
+    async def claim_session(self, session_id: str) -> int | None: ...
 
     async def events_after(
         self, session_id: str, *, after: int, limit: int

@@ -383,17 +383,18 @@ class Store:
         ]
 
     @uninterrupted
-    async def claim_session(self, session_id: str, token: int) -> bool:
-        """Record that the lease with ``token`` holds the session now: True when ``token`` is
-        newer than any that claimed it before (events under older tokens are refused from
-        now on), False when a newer lease claimed it already (or there is no such session)."""
+    async def claim_session(self, session_id: str) -> int | None:
+        """Hand out the session's next fencing token (its ``fence`` plus one) to a replica
+        that has just taken its lease: events written under an older token are refused from
+        now on. None when there is no such session."""
         async with self._write() as db:
-            claimed = await db.execute(
+            token = await db.scalar(
                 update(SessionRow)
-                .where(SessionRow.id == session_id, SessionRow.fence < token)
-                .values(fence=token)
+                .where(SessionRow.id == session_id)
+                .values(fence=SessionRow.fence + 1)
+                .returning(SessionRow.fence)
             )
-        return bool(claimed.rowcount)  # type: ignore[attr-defined]
+        return None if token is None else int(token)
 
     @uninterrupted
     async def last_event_seq(self, session_id: str) -> int:

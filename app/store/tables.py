@@ -120,7 +120,7 @@ class TurnRow(Base):
     session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     seq_no: Mapped[int] = mapped_column(Integer)
     prompt: Mapped[str] = mapped_column(Text)
-    status: Mapped[TurnStatus] = mapped_column(String(32))
+    status: Mapped[TurnStatus] = mapped_column(String(32), index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     retry_policy: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
     provider: Mapped[str] = mapped_column(String(64))

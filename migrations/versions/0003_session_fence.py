@@ -1,4 +1,5 @@
-"""Sessions keep the fencing token of the newest replica lease that claimed them.
+"""Sessions keep the fencing token of the newest replica lease that claimed them; turns are
+indexed by status (every replica looks for unfinished ones of lost replicas).
 
 Revision ID: 0003
 Revises: 0002
@@ -25,3 +26,4 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("fence", sa.BigInteger(), server_default=sa.text("0"), nullable=False)
         )
+    op.create_index("ix_turns_status", "turns", ["status"])

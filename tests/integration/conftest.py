@@ -19,7 +19,8 @@ from app.runtime.eventlog import EventLog
 from app.store.db import create_engine
 from app.store.repository import Store
 from app.store.schema import upgrade
-from tests.dbservers import PostgresServer, RedisServer
+from tests.conftest import MIGRATED_TEMPLATE
+from tests.dbservers import PostgresServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import GatewayProcess
 from tests.integration.cliprocs import SHARED_LIMITS, fake_gateway_in, gateway_secrets
@@ -77,24 +78,6 @@ BACKENDS = ["sqlite", "postgresql"]
 """The storage engines the store's and the event log's tests run on, each test on both."""
 
 
-@pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    """A private PostgreSQL for the run (a temp directory, a free loopback port), with a
-    database at the head revision to copy (``TEMPLATE``) for each test."""
-    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
-        server.create_database(MIGRATED_TEMPLATE)
-        upgrade(server.url(MIGRATED_TEMPLATE))
-        yield server
-
-
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A private Redis for the run (a temp directory, a free loopback port); tests that stop
-    it start it again."""
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server
-
-
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database at the head revision, of this test's own, on each backend (the PostgreSQL
@@ -109,7 +92,6 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.url(name)
 
 
-MIGRATED_TEMPLATE = "gateway_head"
 _DATABASE_NUMBERS = itertools.count(1)
 
 

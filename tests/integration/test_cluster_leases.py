@@ -1,8 +1,8 @@
 """Session ownership leases in a real Redis, and their fencing tokens in the store.
 
-A lease is exclusive, expires unless its holder renews it, can be renewed and released only by
-its holder, and every new lease of a session gets a greater token; the store refuses events
-written under a token older than the newest that claimed the session, on both engines.
+A lease is exclusive, expires unless its holder renews it, and can be renewed and released
+only by its holder; the store hands out a greater fencing token with every claim of a session
+and refuses events written under an older one, on both engines.
 """
 
 from __future__ import annotations
@@ -49,15 +49,17 @@ async def eventually(condition: Callable[[], Awaitable[bool]], *, timeout_s: flo
 async def test_a_lease_is_exclusive_and_names_its_holder(redis: Redis) -> None:
     a, b = replica(redis, "gw-a"), replica(redis, "gw-b")
     lease = await a.acquire("s1")
-    assert lease == Lease(session_id="s1", replica_id="gw-a", token=1)
-    assert await b.acquire("s1") == Holder(replica_id="gw-a", token=1)
-    assert await a.acquire("s1") == Holder(replica_id="gw-a", token=1)  # no second lease
-    assert await b.holder("s1") == Holder(replica_id="gw-a", token=1)
+    assert isinstance(lease, Lease)
+    assert lease.replica_id == "gw-a"
+    holder = Holder(replica_id="gw-a", nonce=lease.nonce)
+    assert await b.acquire("s1") == holder
+    assert await a.acquire("s1") == holder  # no second lease
+    assert await b.holder("s1") == holder
     assert await b.holder("s2") is None
     assert isinstance(await b.acquire("s2"), Lease)  # leases are per session
 
 
-async def test_a_lease_not_renewed_expires_and_the_next_one_gets_a_greater_token(
+async def test_a_lease_not_renewed_expires_and_another_replica_takes_the_session(
     redis: Redis,
 ) -> None:
     a, b = replica(redis, "gw-a"), replica(redis, "gw-b")
@@ -70,10 +72,9 @@ async def test_a_lease_not_renewed_expires_and_the_next_one_gets_a_greater_token
     await eventually(free)
     second = await b.acquire("s1")
     assert isinstance(second, Lease)
-    assert second.token > first.token
     assert not await a.renew(first)  # the old holder learns it lost the session
     assert not await a.release(first)  # and cannot take it from the new one
-    assert await b.holder("s1") == Holder(replica_id="gw-b", token=second.token)
+    assert await b.holder("s1") == Holder(replica_id="gw-b", nonce=second.nonce)
 
 
 async def test_renewing_keeps_a_lease_past_its_ttl(redis: Redis) -> None:
@@ -83,7 +84,7 @@ async def test_renewing_keeps_a_lease_past_its_ttl(redis: Redis) -> None:
     started = time.monotonic()
     while time.monotonic() - started < 3 * TTL_S:
         assert await a.renew(lease)
-        assert await b.acquire("s1") == Holder(replica_id="gw-a", token=lease.token)
+        assert await b.acquire("s1") == Holder(replica_id="gw-a", nonce=lease.nonce)
         await asyncio.sleep(TTL_S / 4)  # the holder's renewal period, well inside the TTL
 
 
@@ -93,12 +94,25 @@ async def test_only_the_holder_releases_and_a_released_session_is_free_at_once(
     a, b = replica(redis, "gw-a"), replica(redis, "gw-b")
     lease = await a.acquire("s1")
     assert isinstance(lease, Lease)
-    impostor = Lease(session_id="s1", replica_id="gw-b", token=lease.token)
+    impostor = Lease(session_id="s1", replica_id="gw-b", nonce=lease.nonce)
     assert not await b.release(impostor)
     assert await a.release(lease)
-    taken = await b.acquire("s1")
+    assert isinstance(await b.acquire("s1"), Lease)
+
+
+async def test_a_restarted_replica_takes_over_the_lease_its_earlier_run_left(
+    redis: Redis,
+) -> None:
+    before, after = replica(redis, "gw-a"), replica(redis, "gw-a")
+    left = await before.acquire("s1")
+    assert isinstance(left, Lease)
+    found = await after.acquire("s1")
+    assert found == Holder(replica_id="gw-a", nonce=left.nonce)
+    taken = await after.take_over("s1", found)
     assert isinstance(taken, Lease)
-    assert taken.token == lease.token + 1
+    assert taken.nonce != left.nonce
+    assert not await before.renew(left)
+    assert await after.take_over("s1", found) == Holder(replica_id="gw-a", nonce=taken.nonce)
 
 
 async def test_many_replicas_racing_for_one_session_get_one_lease(redis: Redis) -> None:
@@ -107,7 +121,7 @@ async def test_many_replicas_racing_for_one_session_get_one_lease(redis: Redis) 
     leases = [r for r in results if isinstance(r, Lease)]
     assert len(leases) == 1
     assert {r for r in results if isinstance(r, Holder)} == {
-        Holder(replica_id=leases[0].replica_id, token=leases[0].token)
+        Holder(replica_id=leases[0].replica_id, nonce=leases[0].nonce)
     }
 
 
@@ -155,30 +169,38 @@ async def seqs(store: Store, session_id: str) -> list[int]:
     return [e.seq for e in await store.events_after(session_id, after=0, limit=100)]
 
 
-async def test_events_under_a_lease_older_than_the_newest_claim_are_refused(store: Store) -> None:
-    assert await store.claim_session(SESSION, 1)
-    await store.insert_events([event(SESSION, 1)], fences={SESSION: 1})
-    assert await store.claim_session(SESSION, 2)  # another replica took the session over
+async def test_events_under_a_token_older_than_the_newest_claim_are_refused(store: Store) -> None:
+    first = await store.claim_session(SESSION)
+    assert first is not None
+    await store.insert_events([event(SESSION, 1)], fences={SESSION: first})
+    second = await store.claim_session(SESSION)  # another replica took the session over
+    assert second is not None
+    assert second > first
     with pytest.raises(SessionFenced) as raised:
-        await store.insert_events([event(SESSION, 2)], fences={SESSION: 1})
+        await store.insert_events([event(SESSION, 2)], fences={SESSION: first})
     assert raised.value.session_ids == [SESSION]
     assert await seqs(store, SESSION) == [1]
     assert await store.last_event_seq(SESSION) == 1
-    assert not await store.claim_session(SESSION, 1)  # an old lease cannot claim it back
-    await store.insert_events([event(SESSION, 2)], fences={SESSION: 2})
+    await store.insert_events([event(SESSION, 2)], fences={SESSION: second})
     assert await seqs(store, SESSION) == [1, 2]
+    with pytest.raises(SessionFenced):  # a writer that never held it
+        await store.insert_events([event(SESSION, 3)], fences={SESSION: 0})
 
 
 async def test_a_fenced_session_fails_its_whole_batch_and_writes_nothing(store: Store) -> None:
-    assert await store.claim_session(SESSION, 5)
-    assert await store.claim_session(OTHER, 1)
+    old = await store.claim_session(SESSION)
+    current = await store.claim_session(SESSION)
+    other = await store.claim_session(OTHER)
+    assert old is not None
+    assert current is not None
+    assert other is not None
     with pytest.raises(SessionFenced):
         await store.insert_events(
-            [event(OTHER, 1), event(SESSION, 1)], fences={OTHER: 1, SESSION: 4}
+            [event(OTHER, 1), event(SESSION, 1)], fences={OTHER: other, SESSION: old}
         )
     assert await seqs(store, OTHER) == []
     assert await seqs(store, SESSION) == []
 
 
-async def test_claiming_a_session_that_does_not_exist_claims_nothing(store: Store) -> None:
-    assert not await store.claim_session("no-such-session", 1)
+async def test_claiming_a_session_that_does_not_exist_gives_no_token(store: Store) -> None:
+    assert await store.claim_session("no-such-session") is None

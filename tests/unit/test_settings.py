@@ -364,3 +364,43 @@ def test_allow_all_is_accepted_once_the_operator_lists_it() -> None:
 def test_an_unknown_approval_mode_is_refused() -> None:
     message = config_error(sessions={"allowed_approval_modes": ["ask", "yolo"]})
     assert "sessions.allowed_approval_modes" in message
+
+
+# --- cluster ------------------------------------------------------------------------------------
+
+POSTGRES = {"url": "postgresql+asyncpg://gateway@db:5432/gateway"}
+
+
+def test_a_cluster_on_postgresql_takes_the_documented_names() -> None:
+    settings = load_settings(
+        storage=POSTGRES, cluster={"redis_url": "redis://redis:6379/0", "replica_id": "gw-1"}
+    )
+    assert settings.cluster.redis_url == "redis://redis:6379/0"
+    assert settings.cluster.replica_id == "gw-1"
+    assert settings.cluster.lease_ttl_s == 15
+
+
+def test_without_a_cluster_the_replica_id_defaults_to_host_and_pid() -> None:
+    settings = load_settings()
+    assert settings.cluster.redis_url is None
+    assert settings.cluster.replica_id.endswith(f"-{os.getpid()}")
+
+
+def test_a_cluster_on_a_sqlite_file_is_refused_saying_what_to_configure() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(cluster={"redis_url": "redis://redis:6379/0"})
+    assert "cluster.redis_url" in str(raised.value)
+    assert "postgresql+asyncpg://" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "named"),
+    [
+        ({"redis_url": "http://redis:6379"}, "redis_url"),
+        ({"redis_url": "redis://r", "replica_id": "gw 1"}, "replica_id"),
+        ({"redis_url": "redis://r", "lease_ttl_s": 0.5}, "lease_ttl_s"),
+    ],
+)
+def test_bad_cluster_settings_are_refused_by_name(cluster: dict[str, object], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load_settings(storage=POSTGRES, cluster=cluster)

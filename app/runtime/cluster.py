@@ -1,0 +1,302 @@
+"""This replica's part in a cluster (``[cluster] redis_url``): the sessions it owns, the
+commands it forwards to other owners and serves for them, and the sessions it adopts.
+
+    a command (turn, approval, interrupt, delete) for session S, at any replica:
+        S's lease free      ──► take it (a new fencing token, claimed in the store), run here
+        held by this one    ──► run here
+        held by replica R   ──► forward to R through Redis, answer with R's answer
+
+A replica renews the leases it holds every third of ``cluster.lease_ttl_s``. One that learns
+it lost a lease (it was cut off past the TTL and another replica took the session) stops that
+session at once; the fencing token keeps it from writing even before it learns. One whose
+Redis is unreachable keeps its sessions running (nobody else can take them meanwhile) and
+renews when Redis is back. Every ``lease_ttl_s / 3`` each replica also looks for sessions
+that are busy in the store but whose lease has expired (their owner died) and adopts them:
+ends the in-flight turn once, as ``interrupted`` with reason ``replica_lost``, and expires its
+approvals, as a restart does.
+
+Commands travel as JSON on a Redis list per replica (``agw:commands:<replica>``, ``BLPOP``),
+answers on a list per command (``agw:answer:<id>``); a command nobody answers within
+``cluster.command_timeout_s`` is ``cluster_unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import secrets
+import time
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from redis.asyncio import Redis
+
+from app.cluster.fanout import Fanout
+from app.cluster.leases import Holder, Lease, Leases
+from app.cluster.redis import cluster_errors
+from app.errors import ClusterUnavailable, GatewayError, NotFound
+from app.settings import ClusterSettings
+from app.store.interface import Storage
+
+log = logging.getLogger(__name__)
+
+DEADLINE_GRACE_S = 5.0
+"""Clock skew between replicas tolerated before a forwarded command counts as expired."""
+
+Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
+"""Runs a forwarded command (its op and arguments) here; returns what the API would get."""
+Lost = Callable[[str], Awaitable[None]]
+"""Called with a session whose lease this replica has lost."""
+
+
+class Cluster:
+    """Leases, forwarding and adoption for one replica."""
+
+    def __init__(self, redis: Redis, settings: ClusterSettings, store: Storage) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.replica_id = settings.replica_id
+        self.leases = Leases(redis, replica_id=settings.replica_id, ttl_s=settings.lease_ttl_s)
+        self.fanout = Fanout(redis)
+        self._store = store
+        self._held: dict[str, tuple[Lease, int]] = {}
+        """Sessions held here: their lease and fencing token."""
+        self._tasks: list[asyncio.Task[None]] = []
+        self._answering: set[asyncio.Task[None]] = set()
+        self._handler: Handler | None = None
+        self._lost: Lost | None = None
+
+    # --- leases ---------------------------------------------------------------------------
+
+    async def hold(self, session_id: str) -> Holder | None:
+        """Take the session's lease unless another replica holds it: None when this replica
+        holds it now (claimed in the store under a new fencing token), else who does."""
+        if session_id in self._held:
+            return None
+        got = await self.leases.acquire(session_id)
+        if isinstance(got, Holder):
+            if got.replica_id != self.replica_id:
+                return got
+            # This replica's id, from an earlier run of it (restarted with the same id).
+            got = await self.leases.take_over(session_id, got)
+            if isinstance(got, Holder):
+                return got
+        token = await self._store.claim_session(session_id)
+        if token is None:
+            await self.leases.release(got)
+            raise NotFound(f"session {session_id} does not exist")
+        self._held[session_id] = (got, token)
+        log.info("holding session %s (fencing token %d)", session_id, token)
+        return None
+
+    def token(self, session_id: str) -> int | None:
+        """The fencing token this replica writes the session's events under, if it holds it."""
+        held = self._held.get(session_id)
+        return None if held is None else held[1]
+
+    def holds(self, session_id: str) -> bool:
+        return session_id in self._held
+
+    async def let_go(self, session_id: str) -> None:
+        """Give the session's lease back (nothing runs it here any more)."""
+        held = self._held.pop(session_id, None)
+        if held is not None:
+            with contextlib.suppress(ClusterUnavailable):  # it expires on its own
+                await self.leases.release(held[0])
+
+    async def owner(self, session_id: str) -> str | None:
+        """The replica that holds the session now, or None (also when Redis cannot tell)."""
+        if session_id in self._held:
+            return self.replica_id
+        try:
+            holder = await self.leases.holder(session_id)
+        except ClusterUnavailable:
+            return None
+        return None if holder is None else holder.replica_id
+
+    # --- commands ---------------------------------------------------------------------------
+
+    async def forward(self, replica_id: str, op: str, args: Mapping[str, Any]) -> Any:
+        """Run ``op`` on ``replica_id`` and return its answer, or raise its error."""
+        command_id = secrets.token_hex(12)
+        deadline = time.time() + self.settings.command_timeout_s
+        request = json.dumps(
+            {"id": command_id, "op": op, "args": args, "deadline": deadline},
+            default=_json_default,
+        )
+        answer_key = f"agw:answer:{command_id}"
+        with cluster_errors():
+            await self.redis.rpush(_commands_key(replica_id), request)
+            await self.redis.expire(_commands_key(replica_id), 3600)
+            reply = await self.redis.blpop([answer_key], timeout=self.settings.command_timeout_s)
+        if reply is None:
+            raise ClusterUnavailable(
+                f"replica {replica_id}, which runs this session, did not answer within "
+                f"cluster.command_timeout_s ({self.settings.command_timeout_s:g} s); retry",
+                retry_after_s=5,
+            )
+        body = json.loads(reply[1])
+        if "error" in body:
+            raise error_from(body["error"])
+        return body.get("result")
+
+    def start(self, handler: Handler, lost: Lost, adopt: Callable[[], Awaitable[int]]) -> None:
+        """Serve forwarded commands with ``handler``, renew leases (calling ``lost`` for one
+        that is gone) and adopt orphaned sessions with ``adopt``, until ``aclose``."""
+        self._handler, self._lost = handler, lost
+        self._tasks = [
+            asyncio.create_task(self._serve(), name="cluster-commands"),
+            asyncio.create_task(self._renew_loop(), name="cluster-leases"),
+            asyncio.create_task(self._adopt_loop(adopt), name="cluster-adoption"),
+        ]
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        for session_id in list(self._held):
+            await self.let_go(session_id)
+        await self.redis.aclose()
+
+    async def _serve(self) -> None:
+        key = _commands_key(self.replica_id)
+        while True:
+            try:
+                with cluster_errors():
+                    item = await self.redis.blpop([key], timeout=1)
+            except ClusterUnavailable:
+                await asyncio.sleep(1)
+                continue
+            if item is not None:
+                task = asyncio.create_task(self._answer(json.loads(item[1])), name="command")
+                self._answering.add(task)
+                task.add_done_callback(self._answering.discard)
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        assert self._handler is not None
+        if time.time() > float(request.get("deadline", 0)) + DEADLINE_GRACE_S:
+            # Its sender gave up long ago (this replica was down): running it now would
+            # surprise everyone, a turn started an hour late.
+            log.warning("dropped a forwarded %s past its deadline", request.get("op"))
+            return
+        try:
+            result = await self._handler(request["op"], request["args"])
+            body: dict[str, Any] = {"result": result}
+        except GatewayError as exc:
+            body = {"error": error_body(exc)}
+        except Exception as exc:  # reported to the caller as a 500, logged here
+            log.exception("forwarded command %s failed", request.get("op"))
+            body = {"error": {"status": 500, "type": "internal", "detail": str(exc)}}
+        key = f"agw:answer:{request['id']}"
+        with contextlib.suppress(ClusterUnavailable), cluster_errors():
+            await self.redis.rpush(key, json.dumps(body, default=_json_default))
+            await self.redis.expire(key, 60)
+
+    async def _renew_loop(self) -> None:
+        period = self.settings.lease_ttl_s / 3
+        while True:
+            await asyncio.sleep(period)
+            for session_id, held in list(self._held.items()):
+                try:
+                    renewed = await self.leases.renew(held[0])
+                    if not renewed:  # expired while Redis was away: take it again if free
+                        renewed = await self._retake(session_id)
+                except ClusterUnavailable:
+                    continue  # nobody can take it while Redis is away; renew when it is back
+                if not renewed and self._held.get(session_id) is held:
+                    del self._held[session_id]
+                    log.warning("lost session %s to another replica", session_id)
+                    if self._lost is not None:
+                        await self._lost(session_id)
+
+    async def _retake(self, session_id: str) -> bool:
+        got = await self.leases.acquire(session_id)
+        if isinstance(got, Holder):
+            return False
+        token = await self._store.claim_session(session_id)
+        if token is None:
+            return False
+        self._held[session_id] = (got, token)
+        return True
+
+    async def _adopt_loop(self, adopt: Callable[[], Awaitable[int]]) -> None:
+        period = self.settings.lease_ttl_s / 3
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await adopt()
+            except Exception:
+                log.exception("adopting sessions of lost replicas failed; trying again")
+
+
+def _commands_key(replica_id: str) -> str:
+    return f"agw:commands:{replica_id}"
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"cannot send {type(value).__name__} to another replica")
+
+
+def record_from(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """A record dataclass back from its JSON (datetimes from ISO text)."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        value = data.get(field.name)
+        if value is not None and _is_datetime(hints[field.name]):
+            value = datetime.fromisoformat(value)
+        values[field.name] = value
+    return cls(**values)
+
+
+def _is_datetime(hint: Any) -> bool:
+    if hint is datetime:
+        return True
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return datetime in typing.get_args(hint)
+    return False
+
+
+def error_body(error: GatewayError) -> dict[str, Any]:
+    return {
+        "status": error.status,
+        "type": error.type,
+        "title": error.title,
+        "detail": error.detail,
+        "retry_after_s": error.retry_after_s,
+        "fields": error.fields,
+    }
+
+
+def error_from(body: Mapping[str, Any]) -> GatewayError:
+    """The error another replica raised, as the same class (by its ``type``) here."""
+    key = (str(body.get("type")), int(body.get("status", 500)))
+    cls = _ERROR_TYPES().get(key, GatewayError)
+    fields = body.get("fields") or {}
+    error = cls(str(body.get("detail", "")), retry_after_s=body.get("retry_after_s"), **fields)
+    if cls is GatewayError:
+        error.status = int(body.get("status", 500))
+        error.type = str(body.get("type", "internal"))
+        error.title = str(body.get("title", "Internal error"))
+    return error
+
+
+def _ERROR_TYPES() -> dict[tuple[str, int], type[GatewayError]]:
+    found: dict[tuple[str, int], type[GatewayError]] = {}
+    pending: list[type[GatewayError]] = [GatewayError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault((cls.type, cls.status), cls)
+        pending += cls.__subclasses__()
+    return found
