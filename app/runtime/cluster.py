@@ -39,7 +39,7 @@ from redis.asyncio import Redis
 
 from app.cluster.fanout import Fanout
 from app.cluster.leases import Holder, Lease, Leases
-from app.cluster.redis import cluster_errors
+from app.cluster.redis import REDIS_TIMEOUT_S, cluster_errors, connect
 from app.errors import ClusterUnavailable, GatewayError, NotFound
 from app.settings import ClusterSettings
 from app.store.interface import Storage
@@ -58,8 +58,17 @@ Lost = Callable[[str], Awaitable[None]]
 class Cluster:
     """Leases, forwarding and adoption for one replica."""
 
-    def __init__(self, redis: Redis, settings: ClusterSettings, store: Storage) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: ClusterSettings,
+        store: Storage,
+        *,
+        waiting: Redis | None = None,
+    ) -> None:
         self.redis = redis
+        self._waiting = waiting or connect(str(settings.redis_url), blocking=True)
+        """For waiting on answers longer than ``redis``'s read deadline allows."""
         self.settings = settings
         self.replica_id = settings.replica_id
         self.leases = Leases(redis, replica_id=settings.replica_id, ttl_s=settings.lease_ttl_s)
@@ -69,6 +78,7 @@ class Cluster:
         """Sessions held here: their lease and fencing token."""
         self._tasks: list[asyncio.Task[None]] = []
         self._answering: set[asyncio.Task[None]] = set()
+        self._closing = False
         self._handler: Handler | None = None
         self._lost: Lost | None = None
 
@@ -131,10 +141,12 @@ class Cluster:
             default=_json_default,
         )
         answer_key = f"agw:answer:{command_id}"
+        timeout_s = self.settings.command_timeout_s
         with cluster_errors():
             await self.redis.rpush(_commands_key(replica_id), request)
             await self.redis.expire(_commands_key(replica_id), 3600)
-            reply = await self.redis.blpop([answer_key], timeout=self.settings.command_timeout_s)
+            async with asyncio.timeout(timeout_s + REDIS_TIMEOUT_S):
+                reply = await self._waiting.blpop([answer_key], timeout=timeout_s)
         if reply is None:
             raise ClusterUnavailable(
                 f"replica {replica_id}, which runs this session, did not answer within "
@@ -157,21 +169,26 @@ class Cluster:
         ]
 
     async def aclose(self) -> None:
-        for task in self._tasks:
+        self._closing = True
+        tasks = [*self._tasks, *self._answering]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
         for session_id in list(self._held):
             await self.let_go(session_id)
         await self.redis.aclose()
+        await self._waiting.aclose()
 
     async def _serve(self) -> None:
         key = _commands_key(self.replica_id)
-        while True:
+        while not self._closing:
             try:
                 with cluster_errors():
                     item = await self.redis.blpop([key], timeout=1)
             except ClusterUnavailable:
+                if self._closing:  # a cancelled call can surface as a connection error
+                    return
                 await asyncio.sleep(1)
                 continue
             if item is not None:
@@ -201,9 +218,11 @@ class Cluster:
 
     async def _renew_loop(self) -> None:
         period = self.settings.lease_ttl_s / 3
-        while True:
+        while not self._closing:
             await asyncio.sleep(period)
             for session_id, held in list(self._held.items()):
+                if self._closing:  # a cancelled call can surface as a connection error
+                    return
                 try:
                     renewed = await self.leases.renew(held[0])
                     if not renewed:  # expired while Redis was away: take it again if free
@@ -228,7 +247,7 @@ class Cluster:
 
     async def _adopt_loop(self, adopt: Callable[[], Awaitable[int]]) -> None:
         period = self.settings.lease_ttl_s / 3
-        while True:
+        while not self._closing:
             await asyncio.sleep(period)
             try:
                 await adopt()

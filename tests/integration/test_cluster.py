@@ -276,3 +276,23 @@ def test_an_approval_pending_on_a_killed_replica_expires_on_the_adopter(
         late = on_b.post(f"/v1/sessions/{sid}/approvals/{approval_id}", json={"decision": "allow"})
         assert late.status_code == 409, late.text
         assert not (a.workspace / "never.txt").exists()
+
+
+def test_a_replica_stopped_gracefully_hands_its_sessions_back_at_once(
+    replicas: dict[str, FakeGateway],
+) -> None:
+    a, b = (replicas[name].start() for name in ("gw-a", "gw-b"))
+    with b.client() as on_b:
+        sid = create(on_b, b)
+        with a.client() as on_a:
+            start_turn(on_a, sid, "slow")  # A runs it
+            with on_b.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
+                reader = SseReader(r)
+                read_frames(reader, lambda f: typed(f, "message.delta"))
+                assert a.stop() == 0  # SIGTERM: the turn ends, the lease goes back, exit 0
+                ended = envelopes(read_frames(reader, is_end))
+        assert ended[-1]["type"] == "turn.interrupted"
+        assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] is None  # not after a TTL
+        start_turn(on_b, sid, "hi")
+        assert turn_events(on_b, sid, after=ended[-1]["seq"])[-1]["type"] == "turn.completed"
+        assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
