@@ -301,7 +301,7 @@ def error_body(error: GatewayError) -> dict[str, Any]:
 def error_from(body: Mapping[str, Any]) -> GatewayError:
     """The error another replica raised, as the same class (by its ``type``) here."""
     key = (str(body.get("type")), int(body.get("status", 500)))
-    cls = _ERROR_TYPES().get(key, GatewayError)
+    cls = _error_types().get(key, GatewayError)
     fields = body.get("fields") or {}
     error = cls(str(body.get("detail", "")), retry_after_s=body.get("retry_after_s"), **fields)
     if cls is GatewayError:
@@ -311,7 +311,7 @@ def error_from(body: Mapping[str, Any]) -> GatewayError:
     return error
 
 
-def _ERROR_TYPES() -> dict[tuple[str, int], type[GatewayError]]:
+def _error_types() -> dict[tuple[str, int], type[GatewayError]]:
     found: dict[tuple[str, int], type[GatewayError]] = {}
     pending: list[type[GatewayError]] = [GatewayError]
     while pending:
