@@ -1,7 +1,8 @@
 """Two replicas with the real Claude Code on the stub model, one private PostgreSQL and one
 private Redis: a session created on A runs its turns wherever they land, an approval answered
-on B reaches the replica that asked, and when the owner is SIGKILLed mid-stream the survivor
-ends the turn once (``replica_lost``) and resumes the same thread on the next turn.
+on B reaches the replica that asked, when the owner is SIGKILLed mid-stream the survivor ends
+the turn once (``replica_lost``) and resumes the same thread on the next turn, and with Redis
+stopped the survivor goes on running the session it holds.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def stored(client: httpx.Client, sid: str) -> list[dict[str, Any]]:
 
 
 def test_a_session_moves_between_replicas_with_the_real_cli(
-    replicas: list[GatewayProcess], workspace: Path
+    replicas: list[GatewayProcess], workspace: Path, redis_server: RedisServer
 ) -> None:
     a, b = replicas
     with a.client() as on_a, b.client() as on_b:
@@ -148,3 +149,21 @@ def test_a_session_moves_between_replicas_with_the_real_cli(
         session = on_b.get(f"/v1/sessions/{sid}").json()
         assert session["thread_id"] == thread
         assert session["owner"] == "gw-b"
+
+        # Redis stops mid-session: B goes on running the session it holds, and storing it.
+        redis_server.stop()
+        try:
+            started = on_b.post(f"/v1/sessions/{sid}/turns", json={"prompt": "still there?"})
+            assert started.status_code == 202, started.text
+            with on_b.stream(
+                "GET",
+                f"/v1/sessions/{sid}/events",
+                headers={"Accept": "text/event-stream", "Last-Event-ID": str(last[-1]["seq"])},
+            ) as r:
+                offline = read_until(SseReader(r), is_turn_end)
+            assert offline[-1]["type"] == "turn.completed"
+        finally:
+            redis_server.start()
+        everything = stored(on_b, sid)
+        assert [e["seq"] for e in everything] == list(range(1, len(everything) + 1))
+        assert everything[-len(offline) :] == offline
