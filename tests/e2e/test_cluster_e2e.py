@@ -1,8 +1,8 @@
-"""Two replicas with the real Claude Code on the stub model, one private PostgreSQL and one
-private Redis: a session created on A runs its turns wherever they land, an approval answered
-on B reaches the replica that asked, when the owner is SIGKILLed mid-stream the survivor ends
-the turn once (``replica_lost``) and resumes the same thread on the next turn, and with Redis
-stopped the survivor goes on running the session it holds.
+"""Two replicas with a real CLI (Claude Code, Codex, OpenCode) on the stub model, one private
+PostgreSQL and one private Redis: a session created on A runs its turns wherever they land, an
+approval answered on B reaches the replica that asked, when the owner is SIGKILLed mid-stream
+the survivor ends the turn once (``replica_lost``) and resumes the same thread on the next
+turn, and with Redis stopped the survivor goes on running the session it holds.
 """
 
 from __future__ import annotations
@@ -24,28 +24,33 @@ from tests.stub_llm import StubLLM
 LEASE_TTL_S = 3.0
 
 
-@pytest.fixture
+PROVIDERS = ["claude_code", "codex", "opencode"]
+
+
+@pytest.fixture(params=PROVIDERS)
 def replicas(
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     stub: StubLLM,
     workspace: Path,
     postgres: PostgresServer,
     redis_server: RedisServer,
 ) -> Iterator[list[GatewayProcess]]:
-    """Replicas gw-a and gw-b (started), sharing the database, Redis, the workspace and Claude
-    Code's state (its config directory, as a shared volume would)."""
+    """Replicas gw-a and gw-b (started) of one provider, sharing the database, Redis, the
+    workspace and the CLI's state (its home, as a shared volume would). Codex and OpenCode run
+    a shared server per replica, so their threads resume on another replica's server."""
     redis_server.command("FLUSHALL")
-    url = postgres.create_database(f"e2e_{tmp_path.name[-20:].lower().replace('-', '_')}")
+    url = postgres.create_database(f"e2e_{request.param}_{tmp_path.name[-12:].lower()}")
     home = tmp_path / "home"
     home.mkdir()
     made = []
     for name in ("gw-a", "gw-b"):
         providers: dict[str, Any] = {p: {"enabled": False} for p in present_by_default()}
-        providers["claude_code"] = CONFIGS["claude_code"](stub, home)
+        providers[request.param] = CONFIGS[request.param](stub, home)
         config: dict[str, Any] = {
             "workspaces": {"roots": [str(workspace.parent)]},
             "sessions": {"approval_timeout_s": 120},
-            "selection": {"default": "claude_code"},
+            "selection": {"default": request.param},
             "providers": providers,
             "storage": {"url": url},
             "cluster": {
