@@ -7,6 +7,7 @@ turn, and with Redis stopped the survivor goes on running the session it holds.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,14 @@ def replicas(
             gateway.stop()
 
 
+@contextlib.contextmanager
+def events(client: httpx.Client, sid: str, *, after: int) -> Iterator[SseReader]:
+    """The session's SSE stream from ``after`` (``Last-Event-ID``), on this client's replica."""
+    headers = {"Accept": "text/event-stream", "Last-Event-ID": str(after)}
+    with client.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
+        yield SseReader(response)
+
+
 def read_until(reader: SseReader, stop: Any) -> list[dict[str, Any]]:
     seen = []
     for frame in reader:
@@ -100,10 +109,7 @@ def test_a_session_moves_between_replicas_with_the_real_cli(
             ).status_code
             == 202
         )
-        with on_b.stream(
-            "GET", f"/v1/sessions/{sid}/events", headers={"Accept": "text/event-stream"}
-        ) as r:
-            reader = SseReader(r)
+        with events(on_b, sid, after=0) as reader:
             asked = read_until(reader, lambda e: e["type"] == "approval.requested")
             approval_id = asked[-1]["data"]["approval_id"]
             allowed = on_b.post(
@@ -121,12 +127,7 @@ def test_a_session_moves_between_replicas_with_the_real_cli(
             on_b.post(f"/v1/sessions/{sid}/turns", json={"prompt": "[[slow:30]]"}).status_code
             == 202
         )
-        with on_b.stream(
-            "GET",
-            f"/v1/sessions/{sid}/events",
-            headers={"Accept": "text/event-stream", "Last-Event-ID": str(first[-1]["seq"])},
-        ) as r:
-            reader = SseReader(r)
+        with events(on_b, sid, after=first[-1]["seq"]) as reader:
             live = read_until(reader, lambda e: e["type"] == "message.delta")
             assert a.process is not None
             a.process.send_signal(signal.SIGKILL)
@@ -144,12 +145,8 @@ def test_a_session_moves_between_replicas_with_the_real_cli(
             on_b.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hello again"}).status_code
             == 202
         )
-        with on_b.stream(
-            "GET",
-            f"/v1/sessions/{sid}/events",
-            headers={"Accept": "text/event-stream", "Last-Event-ID": str(everything[-1]["seq"])},
-        ) as r:
-            last = read_until(SseReader(r), is_turn_end)
+        with events(on_b, sid, after=everything[-1]["seq"]) as reader:
+            last = read_until(reader, is_turn_end)
         assert last[-1]["type"] == "turn.completed"
         session = on_b.get(f"/v1/sessions/{sid}").json()
         assert session["thread_id"] == thread
@@ -160,12 +157,8 @@ def test_a_session_moves_between_replicas_with_the_real_cli(
         try:
             started = on_b.post(f"/v1/sessions/{sid}/turns", json={"prompt": "still there?"})
             assert started.status_code == 202, started.text
-            with on_b.stream(
-                "GET",
-                f"/v1/sessions/{sid}/events",
-                headers={"Accept": "text/event-stream", "Last-Event-ID": str(last[-1]["seq"])},
-            ) as r:
-                offline = read_until(SseReader(r), is_turn_end)
+            with events(on_b, sid, after=last[-1]["seq"]) as reader:
+                offline = read_until(reader, is_turn_end)
             assert offline[-1]["type"] == "turn.completed"
         finally:
             redis_server.start()
