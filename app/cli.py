@@ -337,8 +337,11 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)
-    # Kept open until the process exits: no second gateway serves the same SQLite file.
-    serving = hold_sole_server(settings.storage.database_url)  # noqa: F841
+    # Held until the process exits: no second gateway serves the same database (unless both
+    # are replicas of a cluster).
+    serving = hold_sole_server(  # noqa: F841
+        settings.storage.database_url, clustered=settings.cluster.redis_url is not None
+    )
     _prepare_database(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)

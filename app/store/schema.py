@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -221,14 +222,26 @@ async def _take(
         await asyncio.sleep(_LOCK_POLL_S)
 
 
-def hold_sole_server(url: str) -> int | None:
-    """For a SQLite file: make this process the only gateway serving it, for as long as it
-    lives (an exclusive ``flock`` on ``<file>-serve.lock``, which the kernel releases when the
-    process exits, however it exits); returns the descriptor to keep. Raises ``ConfigError``
-    naming the file when another gateway serves it. None for other databases (several
-    replicas on PostgreSQL coordinate through ``[cluster]``)."""
+SERVE_LOCK_KEY = 0x6167_7761_7932
+"""The advisory lock a gateway without ``[cluster]`` holds on its PostgreSQL database."""
+
+
+def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
+    """Make this process the only gateway serving the database at ``url``, for as long as it
+    lives, unless it is one replica of a cluster (``clustered``); raises ``ConfigError``
+    saying what to do when another gateway serves it.
+
+    A SQLite file: an exclusive ``flock`` on ``<file>-serve.lock``, which the kernel releases
+    when the process exits, however it exits; returns the descriptor to keep. PostgreSQL: a
+    session advisory lock (``SERVE_LOCK_KEY``) on a connection of its own, kept open by a
+    daemon thread until the process exits (the server releases it then); returns None.
+    """
     parsed = make_url(url)
     database = parsed.database
+    if parsed.get_backend_name() == "postgresql":
+        if not clustered:
+            _hold_advisory_lock(url)
+        return None
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
     path = Path(f"{database}-serve.lock")
@@ -245,6 +258,37 @@ def hold_sole_server(url: str) -> int | None:
             "several replicas on PostgreSQL with [cluster] redis_url"
         ) from None
     return fd
+
+
+def _hold_advisory_lock(url: str) -> None:
+    taken: list[bool] = []
+    decided = threading.Event()
+
+    async def hold() -> None:
+        engine = create_engine(url)
+        try:
+            async with engine.connect() as connection:
+                query = text("SELECT pg_try_advisory_lock(:key)")
+                taken.append(bool(await connection.scalar(query, {"key": SERVE_LOCK_KEY})))
+                await connection.commit()
+                decided.set()
+                if taken[0]:
+                    await asyncio.Event().wait()  # until the process exits
+        except Exception as exc:  # unreachable now: the migration that follows says so
+            log.warning("could not check that no other gateway serves the database: %s", exc)
+        finally:
+            decided.set()
+            await engine.dispose()
+
+    threading.Thread(target=asyncio.run, args=(hold(),), name="sole-server", daemon=True).start()
+    decided.wait(timeout=60)
+    if taken == [False]:
+        shown = make_url(url).render_as_string(hide_password=True)
+        raise ConfigError(
+            f"another gateway already serves {shown}: several gateways on one PostgreSQL "
+            "database are replicas and need [cluster] redis_url (README: Running several "
+            "replicas). Stop that one, or configure the cluster on both"
+        )
 
 
 def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:

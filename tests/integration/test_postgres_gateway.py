@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.store.schema import MIGRATIONS_DIR
 from tests.dbservers import PostgresServer
-from tests.fakes.gateway import FakeGatewayFactory
+from tests.fakes.gateway import FakeGatewayFactory, fake_gateway_at
 from tests.gateway import SseReader, migrate_at_once
 from tests.integration.callers import PROBLEM, create
 from tests.integration.streams import (
@@ -160,3 +160,26 @@ def test_a_postgres_server_that_stops_answering_fails_calls_within_the_timeout(
             wait_until(created, what="a session created once PostgreSQL answers again")
             assert client.get(f"/v1/sessions/{sid}").json()["id"] == sid
         gateway.stop()
+
+
+def test_a_second_gateway_on_one_postgres_database_without_a_cluster_is_refused(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    url = postgres.create_database("sole")
+    first = fake_gateway_at(tmp_path / "first", storage={"url": url})
+    second = fake_gateway_at(tmp_path / "second", storage={"url": url})
+    try:
+        first.start()
+        second.data_dir.mkdir(parents=True)
+        refused = second.command("serve", check=False)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "another gateway already serves" in refused.stderr
+        assert "[cluster] redis_url" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        first.stop()
+        second.start()  # the database is free once its gateway is gone
+        with second.client() as client:
+            assert client.get("/readyz").status_code == 200
+    finally:
+        first.stop()
+        second.stop()
