@@ -89,6 +89,9 @@ class Cluster:
         holds it now (claimed in the store under a new fencing token), else who does."""
         if session_id in self._held:
             return None
+        return await self._take(session_id)
+
+    async def _take(self, session_id: str) -> Holder | None:
         got = await self.leases.acquire(session_id)
         if isinstance(got, Holder):
             if got.replica_id != self.replica_id:
@@ -236,14 +239,10 @@ class Cluster:
                         await self._lost(session_id)
 
     async def _retake(self, session_id: str) -> bool:
-        got = await self.leases.acquire(session_id)
-        if isinstance(got, Holder):
+        try:
+            return await self._take(session_id) is None
+        except NotFound:  # deleted meanwhile
             return False
-        token = await self._store.claim_session(session_id)
-        if token is None:
-            return False
-        self._held[session_id] = (got, token)
-        return True
 
     async def _adopt_loop(self, adopt: Callable[[], Awaitable[int]]) -> None:
         period = self.settings.lease_ttl_s / 3

@@ -14,16 +14,15 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
 
 import orjson
 
-from app.cluster.fanout import Fanout
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
 from app.redaction import SecretMask
+from app.runtime.cluster import Cluster
 from app.runtime.remote import Pruned, Sequenced, follow
 from app.runtime.subscription import (
     Evicted,
@@ -38,14 +37,23 @@ from app.store.interface import Storage
 log = logging.getLogger(__name__)
 
 
-class ClusterLink(Protocol):
-    """What the event log needs of the cluster (``app.runtime.cluster.Cluster``)."""
+def _enqueue(channel: Channel, event: LoggedEvent) -> None:
+    """Put a stored event in every subscriber's queue; a full one switches to the store."""
+    for subscriber in channel.subscribers:
+        if subscriber.overflowed:
+            continue
+        try:
+            subscriber.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            subscriber.overflowed = True
 
-    fanout: Fanout
 
-    def token(self, session_id: str) -> int | None: ...
-
-    def holds(self, session_id: str) -> bool: ...
+def _catch_up_from_store(channel: Channel) -> None:
+    """Have every subscriber read what it may have missed from the store (the channel's
+    numbering moved without them: another replica wrote, or events were pruned)."""
+    for subscriber in channel.subscribers:
+        subscriber.overflowed = True
+        subscriber.wake()
 
 
 def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
@@ -134,7 +142,7 @@ class EventLog:
         observer: Callable[[Sequence[EventRecord]], None] | None = None,
         metrics: GatewayMetrics | None = None,
         mask: SecretMask | None = None,
-        cluster: ClusterLink | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self._store = store
         self._cluster = cluster
@@ -362,13 +370,7 @@ class EventLog:
         if prune_through is not None:
             channel.first_seq = max(channel.first_seq, prune_through + 1)
         for item in items:
-            for subscriber in channel.subscribers:
-                if subscriber.overflowed:
-                    continue
-                try:
-                    subscriber.queue.put_nowait(item.event)
-                except asyncio.QueueFull:
-                    subscriber.overflowed = True
+            _enqueue(channel, item.event)
         if self._observer is not None:
             self._observer([item.record for item in items])
         if self._cluster is not None:
@@ -429,9 +431,7 @@ class EventLog:
                 channel.last_seq = channel.assigned_seq = max(
                     channel.last_seq, pruned.first_seq - 1
                 )
-                for subscriber in channel.subscribers:
-                    subscriber.overflowed = True  # they resynchronise from the store
-                    subscriber.wake()
+                _catch_up_from_store(channel)
             except Exception as exc:  # Redis or the store away: try again shortly
                 log.warning("following %s on its owner failed: %s", session_id, exc)
                 await asyncio.sleep(MIRROR_CHECK_S)
@@ -441,13 +441,7 @@ class EventLog:
             return
         channel.last_seq = channel.assigned_seq = event.seq
         event.appended_at = time.monotonic()
-        for subscriber in channel.subscribers:
-            if subscriber.overflowed:
-                continue
-            try:
-                subscriber.queue.put_nowait(event)
-            except asyncio.QueueFull:
-                subscriber.overflowed = True
+        _enqueue(channel, event)
 
     async def take_over(self, session_id: str) -> None:
         """This replica holds the session now: stop following it elsewhere and number its
@@ -462,9 +456,7 @@ class EventLog:
             return
         first, last = await self._store.event_bounds(session_id)
         if last != channel.last_seq:
-            for subscriber in channel.subscribers:
-                subscriber.overflowed = True  # they read what they missed from the store
-                subscriber.wake()
+            _catch_up_from_store(channel)
         channel.first_seq, channel.last_seq = first, last
         channel.assigned_seq = last
         channel.failure = None

@@ -29,7 +29,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 import app
 from app.settings import ConfigError
@@ -147,9 +147,7 @@ async def migration_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
         yield  # one process per in-memory database
         return
     path = Path(f"{database}-migrate.lock")
-    if not path.parent.exists():
-        private_directory(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _lock_file(path)
 
     async def try_flock() -> bool:
         try:
@@ -179,10 +177,7 @@ async def _advisory_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
         async with engine.connect() as connection:
 
             async def try_advisory_lock() -> bool:
-                query = text("SELECT pg_try_advisory_lock(:key)")
-                taken = await connection.scalar(query, {"key": MIGRATION_LOCK_KEY})
-                await connection.commit()  # the lock is the session's; no transaction stays
-                return bool(taken)
+                return await _try_advisory_lock(connection, MIGRATION_LOCK_KEY)
 
             holder = f"advisory lock {MIGRATION_LOCK_KEY}"
             await _take(try_advisory_lock, url=url, holder=holder, timeout_s=timeout_s)
@@ -195,6 +190,13 @@ async def _advisory_lock(url: str, *, timeout_s: float) -> AsyncIterator[None]:
                 await connection.commit()
     finally:
         await engine.dispose()
+
+
+async def _try_advisory_lock(connection: AsyncConnection, key: int) -> bool:
+    """Take the session advisory lock ``key`` if free; no transaction stays open after."""
+    taken = await connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
+    await connection.commit()
+    return bool(taken)
 
 
 async def _take(
@@ -245,9 +247,7 @@ def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
     path = Path(f"{database}-serve.lock")
-    if not path.parent.exists():
-        private_directory(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -260,6 +260,14 @@ def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     return fd
 
 
+def _lock_file(path: Path) -> int:
+    """An open descriptor of the lock file ``path`` beside a SQLite file (mode 600; its
+    directory made private when it is made here), to ``flock``."""
+    if not path.parent.exists():
+        private_directory(path.parent)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
 def _hold_advisory_lock(url: str) -> None:
     taken: list[bool] = []
     decided = threading.Event()
@@ -268,9 +276,7 @@ def _hold_advisory_lock(url: str) -> None:
         engine = create_engine(url)
         try:
             async with engine.connect() as connection:
-                query = text("SELECT pg_try_advisory_lock(:key)")
-                taken.append(bool(await connection.scalar(query, {"key": SERVE_LOCK_KEY})))
-                await connection.commit()
+                taken.append(await _try_advisory_lock(connection, SERVE_LOCK_KEY))
                 decided.set()
                 if taken[0]:
                     await asyncio.Event().wait()  # until the process exits
