@@ -10,6 +10,11 @@ for ``benchmarks.streams.SseStream``:
   gateway keeps a live CLI), writes a stream-json user message ``bench n=N rate=R pad=B`` to
   its stdin and answers 202.
 
+It batches as the gateway does: each read takes whatever the agent's pipe holds (up to 64 KiB),
+its complete lines (a partial last line waits for the next read) become one chunk of SSE
+messages, encoded once, and that same chunk is written to every subscriber: one socket write
+per subscriber per batch, not per line.
+
 No parsing, no numbering beyond a counter, no storage, no flow control (writes are buffered
 without waiting for slow readers): what any relay of these lines must at least do.
 """
@@ -36,6 +41,8 @@ STREAM_HEAD = (
     b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n"
 )
 ACCEPTED = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
+READ_SIZE = 1 << 16
+"""At most this much of the agent's output per read: what a pipe holds by default."""
 
 
 def chunk(payload: bytes) -> bytes:
@@ -93,9 +100,18 @@ class Relay:
         assert self.process is not None
         assert self.process.stdout is not None
         stdout = self.process.stdout
-        while line := await stdout.readline():
-            self.seq += 1
-            frame = chunk(b"id: %d\ndata: %s\n\n" % (self.seq, line.rstrip(b"\n")))
+        partial = b""
+        while data := await stdout.read(READ_SIZE):
+            *lines, partial = (partial + data).split(b"\n")
+            if not lines:
+                continue  # no complete line yet
+            first = self.seq + 1
+            self.seq += len(lines)
+            frame = chunk(
+                b"".join(
+                    [b"id: %d\ndata: %s\n\n" % (first + i, line) for i, line in enumerate(lines)]
+                )
+            )
             for writer in self.subscribers:
                 writer.write(frame)
 

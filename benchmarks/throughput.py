@@ -20,7 +20,8 @@ MEASURES = (
     "A warm agent process prints N `message.delta` lines as fast as the pipe takes them; one "
     "SSE client counts them. Events/s = deltas received / (last receipt - first emission). "
     "Gateway: `python -m app serve` with its SQLite file on the disk. Floor: the same agent "
-    "behind `benchmarks/floor.py`, a minimal asyncio relay (read line, write an SSE chunk), "
+    "behind `benchmarks/floor.py`, a minimal asyncio relay that batches as the gateway does "
+    "(read what the pipe holds, one SSE chunk of its complete lines, one write per client), "
     "read by the same client."
 )
 
