@@ -69,6 +69,7 @@ def _machine(results: dict[str, Any]) -> list[str]:
         {"": "agent CLIs", "value": clis},
         {"": "gateway commit", "value": m.get("commit")},
         {"": "client event loop", "value": results.get("client_loop")},
+        {"": "network", "value": results.get("network", "-")},
         {
             "": "load average (1, 5, 15 min)",
             "value": f"start {results.get('load_start')}, end {results.get('load_end')}",

@@ -4,6 +4,9 @@
 
 Each benchmark starts its own gateway (``python -m app serve`` on loopback, a fresh SQLite
 file) and measures a floor in the same run; see docs/benchmarks.md for what each measures.
+As root it re-runs itself in a private network namespace with only loopback up (``unshare -n``,
+as ``scripts/run-tests.sh`` runs the tests), so no packet of a run can leave 127.0.0.1;
+elsewhere it says so and runs in the current namespace.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
+import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -38,9 +44,41 @@ BENCHMARKS = (
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 
 
+ISOLATED = "AGENT_GATEWAY_BENCH_ISOLATED"
+"""Set in the environment of the run re-executed in its own network namespace."""
+
+
 def say(message: str) -> None:
     sys.stderr.write(f"[bench] {message}\n")
     sys.stderr.flush()
+
+
+def _unshare() -> str | None:
+    """``unshare``'s path if this process can make a network namespace: root, ``unshare`` and
+    ``ip`` there, and a trial namespace made (root in a container may still lack the right)."""
+    unshare = shutil.which("unshare")
+    if os.getuid() != 0 or unshare is None or shutil.which("ip") is None:
+        return None
+    trial = subprocess.run([unshare, "-n", "true"], capture_output=True, check=False)  # noqa: S603 (a fixed program)
+    return unshare if trial.returncode == 0 else None
+
+
+def isolate(argv: list[str]) -> None:
+    """Replace this process with the same run inside a private network namespace whose only
+    interface is loopback (up); return, to run here, once inside it or when none can be made."""
+    if os.environ.get(ISOLATED):
+        return
+    unshare = _unshare()
+    if unshare is None:
+        say(
+            "warning: no private network namespace here (needs root, unshare and ip); "
+            "running in the current one"
+        )
+        return
+    command = [sys.executable, "-m", "benchmarks.run", *argv]
+    script = 'ip link set lo up && exec "$@"'
+    env = {**os.environ, ISOLATED: "1"}
+    os.execve(unshare, [unshare, "-n", "--", "sh", "-c", script, "sh", *command], env)  # noqa: S606 (fixed programs, no shell input)
 
 
 async def run_all(names: list[str], config: RunConfig) -> dict[str, Any]:
@@ -89,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         help="replace only these benchmarks' sections in the existing results (noted in them)",
     )
     args = parser.parse_args(argv)
+    isolate(sys.argv[1:] if argv is None else argv)
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     command = "python -m benchmarks.run" + (" --quick" if args.quick else "")
     if args.only:
@@ -99,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_start": machine.load(),
         "machine": machine.describe(),
+        "network": "private namespace, loopback only"
+        if os.environ.get(ISOLATED)
+        else "the machine's own (not isolated)",
     }
     started = time.monotonic()
     runner = asyncio.run
