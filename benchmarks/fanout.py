@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from benchmarks.floor import FloorProcess
 from benchmarks.harness import (
     Section,
@@ -108,4 +110,21 @@ async def run(config: RunConfig) -> Section:
             met=p99 < 50,
         ),
     ]
+    if ("floor", 1000) in paced:  # the full run only
+        section.targets += [
+            thousand(paced[f"gateway {transport}", 1000], paced["floor", 1000], label)
+            for transport, label in (("sse", "SSE"), ("ws", "WebSocket"))
+        ]
     return section
+
+
+def thousand(result: RelayResult, floor: RelayResult, transport: str) -> Target:
+    """The gateway's delivery p99 to 1,000 subscribers against the floor's in the same run."""
+    p99, floor_p99 = result.latency_ms(99), floor.latency_ms(99)
+    times = ratio(p99, floor_p99)
+    return Target(
+        name=f"delivery p99, 1,000 {transport} subscribers x 100 events/s",
+        goal="<= 3x floor",
+        value=f"{p99:.1f} ms vs floor {floor_p99:.1f} ms ({times:.1f}x)",
+        met=None if math.isnan(times) else times <= 3,
+    )
