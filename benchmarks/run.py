@@ -40,6 +40,7 @@ BENCHMARKS = (
     "slow_consumer",
     "soak",
     "replicas",
+    "peer",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

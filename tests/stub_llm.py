@@ -43,6 +43,8 @@ block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched
   ids are ``toolu_stub_<n>`` (fresh per request);
 * ``[[slow:<seconds>]]`` -> text deltas ``tick <n> `` every 0.05 s for that long, then ``end_turn``;
   stops quietly as soon as the client goes away;
+* ``[[long:<chars>]]`` -> ``<chars>`` characters of text (a sentence repeated) in text deltas
+  of ``LONG_CHUNK`` characters each, sent back to back, then ``end_turn`` (streaming benchmarks);
 * ``[[error:<status>]]`` -> that HTTP status with ``{"type": "error", "error": {...}}``
   (``overloaded_error`` for 529, ``rate_limit_error`` + ``retry-after: 0`` for 429,
   ``authentication_error`` for 401, ``api_error`` otherwise); every retry gets the same answer;
@@ -147,6 +149,8 @@ TOOL_PREAMBLE = "I will run a command."
 INPUT_TOKENS = 12
 OUTPUT_TOKENS = 7
 SLOW_TICK_SECONDS = 0.05
+LONG_CHUNK = 20
+LONG_SENTENCE = "The stub streams a long reply in many small pieces. "
 KEEPALIVE_SECONDS = 0.5
 MAX_HEADER_BYTES = 64 * 1024
 STREAM_LIMIT = 16 * 1024 * 1024
@@ -157,6 +161,7 @@ _TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
 _SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 _ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
 _ECHO_RE = re.compile(r"\[\[echo\]\]")
+_LONG_RE = re.compile(r"\[\[long:\s*([0-9]+)\s*\]\]")
 _FAIL_RE = re.compile(r"\[\[fail:\s*([0-9]{3})\s*:\s*([0-9]+)\s*\]\]")
 _CUT_RE = re.compile(r"\[\[cut:\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?\]\]")
 _HANG_RE = re.compile(r"\[\[hang\]\]")
@@ -470,6 +475,11 @@ def plan_reply(
         ticks = max(1, round(float(match.group(1)) / SLOW_TICK_SECONDS))
         chunks = tuple(f"tick {n} " for n in range(1, ticks + 1))
         return Plan((TextPart(chunks, delay=SLOW_TICK_SECONDS),))
+    if match := _LONG_RE.search(prompt):
+        size = max(1, int(match.group(1)))
+        text = (LONG_SENTENCE * (size // len(LONG_SENTENCE) + 1))[:size]
+        chunks = tuple(text[i : i + LONG_CHUNK] for i in range(0, size, LONG_CHUNK))
+        return Plan((TextPart(chunks),))
     if _ECHO_RE.search(prompt):
         return _text_plan(f"Echo: {message_count}")
     return _text_plan(DEFAULT_TEXT)

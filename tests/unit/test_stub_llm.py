@@ -13,6 +13,7 @@ import pytest
 from tests.stub_llm import (
     DEFAULT_TEXT,
     INPUT_TOKENS,
+    LONG_CHUNK,
     OUTPUT_TOKENS,
     SIDE_TEXT,
     StubLLM,
@@ -196,6 +197,16 @@ def test_echo_counts_messages(client: httpx.Client) -> None:
     message = client.post(MESSAGES, json=payload).json()
 
     assert message["content"][0]["text"] == "Echo: 4"
+
+
+def test_long_directive_streams_that_many_characters_in_small_deltas(
+    client: httpx.Client,
+) -> None:
+    events = stream(client, body(user("Tell me a story. [[long:2001]]")))
+
+    deltas = [e["delta"]["text"] for e in events if e.get("delta", {}).get("type") == "text_delta"]
+    assert len(text_of(events)) == 2001
+    assert [len(d) for d in deltas] == [LONG_CHUNK] * 100 + [1]
 
 
 @pytest.mark.parametrize(
