@@ -18,6 +18,11 @@ client reads the 408 instead of a connection reset.
 Idle kept-alive connections are closed by uvicorn's own keep-alive timeout. Upgraded
 WebSocket connections leave both deadlines behind.
 
+Both offer the app a writer for their connection (``ChunkedBodyWriter``,
+``WebSocketTextWriter``, under the scope extension ``DIRECT_WRITER``): the event log writes a
+live batch to every subscriber's socket from the task that publishes it, framed once, as a
+plain relay would, instead of waking one task per subscriber (app/runtime/subscription.py).
+
 ``GatewayWebSocketProtocol`` marks an upgrade refused with an HTTP answer (401, 403, 404,
 429) as handled, which uvicorn otherwise logs at ERROR as "returned without completing
 handshake" for every refusal: a log flood any caller could cause.
@@ -27,14 +32,18 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import time
 from typing import Any, ClassVar
 
 import h11
+from h11._writers import ChunkedWriter
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
 from app.errors import problem
+from app.runtime.subscription import DIRECT_WRITER
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +65,7 @@ class DeadlineH11Protocol(H11Protocol):
         self._body_received = 0
         self._upgraded = False
         self._lingering = False
+        self._offered: Any = None
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -87,6 +97,14 @@ class DeadlineH11Protocol(H11Protocol):
             self._arm(max(0.0, due - now), self._body_missed)
         else:
             self._disarm()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        cycle = self.cycle
+        if cycle is not None and cycle is not self._offered:  # a new request's cycle
+            self._offered = cycle
+            extensions: dict[str, Any] = cycle.scope.setdefault("extensions", {})
+            extensions[DIRECT_WRITER] = ChunkedBodyWriter(cycle)
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         self._upgraded = True
@@ -155,8 +173,90 @@ def deadline_protocol(*, head_timeout_s: float, min_body_rate: float) -> type[H1
     )
 
 
+class ChunkedBodyWriter:
+    """Writes chunks of a started ``Transfer-Encoding: chunked`` response straight to its
+    socket (``RawWriter``), between the chunks h11 writes for the response itself.
+
+    Chunks carry no state, so they interleave with h11's own; the final chunk is still h11's
+    (the response's end). Any other framing (an HTTP/1.0 client, a HEAD request), a full
+    buffer (uvicorn's flow control) or a connection going away refuses the write, and the
+    response's task sends instead.
+    """
+
+    kind = "http.chunked"
+
+    def __init__(self, cycle: Any) -> None:
+        self._cycle = cycle
+        self._chunked: bool | None = None
+
+    def frame(self, payload: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+    def write(self, data: bytes) -> bool:
+        cycle = self._cycle
+        if (
+            cycle.flow.write_paused
+            or cycle.disconnected
+            or cycle.response_complete
+            or not cycle.response_started
+            or cycle.transport.is_closing()
+        ):
+            return False
+        if self._chunked is None:  # known once the response has started
+            self._chunked = isinstance(getattr(cycle.conn, "_writer", None), ChunkedWriter)
+        if not self._chunked:
+            return False
+        cycle.transport.write(data)
+        return True
+
+
+class WebSocketTextWriter:
+    """Writes whole text messages straight to an open WebSocket (``RawWriter``).
+
+    A server's frames are unmasked and these are never compressed (a message without the
+    RSV1 bit is valid with permessage-deflate, whose context only covers compressed ones), so
+    a frame made once is right for every connection. Refused while the socket's buffer is
+    full (uvicorn pauses writing) or once the connection is closing.
+    """
+
+    kind = "websocket.text"
+
+    def __init__(self, protocol: WebSocketsSansIOProtocol) -> None:
+        self._protocol = protocol
+
+    def frame(self, payload: bytes) -> bytes:
+        size = len(payload)
+        if size < 126:
+            head = bytes((0x81, size))
+        elif size < 1 << 16:
+            head = struct.pack("!BBH", 0x81, 126, size)
+        else:
+            head = struct.pack("!BBQ", 0x81, 127, size)
+        return head + payload
+
+    def write(self, data: bytes) -> bool:
+        protocol = self._protocol
+        if (
+            protocol.close_sent
+            or not protocol.handshake_complete
+            or not protocol.writable.is_set()
+            or protocol.conn.state is not State.OPEN
+            or protocol.transport.is_closing()
+        ):
+            return False
+        protocol.transport.write(data)
+        return True
+
+
 class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's WebSocket protocol; an upgrade answered with an HTTP refusal is complete."""
+    """uvicorn's WebSocket protocol; an upgrade answered with an HTTP refusal is complete,
+    and the connection offers its ``WebSocketTextWriter`` to the app."""
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)
+        if scope is not None:
+            scope["extensions"][DIRECT_WRITER] = WebSocketTextWriter(self)
 
     async def send(self, message: Any) -> None:
         await super().send(message)

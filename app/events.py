@@ -167,6 +167,9 @@ class TurnInterrupted(_Payload):
 
 
 class MessageDelta(_Payload):
+    """Text the CLI streamed for this item: one delta as printed, or several that came
+    within ``server.coalesce_deltas_ms`` of each other, joined."""
+
     TYPE = "message.delta"
     message_id: str
     text: str
@@ -179,6 +182,9 @@ class MessageCompleted(_Payload):
 
 
 class ReasoningDelta(_Payload):
+    """Text the CLI streamed for this item: one delta as printed, or several that came
+    within ``server.coalesce_deltas_ms`` of each other, joined."""
+
     TYPE = "reasoning.delta"
     message_id: str
     text: str
@@ -199,6 +205,9 @@ class ToolStarted(_Payload):
 
 
 class ToolOutput(_Payload):
+    """Text the CLI streamed for this item: one delta as printed, or several that came
+    within ``server.coalesce_deltas_ms`` of each other, joined."""
+
     TYPE = "tool.output"
     tool_id: str
     text: str

@@ -212,6 +212,7 @@ def _event_log(
     return EventLog(
         store,
         queue_size=settings.server.subscriber_queue_size,
+        coalesce_s=settings.server.coalesce_deltas_ms / 1000,
         clock=clock,
         max_events_per_session=settings.storage.max_events_per_session,
         max_lag_events=settings.limits.subscriber_max_lag_events,

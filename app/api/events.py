@@ -48,8 +48,11 @@ from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime.sessions import SessionManager
 from app.runtime.subscription import (
+    DIRECT_WRITER,
+    DirectWrite,
     Evicted,
     LoggedEvent,
+    RawWriter,
     ResyncRequired,
     ShuttingDown,
     StreamItem,
@@ -179,7 +182,7 @@ async def get_events(
         session_id, after=cursor, heartbeat_s=keepalive, transport="sse"
     )
     return SubscriptionResponse(
-        _sse(subscription),
+        _sse(subscription, request.scope.get("extensions", {}).get(DIRECT_WRITER)),
         subscription,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -219,8 +222,13 @@ def _control(kind: str, **fields: int | str) -> str:
     return json.dumps({"type": kind, **fields}, separators=(",", ":"))
 
 
-async def _sse(subscription: Subscription) -> AsyncIterator[bytes]:
+async def _sse(subscription: Subscription, writer: RawWriter | None) -> AsyncIterator[bytes]:
     yield format_sse_event(comment="connected", retry=2000)
+    if writer is not None:  # the response is streaming now: live events may go straight out
+        frame = writer.frame
+        subscription.write_directly(
+            DirectWrite(writer, lambda events: frame(b"".join(e.sse for e in events)))
+        )
     async for batch in subscription.batches():  # one write for whatever is ready
         yield b"".join(sse_message(item) for item in batch)
 
@@ -276,6 +284,12 @@ async def session_ws(
         return
     try:
         await websocket.accept()
+        writer: RawWriter | None = websocket.scope.get("extensions", {}).get(DIRECT_WRITER)
+        if writer is not None:
+            frame = writer.frame
+            subscription.write_directly(
+                DirectWrite(writer, lambda events: b"".join(frame(e.utf8) for e in events))
+            )
         sender = asyncio.create_task(_send_events(websocket, subscription))
         try:
             await _receive_commands(websocket, manager, session_id, principal.name)

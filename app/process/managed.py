@@ -234,6 +234,24 @@ class ManagedProcess:
             pipes.pause_stdout(paused=False)
             await pipes.stdout_ready.wait()
 
+    async def read_lines(self) -> list[bytes] | None:
+        """Every complete stdout line buffered now (at least one, waiting for it), each as
+        ``read_line`` returns it, or None at EOF: a reader of a CLI that prints quickly takes
+        the lines of a pipe read at once instead of one call per line."""
+        buf = self._pipes.stdout
+        end = buf.rfind(b"\n")
+        if end < 0 or end > self._max_line_bytes or self._overflowed:
+            # Nothing complete yet, or a line that may be too long: one at a time, with
+            # read_line's waiting and limits.
+            line = await self.read_line()
+            return None if line is None else [line]
+        lines = bytes(buf[:end]).split(b"\n")
+        del buf[: end + 1]
+        self._scan_from = 0
+        if len(buf) < STDOUT_HIGH_WATER:
+            self._pipes.pause_stdout(paused=False)
+        return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
     async def write_line(self, data: bytes) -> None:
         """Write ``data`` and ``\\n`` to stdin and wait for the pipe buffer to drain.
 

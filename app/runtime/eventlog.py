@@ -12,10 +12,8 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-
-import orjson
 
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, encode_event, stored_time
@@ -23,78 +21,30 @@ from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
-from app.runtime.remote import Pruned, Sequenced, follow
+from app.runtime.coalesce import Coalescer, Origin, StreamedText
+from app.runtime.replicas import Replicas
 from app.runtime.subscription import (
+    Channel,
     Evicted,
     LoggedEvent,
     ResyncRequired,
     ShuttingDown,
     Subscriber,
     Subscription,
+    catch_up_from_store,
+    fan_out,
 )
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
 
-def _enqueue(channel: Channel, event: LoggedEvent) -> None:
-    """Put a stored event in every subscriber's queue; a full one switches to the store."""
-    for subscriber in channel.subscribers:
-        if subscriber.overflowed:
-            continue
-        try:
-            subscriber.queue.put_nowait(event)
-        except asyncio.QueueFull:
-            subscriber.overflowed = True
-
-
-def _catch_up_from_store(channel: Channel) -> None:
-    """Have every subscriber read what it may have missed from the store (the channel's
-    numbering moved without them: another replica wrote, or events were pruned)."""
-    for subscriber in channel.subscribers:
-        subscriber.overflowed = True
-        subscriber.wake()
-
-
-def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
-    if isinstance(event, LoggedEvent):
-        return event
-    envelope = orjson.loads(event.json)
-    return LoggedEvent(
-        seq=event.seq,
-        session_id=session_id,
-        type=envelope["type"],
-        turn_id=envelope.get("turn_id"),
-        json=event.json,
-    )
-
-
 MAX_BATCH = 500
 """Events stored in one transaction at most."""
 MAX_PENDING = 5000
 """Queued events beyond which every appender waits for its commit."""
-MIRROR_CHECK_S = 2.0
-"""How long a replica following another's session trusts a quiet Redis before it asks the
-store (a batch pub/sub lost), and waits before following again after a failure."""
 CAP_RETRY_AFTER_S = 5.0
 """``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
-
-
-@dataclass
-class Channel:
-    last_seq: int
-    """The newest stored (and published) seq: what readers may rely on."""
-    first_seq: int
-    """The oldest seq that may still be stored (lower after another process pruned)."""
-    assigned_seq: int = -1
-    """The newest seq handed out; ahead of ``last_seq`` while events wait for their commit."""
-    failure: Exception | None = None
-    """A write of events nobody waited for failed: raised by the next ``append``."""
-    subscribers: set[Subscriber] = field(default_factory=set)
-    closed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __post_init__(self) -> None:
-        self.assigned_seq = max(self.assigned_seq, self.last_seq)
 
 
 @dataclass(eq=False)
@@ -143,12 +93,14 @@ class EventLog:
         metrics: GatewayMetrics | None = None,
         mask: SecretMask | None = None,
         cluster: Cluster | None = None,
+        coalesce_s: float = 0.0,
     ) -> None:
         self._store = store
+        self._coalescer: Coalescer[Channel] = Coalescer(coalesce_s, self._release)
         self._cluster = cluster
-        self._mirrors: dict[str, asyncio.Task[None]] = {}
-        self._publishing: asyncio.Queue[tuple[str, list[tuple[int, str]]]] | None = None
-        self._publisher: asyncio.Task[None] | None = None
+        self._replicas = (
+            Replicas(cluster, page=self.page, close=self.close) if cluster is not None else None
+        )
         self.mask = mask if mask is not None else SecretMask(())
         """Configured secrets, replaced in every payload before it is stored or sent."""
         self._observer = observer
@@ -176,7 +128,9 @@ class EventLog:
                 channel = self._channels.get(session_id)
                 if channel is None:
                     first, last = await self._store.event_bounds(session_id)
-                    channel = self._channels[session_id] = Channel(last_seq=last, first_seq=first)
+                    channel = self._channels[session_id] = Channel(
+                        session_id, last_seq=last, first_seq=first
+                    )
         return channel
 
     async def last_seq(self, session_id: str) -> int:
@@ -214,11 +168,65 @@ class EventLog:
         if channel.failure is not None:
             failure, channel.failure = channel.failure, None
             raise failure
+        self._coalescer.flush(session_id)
+        event, done = self._number(
+            channel,
+            data,
+            (turn_id, attempt, provider),
+            data_json=data_json,
+            wait=durable or len(self._pending) >= MAX_PENDING,
+        )
+        if done is not None:
+            return await asyncio.shield(done)
+        return event
+
+    async def stream(
+        self,
+        session_id: str,
+        data: StreamedText,
+        *,
+        turn_id: str | None = None,
+        attempt: int | None = None,
+        provider: str | None = None,
+        data_json: str | None = None,
+    ) -> None:
+        """Append a streamed delta without waiting for its commit, joined with the deltas of
+        the same item that follow it within the coalescing window (app/runtime/coalesce.py).
+        A failed write surfaces at the session's next append."""
+        channel = self._channels.get(session_id) or await self._channel(session_id)
+        if channel.failure is not None:
+            failure, channel.failure = channel.failure, None
+            raise failure
+        origin = (turn_id, attempt, provider)
+        if self._coalescer.add(session_id, channel, data, origin):
+            return
+        _, done = self._number(
+            channel, data, origin, data_json=data_json, wait=len(self._pending) >= MAX_PENDING
+        )
+        if done is not None:  # past MAX_PENDING queued events even a streamer waits
+            await asyncio.shield(done)
+
+    def _release(self, channel: Channel, data: StreamedText, origin: Origin) -> None:
+        """Number a joined delta the coalescer held (nobody waits for it)."""
+        self._number(channel, data, origin, data_json=None, wait=False)
+
+    def _number(
+        self,
+        channel: Channel,
+        data: EventData,
+        origin: Origin,
+        *,
+        data_json: str | None,
+        wait: bool,
+    ) -> tuple[LoggedEvent, asyncio.Future[LoggedEvent] | None]:
+        """Give the event the session's next seq and queue it for the writer."""
         if data_json is None:
             data_json = data.model_dump_json()
         if self.mask:
             data_json = self.mask.json(data_json)
         at = self._clock()
+        session_id = channel.session_id
+        turn_id, attempt, provider = origin
         record = EventRecord(
             seq=channel.assigned_seq + 1,
             session_id=session_id,
@@ -248,8 +256,6 @@ class EventLog:
             ),
             appended_at=time.monotonic(),
         )
-        # Past MAX_PENDING queued events even a streaming appender waits: memory stays bounded.
-        wait = durable or len(self._pending) >= MAX_PENDING
         done: asyncio.Future[LoggedEvent] | None = None
         if wait:
             done = asyncio.get_running_loop().create_future()
@@ -258,12 +264,11 @@ class EventLog:
         self._wake.set()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_loop(), name="event-log-writer")
-        if done is not None:
-            return await asyncio.shield(done)
-        return event
+        return event, done
 
     async def flush(self) -> None:
         """Wait until every event appended so far is stored (or has failed)."""
+        self._coalescer.flush_all()
         if not self._pending and not self._writing:
             return
         drained = asyncio.get_running_loop().create_future()
@@ -275,10 +280,8 @@ class EventLog:
 
     async def aclose(self) -> None:
         """Store what is queued, then stop the writer (and the replicas' feeds)."""
-        for task in [*self._mirrors.values(), self._publisher]:
-            if task is not None:
-                task.cancel()
-        self._mirrors.clear()
+        if self._replicas is not None:
+            self._replicas.cancel()
         await self.flush()
         if self._writer is not None:
             self._writer.cancel()
@@ -369,94 +372,33 @@ class EventLog:
         channel.last_seq = items[-1].record.seq
         if prune_through is not None:
             channel.first_seq = max(channel.first_seq, prune_through + 1)
-        for item in items:
-            _enqueue(channel, item.event)
+        written = fan_out(channel, [item.event for item in items])
+        if written:  # one observation per transport and batch written directly
+            seen: set[str] = set()
+            for subscriber in written:
+                if subscriber.transport not in seen:
+                    seen.add(subscriber.transport)
+                    self._delivered(subscriber, items[0].event)
         if self._observer is not None:
             self._observer([item.record for item in items])
-        if self._cluster is not None:
-            self._send_to_replicas(session_id, [(i.record.seq, i.event.json) for i in items])
+        if self._replicas is not None:
+            self._replicas.publish(session_id, [(i.record.seq, i.event.json) for i in items])
         for item in items:
             _settle(item, event=item.event)
 
     # --- several replicas ---------------------------------------------------------------------
 
-    def _send_to_replicas(self, session_id: str, events: list[tuple[int, str]]) -> None:
-        """Publish a stored batch to the other replicas, in commit order, without waiting (a
-        batch Redis loses is read from the store by the followers)."""
-        if self._publishing is None:
-            self._publishing = asyncio.Queue()
-        self._publishing.put_nowait((session_id, events))
-        if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.create_task(self._publish_loop(), name="event-fanout")
-
-    async def _publish_loop(self) -> None:
-        assert self._publishing is not None
-        assert self._cluster is not None
-        while True:
-            session_id, events = await self._publishing.get()
-            try:
-                await self._cluster.fanout.publish(session_id, events)
-            except Exception as exc:  # Redis away: followers find these in the store
-                log.warning("could not publish events of %s to the replicas: %s", session_id, exc)
-
-    def _follow_elsewhere(self, session_id: str, channel: Channel) -> None:
-        """Feed the channel from the replica that owns the session (through Redis and the
-        store), while it has subscribers here and this replica does not own it."""
-        if self._cluster is None or self._cluster.holds(session_id):
-            return
-        running = self._mirrors.get(session_id)
-        if running is None or running.done():
-            self._mirrors[session_id] = asyncio.create_task(
-                self._mirror(session_id, channel), name=f"mirror:{session_id}"
-            )
-
-    async def _mirror(self, session_id: str, channel: Channel) -> None:
-        assert self._cluster is not None
-
-        async def page(after: int, limit: int) -> list[LoggedEvent]:
-            return await self.page(session_id, after=after, limit=limit)
-
-        while channel.subscribers and not self._cluster.holds(session_id):
-            try:
-                async with self._cluster.fanout.tail(session_id) as tail:
-                    events = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
-                    async for event in events:
-                        self._publish_mirrored(channel, _logged(session_id, event))
-                        if not channel.subscribers or self._cluster.holds(session_id):
-                            return
-                        if event.json.find('"type":"session.closed"') != -1:
-                            await self.close(session_id)
-            except Pruned as pruned:
-                channel.first_seq = max(channel.first_seq, pruned.first_seq)
-                channel.last_seq = channel.assigned_seq = max(
-                    channel.last_seq, pruned.first_seq - 1
-                )
-                _catch_up_from_store(channel)
-            except Exception as exc:  # Redis or the store away: try again shortly
-                log.warning("following %s on its owner failed: %s", session_id, exc)
-                await asyncio.sleep(MIRROR_CHECK_S)
-
-    def _publish_mirrored(self, channel: Channel, event: LoggedEvent) -> None:
-        if event.seq <= channel.last_seq:
-            return
-        channel.last_seq = channel.assigned_seq = event.seq
-        event.appended_at = time.monotonic()
-        _enqueue(channel, event)
-
     async def take_over(self, session_id: str) -> None:
         """This replica holds the session now: stop following it elsewhere and number its
         events from what the store holds (the previous owner can no longer add any)."""
-        mirror = self._mirrors.pop(session_id, None)
-        if mirror is not None:
-            mirror.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await mirror
+        if self._replicas is not None:
+            await self._replicas.stop_following(session_id)
         channel = self._channels.get(session_id)
         if channel is None:
             return
         first, last = await self._store.event_bounds(session_id)
         if last != channel.last_seq:
-            _catch_up_from_store(channel)
+            catch_up_from_store(channel)
         channel.first_seq, channel.last_seq = first, last
         channel.assigned_seq = last
         channel.failure = None
@@ -464,8 +406,8 @@ class EventLog:
     def let_go(self, session_id: str) -> None:
         """This replica no longer holds the session: its subscribers here follow the owner."""
         channel = self._channels.get(session_id)
-        if channel is not None and channel.subscribers:
-            self._follow_elsewhere(session_id, channel)
+        if channel is not None and channel.subscribers and self._replicas is not None:
+            self._replicas.follow(channel)
 
     def _delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None:
         """Record the delivery lag of a hand-over by its oldest event (the others in it
@@ -534,7 +476,8 @@ class EventLog:
         )
         channel.subscribers.add(subscriber)
         self._total += 1
-        self._follow_elsewhere(session_id, channel)
+        if self._replicas is not None:
+            self._replicas.follow(channel)
         return Subscription(
             self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
         )
@@ -599,6 +542,7 @@ class EventLog:
 
     async def close(self, session_id: str) -> None:
         """End every subscription of the session once it has delivered the last event."""
+        self._coalescer.forget(session_id)
         channel = await self._channel(session_id)
         channel.closed.set()
         for subscriber in channel.subscribers:

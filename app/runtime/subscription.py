@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import Histogram
 
@@ -31,7 +31,7 @@ from app.events import EventType
 from app.process.queues import next_item
 
 if TYPE_CHECKING:
-    from app.runtime.eventlog import Channel, EventLog
+    from app.runtime.eventlog import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,14 @@ class LoggedEvent:
     appended_at: float | None = None
     """``time.monotonic()`` of the append, on events handed to live subscribers (not replays)."""
     _sse: bytes | None = None
+    _utf8: bytes | None = None
+
+    @property
+    def utf8(self) -> bytes:
+        """The envelope's bytes (a WebSocket frame's payload), encoded once."""
+        if self._utf8 is None:
+            self._utf8 = self.json.encode()
+        return self._utf8
 
     @property
     def sse(self) -> bytes:
@@ -88,6 +96,37 @@ class ShuttingDown:
 
 StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
 
+DIRECT_WRITER = "gateway.direct_writer"
+"""ASGI scope extension under which the server offers a ``RawWriter`` for the connection."""
+
+
+class RawWriter(Protocol):
+    """A streaming response's connection, written from the task that publishes events.
+
+    ``frame`` wraps a payload the way this connection carries it (an HTTP chunk, a WebSocket
+    text frame): connections of one ``kind`` frame alike, so a batch is framed once for all
+    of them. ``write`` puts framed bytes on the socket now, or returns False when the
+    connection cannot take them (its buffer is full, it is closing, its response is not
+    streaming).
+    """
+
+    kind: str
+
+    def frame(self, payload: bytes) -> bytes: ...
+
+    def write(self, data: bytes) -> bool: ...
+
+
+@dataclass(eq=False, slots=True)
+class DirectWrite:
+    """How a transport puts a batch of live events on its connection without its task.
+
+    ``encode`` makes the batch's bytes (SSE messages, WebSocket frames), the same for every
+    connection of ``writer.kind``."""
+
+    writer: RawWriter
+    encode: Callable[[Sequence[LoggedEvent]], bytes]
+
 
 @dataclass(eq=False)
 class Subscriber:
@@ -104,12 +143,45 @@ class Subscriber:
     overflowed: bool = False
     evicted: bool = False
     stopping: ShuttingDown | None = None
+    direct: DirectWrite | None = None
+    """Set by a transport that can take live events on its connection from the publisher."""
+    parked: bool = False
+    """Its task waits on an empty queue, having written everything up to ``cursor``: a live
+    batch may go straight to the connection (``fan_out``)."""
 
     def wake(self) -> None:
         try:
             self.queue.put_nowait(None)
         except asyncio.QueueFull:
             self.overflowed = True  # a full queue is read before the flags are looked at
+
+
+@dataclass(eq=False)
+class Channel:
+    """One session's live side: its numbering as the event log sees it, and its subscribers."""
+
+    session_id: str
+    last_seq: int
+    """The newest stored (and published) seq: what readers may rely on."""
+    first_seq: int
+    """The oldest seq that may still be stored (lower after another process pruned)."""
+    assigned_seq: int = -1
+    """The newest seq handed out; ahead of ``last_seq`` while events wait for their commit."""
+    failure: Exception | None = None
+    """A write of events nobody waited for failed: raised by the next ``append``."""
+    subscribers: set[Subscriber] = field(default_factory=set)
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.assigned_seq = max(self.assigned_seq, self.last_seq)
+
+
+def catch_up_from_store(channel: Channel) -> None:
+    """Have every subscriber read what it may have missed from the store (the channel's
+    numbering moved without them: another replica wrote, or events were pruned)."""
+    for subscriber in channel.subscribers:
+        subscriber.overflowed = True
+        subscriber.wake()
 
 
 class Subscription:
@@ -151,6 +223,13 @@ class Subscription:
 
     def release(self) -> None:
         self._log._unregister(self._channel, self._subscriber)
+
+    def write_directly(self, direct: DirectWrite) -> None:
+        """Let live events go straight to the connection while this subscription keeps up
+        (call once the response is streaming): no task wakes per event, as when a relay
+        writes one line to every socket. Replays, catching up, control frames and a
+        connection whose buffer is full still go through the subscription's own task."""
+        self._subscriber.direct = direct
 
     async def aclose(self) -> None:
         """Stop iterating (for a consumer that leaves before the end) and release."""
@@ -237,11 +316,14 @@ class Subscription:
             if channel.closed.is_set() and queue.empty():
                 self._done = subscriber.cursor >= channel.last_seq
                 return  # ended, or the tail is in the store
+            subscriber.parked = queue.empty()
             try:
                 queued = [await next_item(queue, self._heartbeat_s)]
             except TimeoutError:
                 yield [None]
                 continue
+            finally:
+                subscriber.parked = False
             while not queue.empty():
                 queued.append(queue.get_nowait())
             batch: list[StreamItem] = []
@@ -255,3 +337,45 @@ class Subscription:
             if oldest is not None:
                 self._log._delivered(subscriber, oldest)
                 yield batch
+
+
+def fan_out(channel: Channel, events: list[LoggedEvent]) -> list[Subscriber]:
+    """Hand one stored batch of a session to its subscribers; returns those it was written to
+    directly (for the delivery-lag metric).
+
+    A parked subscriber with a direct writer gets the batch on its connection at once, the
+    bytes made once per connection kind; the others get it in their queue (a full queue
+    switches that subscriber to reading the store)."""
+    first = events[0].seq
+    encoded: dict[str, bytes] = {}
+    direct: list[Subscriber] = []
+    for subscriber in channel.subscribers:
+        if subscriber.overflowed:
+            continue
+        way = subscriber.direct
+        if way is not None and subscriber.parked and subscriber.cursor >= first - 1:
+            fresh = (
+                events
+                if subscriber.cursor < first
+                else [e for e in events if e.seq > subscriber.cursor]
+            )
+            if not fresh:
+                continue
+            kind = way.writer.kind
+            data = encoded.get(kind) if fresh is events else None
+            if data is None:
+                data = way.encode(fresh)
+                if fresh is events:
+                    encoded[kind] = data
+            if way.writer.write(data):
+                subscriber.cursor = fresh[-1].seq
+                direct.append(subscriber)
+                continue
+        queue = subscriber.queue
+        for event in events:
+            try:
+                queue.put_nowait(event)
+            except asyncio.QueueFull:
+                subscriber.overflowed = True
+                break
+    return direct

@@ -20,11 +20,8 @@ from datetime import datetime
 from app.errors import StorageUnavailable
 from app.events import (
     EventData,
-    MessageDelta,
-    ReasoningDelta,
     RetryScheduled,
     SessionThreadBound,
-    ToolOutput,
     TurnCompleted,
     TurnError,
     TurnFailed,
@@ -33,6 +30,7 @@ from app.events import (
 )
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
 from app.records import SessionStatus, TurnRecord, json_dict
+from app.runtime.coalesce import StreamedText, encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession
@@ -52,11 +50,6 @@ BUDGET_STOP_S = 10.0
 cancelled and its CLI process released."""
 
 
-STREAMED = frozenset({MessageDelta.TYPE, ReasoningDelta.TYPE, ToolOutput.TYPE})
-"""Events a CLI prints in quick succession: appended without waiting for their commit (any
-later event of the turn waits for them, and a failed write surfaces at the next append)."""
-
-
 class EventBudget:
     """Bytes of event data one turn may record (``limits.max_turn_output_bytes``).
 
@@ -69,12 +62,12 @@ class EventBudget:
         self.used = 0
         self.exceeded = asyncio.Event()
 
-    def charge(self, data_json: str) -> bool:
-        """Count an event's encoded payload; False when the turn is over its budget (the
-        event is dropped)."""
+    def charge(self, size: int) -> bool:
+        """Count an event's encoded payload (``size`` characters); False when the turn is
+        over its budget (the event is dropped)."""
         if self.exceeded.is_set():
             return False
-        self.used += len(data_json)
+        self.used += size
         if self.used > self.limit:
             self.exceeded.set()
             return False
@@ -108,8 +101,20 @@ class Hooks:
     budget: EventBudget | None = None
 
     async def emit(self, data: EventData) -> None:
+        if isinstance(data, StreamedText):
+            # Deltas are joined before they are encoded: charge the size this one adds.
+            if self.budget is not None and not self.budget.charge(encoded_size(data)):
+                return
+            await self.services.events.stream(
+                self.live.session_id,
+                data,
+                turn_id=self.turn_id,
+                attempt=self.attempt,
+                provider=self.live.provider,
+            )
+            return
         encoded = data.model_dump_json()  # measured here, stored as it is by the event log
-        if self.budget is not None and not self.budget.charge(encoded):
+        if self.budget is not None and not self.budget.charge(len(encoded)):
             return
         await self.services.events.append(
             self.live.session_id,
@@ -117,7 +122,6 @@ class Hooks:
             turn_id=self.turn_id,
             attempt=self.attempt,
             provider=self.live.provider,
-            durable=data.TYPE not in STREAMED,
             data_json=encoded,
         )
 

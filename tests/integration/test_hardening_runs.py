@@ -45,7 +45,8 @@ def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGat
     gateway = fake_gateway_at(
         tmp_path_factory.mktemp("runs"),
         limits={"subscriber_max_lag_events": MAX_LAG},
-        server={"shutdown_grace_s": GRACE_S},
+        # Every delta its own event: the flood must outrun a stalled reader by MAX_LAG events.
+        server={"shutdown_grace_s": GRACE_S, "coalesce_deltas_ms": 0},
     )
     yield gateway
     gateway.stop()

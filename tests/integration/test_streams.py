@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import socket
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -108,7 +109,10 @@ def test_r1_websocket_client_dropped_mid_stream_resumes_from_after(
 def test_r2_a_cursor_older_than_the_kept_events_is_410_or_an_explicit_resync(
     make_fake_gateway: FakeGatewayFactory,
 ) -> None:
-    gateway = make_fake_gateway(storage={"max_events_per_session": 100}).start()
+    # One event per delta: 400 deltas must overflow the 100 kept.
+    gateway = make_fake_gateway(
+        storage={"max_events_per_session": 100}, server={"coalesce_deltas_ms": 0}
+    ).start()
     with gateway.client() as client:
         sid = create(client, gateway)
         start_turn(client, sid, "deltas:400")
@@ -271,7 +275,8 @@ def test_r8_a_subscriber_that_stops_reading_is_evicted_and_loses_nothing(
     # The CLI prints 2,500 deltas a second (a fast model), which a reader that keeps up follows
     # within the lag limit; the stalled readers fall thousands behind.
     gateway = make_fake_gateway(
-        limits={"subscriber_max_lag_events": 1000}, server={"subscriber_queue_size": 10}
+        limits={"subscriber_max_lag_events": 1000},
+        server={"subscriber_queue_size": 10, "coalesce_deltas_ms": 0},
     ).start()
     with gateway.client() as client, contextlib.ExitStack() as stack:
         sid = create(client, gateway)
@@ -326,3 +331,56 @@ def test_r8_a_subscriber_that_stops_reading_is_evicted_and_loses_nothing(
             rest_ws = ws_frames(again_ws, lambda f: f["seq"] == newest)
         assert received + rest_ws == everything
     assert "evicted" in gateway.log()
+
+
+# --- live events written straight to the socket keep each connection's framing ---------------
+
+
+def test_an_http_1_0_sse_client_gets_plain_sse_and_an_http_1_1_one_chunks(
+    fake_gateway: FakeGateway,
+) -> None:
+    """Live batches are written to the socket by the publisher (app/connections.py); an
+    HTTP/1.0 response has no chunks, so its events go through the response as h11 frames it."""
+    with fake_gateway.client() as client:
+        sid = create(client, fake_gateway)
+        bodies = {}
+        sockets = {}
+        for version in ("1.0", "1.1"):
+            sock = socket.create_connection(("127.0.0.1", fake_gateway.port), timeout=30)
+            head = [
+                f"GET /v1/sessions/{sid}/events HTTP/{version}",
+                f"Host: 127.0.0.1:{fake_gateway.port}",
+                "Accept: text/event-stream",
+                *(f"{k}: {v}" for k, v in AUTH.items()),
+            ]
+            sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+            received = b""
+            while b": connected" not in received:  # subscribed and streaming
+                received += sock.recv(65536)
+            sockets[version], bodies[version] = sock, received
+        start_turn(client, sid, "deltas:200")
+        for version, sock in sockets.items():
+            while b'"turn.completed"' not in bodies[version]:
+                data = sock.recv(65536)
+                assert data, "the stream ended before the turn did"
+                bodies[version] += data
+            sock.close()
+        expected = [e["seq"] for e in stored(client, sid)]
+
+    response_head, body = bodies["1.0"].split(b"\r\n\r\n", 1)
+    assert b"transfer-encoding" not in response_head.lower()
+    fields = (b"data:", b"id:", b":", b"retry:", b"event:")
+    assert all(not line or line.startswith(fields) for line in body.split(b"\n"))  # no sizes
+    plain = parse_sse(body.decode())
+    assert [int(f.id) for f in plain if f.id] == expected
+
+    response_head, body = bodies["1.1"].split(b"\r\n\r\n", 1)
+    assert b"transfer-encoding: chunked" in response_head.lower()
+    text, rest = b"", body
+    while rest:  # every byte of the body is inside a well-formed chunk
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        assert rest[size : size + 2] == b"\r\n"
+        text, rest = text + rest[:size], rest[size + 2 :]
+    chunked = parse_sse(text.decode())
+    assert [int(f.id) for f in chunked if f.id] == expected

@@ -134,7 +134,10 @@ class ContentBlocks:
         return items
 
     def _message(self, message_id: str) -> _Message:
-        return self._messages.setdefault(message_id, _Message())
+        message = self._messages.get(message_id)  # one lookup per delta, no allocation
+        if message is None:
+            message = self._messages[message_id] = _Message()
+        return message
 
 
 def _completion(kind: BlockKind, item_id: str, text: str) -> ContentItem:

@@ -251,23 +251,26 @@ class ClaudeSession(ProviderSession):
         lines = 0
         try:
             while process.exceeded is None:
-                line = await process.read_line()
-                if line is None:
+                batch = await process.read_lines()
+                if batch is None:
                     break
-                lines += 1
-                if lines % READER_YIELD_LINES == 0:
-                    # read_line does not suspend while lines are buffered: let others run.
-                    await asyncio.sleep(0)
-                for item in normalizer.feed(line):
-                    if isinstance(item, ControlReply):
-                        future = self._replies.pop(item.request_id, None)
-                        if future is not None and not future.done():
-                            future.set_result(item)
-                        continue
-                    if items.full():
-                        await items.put(item)
-                    else:  # no coroutine per item while the follower keeps up
-                        items.put_nowait(item)
+                for line in batch:
+                    if process.exceeded is not None:
+                        break  # what it printed after a limit is dropped
+                    lines += 1
+                    if lines % READER_YIELD_LINES == 0:
+                        # read_lines does not suspend while lines are buffered: let others run.
+                        await asyncio.sleep(0)
+                    for item in normalizer.feed(line):
+                        if isinstance(item, ControlReply):
+                            future = self._replies.pop(item.request_id, None)
+                            if future is not None and not future.done():
+                                future.set_result(item)
+                            continue
+                        if items.full():
+                            await items.put(item)
+                        else:  # no coroutine per item while the follower keeps up
+                            items.put_nowait(item)
         except LineTooLong:
             pass  # the process recorded the limit it broke and was killed for it
         except ProcessError as exc:

@@ -1,0 +1,140 @@
+"""The event log's side of several replicas: publishing what this replica stored, and
+mirroring into local channels the sessions another replica runs.
+
+The owner of a session publishes each stored batch to Redis after its commit, in commit order,
+without waiting (a batch Redis loses is read from the store by the followers). A replica with
+subscribers of a session it does not hold follows it (app/runtime/remote.py: Redis, with the
+store filling gaps) and feeds the session's local channel, so every local subscription
+behaviour (caps, overflow, resync, shutdown) holds for remote sessions unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import orjson
+
+from app.runtime.cluster import Cluster
+from app.runtime.remote import Pruned, Sequenced, follow
+from app.runtime.subscription import Channel, LoggedEvent, catch_up_from_store, fan_out
+
+log = logging.getLogger(__name__)
+
+MIRROR_CHECK_S = 2.0
+"""How long a replica following another's session trusts a quiet Redis before it asks the
+store (a batch pub/sub lost), and waits before following again after a failure."""
+
+Page = Callable[..., Awaitable[list[LoggedEvent]]]
+"""``EventLog.page``: stored events of a session after a seq."""
+
+
+def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
+    if isinstance(event, LoggedEvent):
+        return event
+    envelope = orjson.loads(event.json)
+    return LoggedEvent(
+        seq=event.seq,
+        session_id=session_id,
+        type=envelope["type"],
+        turn_id=envelope.get("turn_id"),
+        json=event.json,
+    )
+
+
+class Replicas:
+    """Publishing and mirroring for one event log."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        page: Page,
+        close: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self._cluster = cluster
+        self._page = page
+        self._close = close
+        self._mirrors: dict[str, asyncio.Task[None]] = {}
+        self._publishing: asyncio.Queue[tuple[str, list[tuple[int, str]]]] | None = None
+        self._publisher: asyncio.Task[None] | None = None
+
+    def publish(self, session_id: str, events: list[tuple[int, str]]) -> None:
+        """Publish a stored batch to the other replicas, in commit order, without waiting."""
+        if self._publishing is None:
+            self._publishing = asyncio.Queue()
+        self._publishing.put_nowait((session_id, events))
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.create_task(self._publish_loop(), name="event-fanout")
+
+    async def _publish_loop(self) -> None:
+        assert self._publishing is not None
+        while True:
+            session_id, events = await self._publishing.get()
+            try:
+                await self._cluster.fanout.publish(session_id, events)
+            except Exception as exc:  # Redis away: followers find these in the store
+                log.warning("could not publish events of %s to the replicas: %s", session_id, exc)
+
+    def follow(self, channel: Channel) -> None:
+        """Feed the channel from the replica that owns the session (through Redis and the
+        store), while it has subscribers here and this replica does not own it."""
+        session_id = channel.session_id
+        if self._cluster.holds(session_id):
+            return
+        running = self._mirrors.get(session_id)
+        if running is None or running.done():
+            self._mirrors[session_id] = asyncio.create_task(
+                self._mirror(channel), name=f"mirror:{session_id}"
+            )
+
+    async def stop_following(self, session_id: str) -> None:
+        """This replica holds the session now: its own appends feed the channel."""
+        mirror = self._mirrors.pop(session_id, None)
+        if mirror is not None:
+            mirror.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await mirror
+
+    def cancel(self) -> None:
+        for task in [*self._mirrors.values(), self._publisher]:
+            if task is not None:
+                task.cancel()
+        self._mirrors.clear()
+
+    async def _mirror(self, channel: Channel) -> None:
+        session_id = channel.session_id
+
+        async def page(after: int, limit: int) -> list[LoggedEvent]:
+            return await self._page(session_id, after=after, limit=limit)
+
+        while channel.subscribers and not self._cluster.holds(session_id):
+            try:
+                async with self._cluster.fanout.tail(session_id) as tail:
+                    events = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
+                    async for event in events:
+                        self._publish_mirrored(channel, _logged(session_id, event))
+                        if not channel.subscribers or self._cluster.holds(session_id):
+                            return
+                        if event.json.find('"type":"session.closed"') != -1:
+                            await self._close(session_id)
+            except Pruned as pruned:
+                channel.first_seq = max(channel.first_seq, pruned.first_seq)
+                channel.last_seq = channel.assigned_seq = max(
+                    channel.last_seq, pruned.first_seq - 1
+                )
+                catch_up_from_store(channel)
+            except Exception as exc:  # Redis or the store away: try again shortly
+                log.warning("following %s on its owner failed: %s", session_id, exc)
+                await asyncio.sleep(MIRROR_CHECK_S)
+
+    @staticmethod
+    def _publish_mirrored(channel: Channel, event: LoggedEvent) -> None:
+        if event.seq <= channel.last_seq:
+            return
+        channel.last_seq = channel.assigned_seq = event.seq
+        event.appended_at = time.monotonic()
+        fan_out(channel, [event])
