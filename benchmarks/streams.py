@@ -3,7 +3,7 @@
 ``SseStream`` is a small HTTP/1.1 client on a raw asyncio socket (chunked transfer decoding
 and SSE framing only): it costs the client as little CPU as possible, and it reads the
 gateway and the floor relay (benchmarks/floor.py) in exactly the same way. ``WsStream``
-reads the gateway's WebSocket with the ``websockets`` library.
+reads the gateway's WebSocket the same way (upgrade, then frames parsed by hand).
 
 A delta carries ``i=<index> t=<emit ns>``; the client records ``time.monotonic_ns()`` when the
 read that completed it returned. Later copies of an index (the completed message repeats the
@@ -13,12 +13,13 @@ text) are ignored.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import os
 import re
+import struct
 import time
 from array import array
-
-from websockets.asyncio.client import ClientConnection, connect
 
 from benchmarks.harness import AUTH, percentile
 
@@ -170,31 +171,78 @@ class SseStream:
 
 
 class WsStream:
-    """One WebSocket subscription of the gateway."""
+    """One WebSocket subscription of the gateway, on a raw asyncio socket like ``SseStream``
+    (an HTTP/1.1 upgrade, then unmasked server frames parsed in place), so the client costs
+    as little as the SSE one; no compression is offered, as a browser may not either."""
 
     def __init__(self, port: int, session_id: str, after: int, stamps: Stamps) -> None:
-        self.url = f"ws://127.0.0.1:{port}/v1/sessions/{session_id}/ws?after={after}"
+        self.port = port
+        self.path = f"/v1/sessions/{session_id}/ws?after={after}"
         self.stamps = stamps
-        self._ws: ClientConnection | None = None
+        self.bytes = 0
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._frames = bytearray()
 
     async def open(self) -> None:
-        self._ws = await connect(self.url, additional_headers=AUTH, max_size=None)
+        self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self.port)
+        key = base64.b64encode(os.urandom(16)).decode()
+        head = [
+            f"GET {self.path} HTTP/1.1",
+            f"Host: 127.0.0.1:{self.port}",
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            f"Sec-WebSocket-Key: {key}",
+            "Sec-WebSocket-Version: 13",
+            *(f"{k}: {v}" for k, v in AUTH.items()),
+        ]
+        self._writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        status = await self._reader.readuntil(b"\r\n\r\n")
+        if not status.startswith(b"HTTP/1.1 101"):
+            raise RuntimeError(f"websocket refused: {status[:200]!r}")
+
+    def _payloads(self) -> tuple[bytes, bool]:
+        """The payloads of every complete frame buffered (joined), and whether one closed."""
+        frames, out, closed = self._frames, bytearray(), False
+        while len(frames) >= 2:
+            opcode, size, at = frames[0] & 0x0F, frames[1] & 0x7F, 2
+            if size == 126:
+                if len(frames) < 4:
+                    break
+                size, at = struct.unpack_from("!H", frames, 2)[0], 4
+            elif size == 127:
+                if len(frames) < 10:
+                    break
+                size, at = struct.unpack_from("!Q", frames, 2)[0], 10
+            if len(frames) < at + size:
+                break
+            if opcode in (1, 2, 0):
+                out += frames[at : at + size]
+            elif opcode == 8:
+                closed = True
+            del frames[: at + size]
+        return bytes(out), closed
 
     async def run(self) -> None:
-        assert self._ws is not None
+        assert self._reader is not None
         stamps = self.stamps
         while not stamps.all_seen.is_set():
-            try:
-                message = await self._ws.recv(decode=False)
-            except Exception:  # a closed stream ends the run; the count shows it
+            data = await self._reader.read(READ_SIZE)
+            if not data:
                 return
-            payload = message if isinstance(message, bytes) else message.encode()
-            stamps.take(payload, time.monotonic_ns())
+            self.bytes += len(data)
+            self._frames += data
+            payload, closed = self._payloads()
+            if payload:
+                stamps.take(payload, time.monotonic_ns())
+            if closed:
+                return
 
     async def aclose(self) -> None:
-        if self._ws is not None:
+        if self._writer is not None:
+            self._writer.close()
             with contextlib.suppress(Exception):
-                await self._ws.close()
+                await self._writer.wait_closed()
 
 
 def events_path(session_id: str, after: int) -> str:
