@@ -213,6 +213,22 @@ class ToolOutput(_Payload):
     text: str
 
 
+StreamedText = MessageDelta | ReasoningDelta | ToolOutput
+"""Text a CLI streams a piece at a time: consecutive pieces of one item may be joined."""
+
+
+def item_of(data: StreamedText) -> str:
+    """The message or tool a piece of streamed text belongs to."""
+    return data.tool_id if isinstance(data, ToolOutput) else data.message_id
+
+
+def joined(first: StreamedText, texts: list[str]) -> StreamedText:
+    """``first`` carrying ``texts`` (its own first) joined: pieces of one item, in order."""
+    if len(texts) == 1:
+        return first
+    return first.model_copy(update={"text": "".join(texts)})
+
+
 class ToolCompleted(_Payload):
     TYPE = "tool.completed"
     tool_id: str

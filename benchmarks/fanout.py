@@ -20,12 +20,13 @@ from benchmarks.settings import RunConfig
 
 MEASURES = (
     "One session, one agent emitting deltas at 100 per second, read by N subscribers on one "
-    "client process (uvloop, raw sockets for SSE, the `websockets` library for "
-    "WebSocket). Delivery latency is receipt minus emission over every (subscriber, event) "
+    "client process (uvloop, raw sockets for SSE and for WebSocket, frames parsed by hand). "
+    "Delivery latency is receipt minus emission over every (subscriber, event) "
     "pair; relay CPU is the relay process's utime+stime delta (from /proc/<pid>/stat) over "
     "the run, in cores. The client shares the machine's 2 cores with the relay, so at 1,000 "
     "subscribers part of the latency is the client's own. Throughput: the same with the agent "
-    "unpaced, deliveries (events x subscribers) per second."
+    "unpaced, deliveries (deltas x subscribers) per second; the gateway joins a burst's "
+    "deltas into fewer events (`server.coalesce_deltas_ms`), the floor sends each line."
 )
 
 

@@ -32,6 +32,11 @@ class RelayResult:
         return sum(s.seen for s in self.stamps)
 
     @property
+    def delta_events(self) -> int:
+        """``message.delta`` events delivered to all subscribers (the floor sends none)."""
+        return sum(s.delta_events for s in self.stamps)
+
+    @property
     def span_s(self) -> float:
         spans = [s.span_ns() for s in self.stamps if s.seen]
         return max(spans) / 1e9 if spans else float("nan")

@@ -36,11 +36,14 @@ class Stamps:
         self.emitted = array("q", bytes(8 * count))
         self.received = array("q", bytes(8 * count))
         self.seen = 0
+        self.delta_events = 0
+        """``message.delta`` events the deltas came in (fewer than ``seen`` when joined)."""
         self.all_seen = asyncio.Event()
         self.end: tuple[int, int] | None = None
         """``(emitted, elapsed_ns)`` from the agent's closing message, once seen."""
 
     def take(self, payload: bytes, now: int) -> None:
+        self.delta_events += payload.count(b'"type":"message.delta"')
         for match in STAMP.finditer(payload):
             i = int(match.group(1))
             if i < self.count and not self.received[i]:

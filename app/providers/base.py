@@ -115,6 +115,12 @@ class ProcessInfo:
 class TurnHooks(Protocol):
     """How a provider reports back while a turn runs."""
 
+    @property
+    def joins_deltas(self) -> bool:
+        """Consecutive streamed deltas of one item may be emitted as one (the event log
+        joins them anyway: ``server.coalesce_deltas_ms`` > 0); ``TurnLoop`` then joins those
+        already queued together instead of handing them over one by one."""
+
     async def emit(self, data: EventData) -> None:
         """Append one normalized event to the session's log."""
 

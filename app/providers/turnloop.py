@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
-from app.events import FailureKind, TurnError
+from app.events import FailureKind, StreamedText, TurnError, item_of, joined
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnHooks, TurnOutcome
 from app.settings import ProviderSettings
 
@@ -156,10 +156,14 @@ class TurnLoop(Generic[T]):
         is cancelled on the way out."""
         getter: asyncio.Task[T] | None = None
         waker: asyncio.Task[bool] | None = None
+        carried: list[T] = []
+        """An item taken from the inbox while joining deltas, to be handled next."""
         try:
             while True:
                 self._wake.clear()
-                if getter is None and not inbox.empty():  # no task while it keeps up
+                if carried:
+                    item = carried.pop()
+                elif getter is None and not inbox.empty():  # no task while it keeps up
                     item = inbox.get_nowait()
                 else:
                     if getter is None:
@@ -182,6 +186,8 @@ class TurnLoop(Generic[T]):
                             return outcome
                         continue
                 self._last_activity = self._clock()
+                if self.hooks.joins_deltas and isinstance(item, StreamedText):
+                    item = self._join_queued(item, inbox, carried)
                 outcome = await handle(item)
                 if outcome is not None:
                     return outcome
@@ -193,6 +199,28 @@ class TurnLoop(Generic[T]):
             for task in self._approvals.values():
                 task.cancel()
             await asyncio.gather(*self._approvals.values(), return_exceptions=True)
+
+    @staticmethod
+    def _join_queued(item: T, inbox: asyncio.Queue[T], carried: list[T]) -> T:
+        """``item`` with the deltas of the same item queued right behind it joined in (they
+        arrived together: one event instead of several, as the event log would make them);
+        the first other item taken is put in ``carried``."""
+        assert isinstance(item, StreamedText)
+        texts: list[str] | None = None
+        key = (type(item), item_of(item))
+        while not inbox.empty():
+            following = inbox.get_nowait()
+            if not isinstance(following, StreamedText) or (
+                (type(following), item_of(following)) != key
+            ):
+                carried.append(following)
+                break
+            if texts is None:
+                texts = [item.text]
+            texts.append(following.text)
+        if texts is None:
+            return item
+        return cast(T, joined(item, texts))
 
     def _active_at(self, activity: Callable[[], float] | None) -> float:
         return self._last_activity if activity is None else max(self._last_activity, activity())

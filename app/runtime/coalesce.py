@@ -26,10 +26,8 @@ from typing import Generic, TypeVar
 
 import orjson
 
-from app.events import MessageDelta, ReasoningDelta, ToolOutput
+from app.events import MessageDelta, ReasoningDelta, StreamedText, ToolOutput, item_of, joined
 
-StreamedText = MessageDelta | ReasoningDelta | ToolOutput
-"""Events whose text the coalescer joins."""
 COALESCED = frozenset({MessageDelta.TYPE, ReasoningDelta.TYPE, ToolOutput.TYPE})
 
 MAX_HELD_CHARS = 64 * 1024
@@ -44,21 +42,10 @@ Origin = tuple[str | None, int | None, str | None]
 are joined (a plain tuple: one is made per delta)."""
 
 
-def item_of(data: StreamedText) -> str:
-    return data.tool_id if isinstance(data, ToolOutput) else data.message_id
-
-
 def encoded_size(data: StreamedText) -> int:
     """The length of ``data.model_dump_json()`` or a little more (its text escaped as JSON,
     counted in bytes), without encoding the event."""
     return len(orjson.dumps(data.text)) + len(item_of(data)) + 25
-
-
-def joined(first: StreamedText, texts: list[str]) -> StreamedText:
-    """``first`` with the texts of every delta held after it."""
-    if len(texts) == 1:
-        return first
-    return first.model_copy(update={"text": "".join(texts)})
 
 
 @dataclass(eq=False, slots=True)

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
-from app.events import EventData, encode_event, stored_time
+from app.events import EventData, StreamedText, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
-from app.runtime.coalesce import Coalescer, Origin, StreamedText
+from app.runtime.coalesce import Coalescer, Origin
 from app.runtime.replicas import Replicas
 from app.runtime.subscription import (
     Channel,
@@ -120,6 +120,11 @@ class EventLog:
         self._writer: asyncio.Task[None] | None = None
         self._drained: list[asyncio.Future[None]] = []
         self._writing = False
+
+    @property
+    def joins_deltas(self) -> bool:
+        """Streamed deltas are joined (``server.coalesce_deltas_ms`` > 0)."""
+        return self._coalescer.window_s > 0
 
     async def _channel(self, session_id: str) -> Channel:
         channel = self._channels.get(session_id)

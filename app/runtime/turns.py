@@ -22,6 +22,7 @@ from app.events import (
     EventData,
     RetryScheduled,
     SessionThreadBound,
+    StreamedText,
     TurnCompleted,
     TurnError,
     TurnFailed,
@@ -30,7 +31,7 @@ from app.events import (
 )
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
 from app.records import SessionStatus, TurnRecord, json_dict
-from app.runtime.coalesce import StreamedText, encoded_size
+from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession
@@ -99,6 +100,10 @@ class Hooks:
     turn_id: str
     attempt: int = 1
     budget: EventBudget | None = None
+
+    @property
+    def joins_deltas(self) -> bool:
+        return self.services.events.joins_deltas
 
     async def emit(self, data: EventData) -> None:
         if isinstance(data, StreamedText):

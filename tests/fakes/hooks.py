@@ -15,6 +15,9 @@ from app.providers.base import ApprovalAnswer, ApprovalRequest
 
 
 class RecordingHooks:
+    joins_deltas = False
+    """Every delta reaches ``events`` as the provider made it."""
+
     def __init__(self, answer: ApprovalAnswer | None = None) -> None:
         self.answer = answer
         self.events: list[EventData] = []

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from app.events import MessageDelta, ReasoningDelta, ToolOutput, TurnStarted
-from app.runtime.coalesce import StreamedText
+from app.events import MessageDelta, ReasoningDelta, StreamedText, ToolOutput, TurnStarted
 from app.runtime.eventlog import EventLog
 from app.runtime.subscription import LoggedEvent
 from app.store.repository import Store

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from app.events import MessageDelta, ReasoningDelta, ToolOutput
-from app.runtime.coalesce import MAX_HELD_CHARS, Coalescer, Origin, StreamedText, encoded_size
+from app.events import MessageDelta, ReasoningDelta, StreamedText, ToolOutput
+from app.runtime.coalesce import MAX_HELD_CHARS, Coalescer, Origin, encoded_size
 
 ORIGIN: Origin = ("turn", 1, "claude_code")
 

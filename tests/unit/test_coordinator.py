@@ -87,6 +87,8 @@ class ScriptedSession(ProviderSession):
 
 
 class NoHooks:
+    joins_deltas = False
+
     async def emit(self, data: EventData) -> None:
         pass
 

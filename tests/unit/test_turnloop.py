@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.events import MessageDelta, ReasoningDelta, ToolOutput
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
 from app.providers.turnloop import TurnLoop
 from app.settings import ProviderSettings
@@ -189,3 +190,52 @@ def _record(sent: list[ApprovalAnswer]) -> Any:
         sent.append(answer)
 
     return send
+
+
+# --- deltas queued together ------------------------------------------------------------------
+
+
+class JoiningHooks(RecordingHooks):
+    joins_deltas = True
+
+
+@pytest.mark.parametrize("joining", [True, False])
+async def test_deltas_of_one_item_queued_together_are_handed_over_joined(joining: bool) -> None:
+    hooks = JoiningHooks() if joining else RecordingHooks()
+    loop: TurnLoop[object] = TurnLoop(
+        provider="claude_code",
+        cli="Claude Code",
+        settings=ProviderSettings(turn_idle_timeout_s=IDLE_S),
+        hooks=hooks,
+        clock=Clock(),
+    )
+    inbox: asyncio.Queue[object] = asyncio.Queue()
+    items: list[object] = [
+        MessageDelta(message_id="a", text="1"),
+        MessageDelta(message_id="a", text="2"),
+        MessageDelta(message_id="a", text="3"),
+        ReasoningDelta(message_id="a", text="r"),
+        MessageDelta(message_id="b", text="4"),
+        ToolOutput(tool_id="t", text="o1"),
+        ToolOutput(tool_id="t", text="o2"),
+        "end",
+    ]
+    for item in items:
+        inbox.put_nowait(item)
+    seen: list[object] = []
+
+    async def handle(item: object) -> TurnOutcome | None:
+        seen.append(item)
+        return DONE if item == "end" else None
+
+    assert await loop.run(inbox, handle) == DONE
+    if not joining:
+        assert seen == items
+        return
+    assert seen == [
+        MessageDelta(message_id="a", text="123"),
+        ReasoningDelta(message_id="a", text="r"),
+        MessageDelta(message_id="b", text="4"),
+        ToolOutput(tool_id="t", text="o1o2"),
+        "end",
+    ]
