@@ -41,6 +41,7 @@ BENCHMARKS = (
     "soak",
     "replicas",
     "peer",
+    "coalescing",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

@@ -45,6 +45,10 @@ block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched
   stops quietly as soon as the client goes away;
 * ``[[long:<chars>]]`` -> ``<chars>`` characters of text (a sentence repeated) in text deltas
   of ``LONG_CHUNK`` characters each, sent back to back, then ``end_turn`` (streaming benchmarks);
+  ``[[long:<chars>@<deltas_per_s>]]`` paces them instead, ``1 / <deltas_per_s>`` seconds before
+  each delta after the first (like a real model's token stream; each pause is a sleep, so the
+  rate is at most that), and ``[[long:<chars>@<deltas_per_s>/<chars_per_delta>]]`` also sets
+  the size of a delta (e.g. ``[[long:3000@150/4]]``: 750 deltas of 4 characters in ~5 s);
 * ``[[error:<status>]]`` -> that HTTP status with ``{"type": "error", "error": {...}}``
   (``overloaded_error`` for 529, ``rate_limit_error`` + ``retry-after: 0`` for 429,
   ``authentication_error`` for 401, ``api_error`` otherwise); every retry gets the same answer;
@@ -161,7 +165,9 @@ _TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
 _SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 _ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
 _ECHO_RE = re.compile(r"\[\[echo\]\]")
-_LONG_RE = re.compile(r"\[\[long:\s*([0-9]+)\s*\]\]")
+_LONG_RE = re.compile(
+    r"\[\[long:\s*([0-9]+)\s*(?:@\s*([0-9]+(?:\.[0-9]+)?)\s*(?:/\s*([0-9]+)\s*)?)?\]\]"
+)
 _FAIL_RE = re.compile(r"\[\[fail:\s*([0-9]{3})\s*:\s*([0-9]+)\s*\]\]")
 _CUT_RE = re.compile(r"\[\[cut:\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?\]\]")
 _HANG_RE = re.compile(r"\[\[hang\]\]")
@@ -477,9 +483,11 @@ def plan_reply(
         return Plan((TextPart(chunks, delay=SLOW_TICK_SECONDS),))
     if match := _LONG_RE.search(prompt):
         size = max(1, int(match.group(1)))
+        rate = float(match.group(2) or 0)
+        step = max(1, int(match.group(3) or LONG_CHUNK))
         text = (LONG_SENTENCE * (size // len(LONG_SENTENCE) + 1))[:size]
-        chunks = tuple(text[i : i + LONG_CHUNK] for i in range(0, size, LONG_CHUNK))
-        return Plan((TextPart(chunks),))
+        chunks = tuple(text[i : i + step] for i in range(0, size, step))
+        return Plan((TextPart(chunks, delay=1 / rate if rate > 0 else 0.0),))
     if _ECHO_RE.search(prompt):
         return _text_plan(f"Echo: {message_count}")
     return _text_plan(DEFAULT_TEXT)

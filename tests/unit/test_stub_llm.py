@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +17,11 @@ from tests.stub_llm import (
     LONG_CHUNK,
     OUTPUT_TOKENS,
     SIDE_TEXT,
+    Plan,
     StubLLM,
+    TextPart,
     is_side_request,
+    plan_reply,
 )
 
 MESSAGES = "/v1/messages?beta=true"
@@ -207,6 +211,42 @@ def test_long_directive_streams_that_many_characters_in_small_deltas(
     deltas = [e["delta"]["text"] for e in events if e.get("delta", {}).get("type") == "text_delta"]
     assert len(text_of(events)) == 2001
     assert [len(d) for d in deltas] == [LONG_CHUNK] * 100 + [1]
+
+
+@pytest.mark.parametrize(
+    ("directive", "sizes", "delay"),
+    [
+        ("[[long:45]]", [LONG_CHUNK, LONG_CHUNK, 5], 0.0),
+        ("[[long:45@50]]", [LONG_CHUNK, LONG_CHUNK, 5], 0.02),
+        ("[[long:10@150/4]]", [4, 4, 2], 1 / 150),
+        ("[[long: 9 @ 2.5 / 3 ]]", [3, 3, 3], 0.4),
+        ("[[long:9@0/3]]", [3, 3, 3], 0.0),
+    ],
+)
+def test_long_directive_pace_and_delta_size(directive: str, sizes: list[int], delay: float) -> None:
+    plan = plan_reply(f"Tell me a story. {directive}")
+
+    assert isinstance(plan, Plan)
+    [part] = plan.parts
+    assert isinstance(part, TextPart)
+    assert [len(chunk) for chunk in part.chunks] == sizes
+    assert part.delay == pytest.approx(delay)
+    unpaced = plan_reply(f"[[long:{sum(sizes)}]]")
+    assert isinstance(unpaced, Plan)
+    assert plan.text == unpaced.text
+
+
+def test_paced_long_directive_streams_at_most_that_many_deltas_a_second(
+    client: httpx.Client,
+) -> None:
+    started = time.monotonic()
+    events = stream(client, body(user("Tell me a story. [[long:40@50/4]]")))
+    elapsed = time.monotonic() - started
+
+    deltas = [e["delta"]["text"] for e in events if e.get("delta", {}).get("type") == "text_delta"]
+    assert [len(d) for d in deltas] == [4] * 10
+    assert len(text_of(events)) == 40
+    assert elapsed >= 9 * 0.02  # nine pauses of 20 ms between ten deltas
 
 
 @pytest.mark.parametrize(
