@@ -93,11 +93,12 @@ class ServerSettings(_Section):
     ws_max_message_bytes: int = Field(default=1024 * 1024, ge=1024)
     sse_keepalive_s: float = Field(default=15.0, gt=0)
     subscriber_queue_size: int = Field(default=1000, ge=10)
-    coalesce_deltas_ms: float = Field(default=5.0, ge=0, le=1000)
+    coalesce_deltas_ms: float = Field(default=16.0, ge=0, le=1000)
     """Streamed deltas of one item (``message.delta``, ``reasoning.delta``, ``tool.output``)
     that follow each other within this window are joined into one event before they are
     stored and sent; the first after a pause goes out at once. 0 sends every delta as the
-    CLI printed it."""
+    CLI printed it. The default is one display frame at 60 Hz: CLIs stream deltas a few
+    milliseconds apart (OpenCode about 150 a second), so a shorter window joins few of them."""
     api_keys: list[ApiKey] = []
     """Named keys besides ``token`` (which is the admin key): each sees only its sessions."""
     allow_root: bool = False

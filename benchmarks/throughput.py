@@ -16,16 +16,16 @@ from benchmarks.harness import (
 from benchmarks.relay import RelayResult, through_floor, through_gateway, warm, warm_floor
 from benchmarks.settings import RunConfig
 
-DEFAULT = "gateway (disk), deltas joined (default, 5 ms)"
+DEFAULT = "gateway (disk), deltas joined (default, 16 ms)"
 UNJOINED = "gateway (disk), every delta an event (0 ms)"
-JOINED = {DEFAULT: 5.0, UNJOINED: 0.0}
+JOINED = {DEFAULT: 16.0, UNJOINED: 0.0}
 """``server.coalesce_deltas_ms`` of each gateway row."""
 
 MEASURES = (
     "A warm agent process prints N `message.delta` lines as fast as the pipe takes them; one "
     "SSE client counts them. Deltas/s = deltas received / (last receipt - first emission). "
     "Gateway: `python -m app serve` with its SQLite file on the disk, once with its default "
-    "delta coalescing (consecutive deltas within 5 ms become one `message.delta` event; "
+    "delta coalescing (consecutive deltas within 16 ms become one `message.delta` event; "
     "`delta events` counts the events they arrived in) and once with it off. Floor: the same agent "
     "behind `benchmarks/floor.py`, a minimal asyncio relay that batches as the gateway does "
     "(read what the pipe holds, one SSE chunk of its complete lines, one write per client), "
