@@ -38,9 +38,6 @@ class LiveSession:
     stop_reason: str = "interrupted by the client"
     busy: bool = False
     """A turn is running; cleared just before its terminal event is published."""
-    starting: bool = False
-    """A turn is being created (its row written): another start is refused, and the process
-    cap counts the session as busy."""
     coordinator: TurnCoordinator | None = None
     """The running turn's coordinator (attempts, retry waits, interrupts)."""
 
@@ -71,13 +68,13 @@ async def make_room(
         for other in sessions
         if other is not live
         and owns_process(providers, other)
-        and (other.busy or other.starting or other.handle.process is not None)
+        and (other.busy or other.handle.process is not None)
     ]
     excess = len(holders) + 1 - max_live_processes
     if excess <= 0:
         return
     idle = sorted(
-        (h for h in holders if not (h.busy or h.starting) and h.handle.process is not None),
+        (h for h in holders if not h.busy and h.handle.process is not None),
         key=lambda h: h.last_active,
     )
     if len(idle) < excess:

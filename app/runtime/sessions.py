@@ -15,7 +15,6 @@ import logging
 import secrets
 import time
 import typing
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,11 +110,6 @@ class SessionManager:
         self.clock = clock
         self._live: dict[str, LiveSession] = {}
         self._guard = asyncio.Lock()
-        """The table of live sessions and the process cap."""
-        self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
-        """One turn start (or provider switch) at a time per session."""
         self._turn_services = TurnServices(
             events=events,
             store=store,
@@ -311,45 +305,38 @@ class SessionManager:
                 args = {"session_id": session_id, "prompt": prompt, "retry": retry, "owner": owner}
                 answer = await self.cluster.forward(elsewhere, "start_turn", args)
                 return typing.cast(TurnRecord, record_from(TurnRecord, answer))
-        # One start at a time per session; other sessions' starts go on meanwhile (the
-        # manager-wide guard covers only the table of live sessions and its cap).
-        async with self._session_lock(session_id):
+        async with self._guard:
             row = await self.get(session_id, owner=owner)
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
             recheck_workspace(row.id, row.workspace, self.settings.workspaces.roots)
-            async with self._guard:
-                live = await self._live_session(row)
-                if live.busy or live.starting:
-                    raise TurnInProgress(
-                        f"session {session_id} is already running turn {live.turn_id}; "
-                        "wait for it to end or interrupt it",
-                        turn_id=live.turn_id,
-                    )
-                await make_room(
-                    live,
-                    self._live.values(),
-                    providers=self.providers,
-                    max_live_processes=self.settings.limits.max_live_processes,
+            live = await self._live_session(row)
+            if live.busy:
+                raise TurnInProgress(
+                    f"session {session_id} is already running turn {live.turn_id}; "
+                    "wait for it to end or interrupt it",
+                    turn_id=live.turn_id,
                 )
-                live.starting = True
-            try:
-                policy = resolve_policy(retry, row.retry, self.settings.retry)
-                now = self.clock()
-                turn = TurnRecord(
-                    id="trn_" + secrets.token_hex(16),
-                    session_id=session_id,
-                    number=0,  # set by add_turn
-                    prompt=prompt,
-                    status="queued",
-                    attempts=0,
-                    retry_policy=policy.snapshot(),
-                    provider=row.provider,
-                    created_at=now,
-                )
-                turn = await self.store.add_turn(turn, now=now)
-            finally:
-                live.starting = False
+            await make_room(
+                live,
+                self._live.values(),
+                providers=self.providers,
+                max_live_processes=self.settings.limits.max_live_processes,
+            )
+            policy = resolve_policy(retry, row.retry, self.settings.retry)
+            now = self.clock()
+            turn = TurnRecord(
+                id="trn_" + secrets.token_hex(16),
+                session_id=session_id,
+                number=0,  # set by add_turn
+                prompt=prompt,
+                status="queued",
+                attempts=0,
+                retry_policy=policy.snapshot(),
+                provider=row.provider,
+                created_at=now,
+            )
+            turn = await self.store.add_turn(turn, now=now)
             live.turn_id = turn.id
             live.busy = True
             live.stop_reason = "interrupted by the client"
@@ -369,12 +356,6 @@ class SessionManager:
                     name=f"turn:{turn.id}",
                 )
         return turn
-
-    def _session_lock(self, session_id: str) -> asyncio.Lock:
-        lock = self._session_locks.get(session_id)
-        if lock is None:
-            lock = self._session_locks[session_id] = asyncio.Lock()
-        return lock
 
     async def _live_session(self, row: SessionRecord) -> LiveSession:
         live = self._live.get(row.id)
@@ -424,7 +405,7 @@ class SessionManager:
 
     async def switch_provider(self, session_id: str, to: str, *, reason: str) -> SessionRecord:
         """Move an idle session to another provider (a new thread there) and say so."""
-        async with self._session_lock(session_id), self._guard:
+        async with self._guard:
             previous = (await self.get(session_id)).provider
             live = self._live.pop(session_id, None)
             if live is not None:
