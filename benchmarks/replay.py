@@ -22,7 +22,9 @@ async def run(config: RunConfig) -> Section:
     section = Section(name="replay", title="8. Replay", measures=MEASURES)
     rows: list[dict[str, object]] = []
     with scratch("replay") as base:
-        async with running(bench_gateway(base)) as api:
+        # Every delta its own event, as the floor sends each line (joining is measured in
+        # the throughput and coalescing benchmarks).
+        async with running(bench_gateway(base, server={"coalesce_deltas_ms": 0})) as api:
             session = await api.create_session()
             await warm(api, session)
             before = await api.last_seq(session)

@@ -173,14 +173,18 @@ def chart(results: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     (throughput, latency), (fanout, other) = axes
 
-    bars = {r["relay"]: r["events/s"] for r in _rows(results, "throughput") if "relay" in r}
+    bars = {
+        r["relay"]: r.get("deltas/s", r.get("events/s"))
+        for r in _rows(results, "throughput")
+        if "relay" in r
+    }
     bars.update(
         {r["what"]: r["events/s"] for r in _rows(results, "persistence") if "gateway" in r["what"]}
     )
     if bars:
         throughput.barh(list(bars), list(bars.values()), color="tab:blue")
         throughput.set_xscale("log")
-    throughput.set_title("relay throughput, one SSE client (events/s)")
+    throughput.set_title("relay throughput, one SSE client (deltas/s)")
 
     for relay, style in (("floor", "o--"), ("gateway", "s-")):
         points = [r for r in _rows(results, "latency") if r.get("relay") == relay]
