@@ -30,6 +30,7 @@ from benchmarks.harness import AUTH, Api, Section, Table, Target, cpu_seconds, s
 from benchmarks.peer import GATEWAY_ENDS, SseTap
 from benchmarks.realcli import Setup, gateway_for
 from benchmarks.settings import RunConfig
+from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.gateway import TOKEN
 from tests.stub_llm import Plan, StubLLM, plan_reply
 
@@ -48,16 +49,6 @@ CHARS_PER_DELTA = 4
 WARMUP_PROMPT = "Say hello"
 TURN_LIMIT_S = 120.0
 START_LIMIT_S = 90.0
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [  # tests/browser/conftest.py's
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 BROWSER_METRICS = {
     "TaskDuration": "TaskDuration ms",
     "ScriptDuration": "ScriptDuration ms",

@@ -28,6 +28,24 @@ END = re.compile(rb"bench-end emitted=(\d+) elapsed_ns=(\d+)")
 READ_SIZE = 1 << 16
 
 
+async def request(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    port: int,
+    path: str,
+    headers: dict[str, str],
+    *,
+    expect: int,
+) -> None:
+    """Send a GET and read the response head; anything but ``expect`` is an error."""
+    head = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+    status = await reader.readuntil(b"\r\n\r\n")
+    if not status.startswith(b"HTTP/1.1 %d" % expect):
+        raise RuntimeError(f"{path} refused: {status[:200]!r}")
+
+
 class Stamps:
     """Emit and receive times of deltas 0..n-1 (0 = not seen)."""
 
@@ -113,16 +131,8 @@ class SseStream:
             self._reader, self._writer = await asyncio.open_connection(sock=sock)
         else:
             self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self.port)
-        head = [
-            f"GET {self.path} HTTP/1.1",
-            f"Host: 127.0.0.1:{self.port}",
-            "Accept: text/event-stream",
-            *(f"{k}: {v}" for k, v in self.headers.items()),
-        ]
-        self._writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
-        status = await self._reader.readuntil(b"\r\n\r\n")
-        if not status.startswith(b"HTTP/1.1 200"):
-            raise RuntimeError(f"stream refused: {status[:200]!r}")
+        headers = {"Accept": "text/event-stream", **self.headers}
+        await request(self._reader, self._writer, self.port, self.path, headers, expect=200)
         while not self._body:
             await self._read()
 
@@ -190,19 +200,14 @@ class WsStream:
     async def open(self) -> None:
         self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self.port)
         key = base64.b64encode(os.urandom(16)).decode()
-        head = [
-            f"GET {self.path} HTTP/1.1",
-            f"Host: 127.0.0.1:{self.port}",
-            "Upgrade: websocket",
-            "Connection: Upgrade",
-            f"Sec-WebSocket-Key: {key}",
-            "Sec-WebSocket-Version: 13",
-            *(f"{k}: {v}" for k, v in AUTH.items()),
-        ]
-        self._writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
-        status = await self._reader.readuntil(b"\r\n\r\n")
-        if not status.startswith(b"HTTP/1.1 101"):
-            raise RuntimeError(f"websocket refused: {status[:200]!r}")
+        headers = {
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Key": key,
+            "Sec-WebSocket-Version": "13",
+            **AUTH,
+        }
+        await request(self._reader, self._writer, self.port, self.path, headers, expect=101)
 
     def _payloads(self) -> tuple[bytes, bool]:
         """The payloads of every complete frame buffered (joined), and whether one closed."""

@@ -19,20 +19,11 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_play
 from playwright.sync_api import Error as PlaywrightError
 
 from app.settings import PINNED_CLI_BIN
+from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.providers import CONFIGS
 from tests.gateway import ROOT, GatewayProcess
 from tests.stub_llm import StubLLM
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 FAST_RETRY = {"strategies": {"default": {"delays_s": [0.2]}}, "cli_request_retries": 0}
 
