@@ -180,7 +180,8 @@ class ChunkedBodyWriter:
     Chunks carry no state, so they interleave with h11's own; the final chunk is still h11's
     (the response's end). Any other framing (an HTTP/1.0 client, a HEAD request), a full
     buffer (uvicorn's flow control) or a connection going away refuses the write, and the
-    response's task sends instead.
+    response's task sends instead. The bytes bypass the app's middleware, so nothing may
+    transform a stream's body (no compression middleware; none is installed).
     """
 
     kind = "http.chunked"
