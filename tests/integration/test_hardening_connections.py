@@ -164,7 +164,8 @@ def test_t17_a_full_house_of_silent_sockets_is_cleared_by_the_deadline(
 
 def test_t21_the_request_target_counts_in_the_head_limit(gateway: FakeGateway) -> None:
     def head(target: bytes, extra: bytes = b"") -> bytes:
-        request = b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + AUTH + extra + b"\r\n"
+        request = b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        request += AUTH + extra + b"\r\n"  # read to the end: closed after the answer
         with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
             sock.sendall(request)
             answer = b""
