@@ -455,13 +455,24 @@ function updateControls() {
 
 // --- applying events -------------------------------------------------------------------------
 
+// Whether the log followed its end when this frame's first event arrived (null: no event yet).
+// Reading the layout once per frame, and scrolling once, keeps a storm of deltas from forcing
+// a layout per event.
+let followThisFrame = null;
+
 function apply(envelope) {
   if (!envelope || typeof envelope.seq !== "number" || envelope.seq <= state.lastSeq) return;
   state.lastSeq = envelope.seq;
-  const follow = isAtEnd();
+  if (state.live && followThisFrame === null) {
+    followThisFrame = isAtEnd();
+    requestAnimationFrame(() => {
+      const follow = followThisFrame;
+      followThisFrame = null;
+      scrollToEnd(follow);
+    });
+  }
   render(envelope);
   track(envelope);
-  if (state.live) scrollToEnd(follow);
 }
 
 function track(envelope) {

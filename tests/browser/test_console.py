@@ -334,3 +334,23 @@ def test_the_console_reconnects_after_a_gateway_restart(
     send(page, "say hello again")
     expect(page.locator("#log .turn-end.completed")).to_have_count(2, timeout=30_000)
     assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_the_log_follows_a_long_answer_unless_the_reader_scrolled_up(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    """The log is scrolled once per frame, not once per event (a storm of deltas would force a
+    layout each): it still ends at the newest text, and leaves a reader who scrolled up alone."""
+    sign_in(page, gateway)
+    create_session(page, workspace)
+    send(page, "[[long:3000@150/4]]")
+    turn_end(page, "completed")
+    assert page.eval_on_selector("#log", AT_END)
+    page.eval_on_selector("#log", "log => { log.scrollTop = 0; }")
+    send(page, "[[long:3000@150/4]]")
+    turn_end(page, "completed")
+    assert page.eval_on_selector("#log", "log => log.scrollTop") == 0
+    assert not page.eval_on_selector("#log", AT_END)
+
+
+AT_END = "log => log.scrollHeight - log.scrollTop - log.clientHeight < 40"
