@@ -204,6 +204,8 @@ class ChunkedBodyWriter:
         ):
             return False
         if self._chunked is None:  # known once the response has started
+            # h11 keeps its framing private; should that name change, nothing is written
+            # here and every batch goes through the response's task as before.
             self._chunked = isinstance(getattr(cycle.conn, "_writer", None), ChunkedWriter)
         if not self._chunked:
             return False

@@ -26,9 +26,7 @@ from typing import Generic, TypeVar
 
 import orjson
 
-from app.events import MessageDelta, ReasoningDelta, StreamedText, ToolOutput, item_of, joined
-
-COALESCED = frozenset({MessageDelta.TYPE, ReasoningDelta.TYPE, ToolOutput.TYPE})
+from app.events import StreamedText, item_of, joined
 
 MAX_HELD_CHARS = 64 * 1024
 """A held event this long is numbered without waiting for its window to close."""

@@ -169,10 +169,7 @@ class EventLog:
         Cancelling the caller never cancels the write. ``data_json`` is ``data`` already
         encoded (``model_dump_json()``), for a caller that encoded it to measure it.
         """
-        channel = self._channels.get(session_id) or await self._channel(session_id)
-        if channel.failure is not None:
-            failure, channel.failure = channel.failure, None
-            raise failure
+        channel = await self._writable_channel(session_id)
         self._coalescer.flush(session_id)
         event, done = self._number(
             channel,
@@ -193,23 +190,27 @@ class EventLog:
         turn_id: str | None = None,
         attempt: int | None = None,
         provider: str | None = None,
-        data_json: str | None = None,
     ) -> None:
         """Append a streamed delta without waiting for its commit, joined with the deltas of
         the same item that follow it within the coalescing window (app/runtime/coalesce.py).
         A failed write surfaces at the session's next append."""
-        channel = self._channels.get(session_id) or await self._channel(session_id)
-        if channel.failure is not None:
-            failure, channel.failure = channel.failure, None
-            raise failure
+        channel = await self._writable_channel(session_id)
         origin = (turn_id, attempt, provider)
         if self._coalescer.add(session_id, channel, data, origin):
             return
         _, done = self._number(
-            channel, data, origin, data_json=data_json, wait=len(self._pending) >= MAX_PENDING
+            channel, data, origin, data_json=None, wait=len(self._pending) >= MAX_PENDING
         )
         if done is not None:  # past MAX_PENDING queued events even a streamer waits
             await asyncio.shield(done)
+
+    async def _writable_channel(self, session_id: str) -> Channel:
+        """The session's channel; raises the failed write of events nobody waited for."""
+        channel = self._channels.get(session_id) or await self._channel(session_id)
+        if channel.failure is not None:
+            failure, channel.failure = channel.failure, None
+            raise failure
+        return channel
 
     def _release(self, channel: Channel, data: StreamedText, origin: Origin) -> None:
         """Number a joined delta the coalescer held (nobody waits for it)."""
