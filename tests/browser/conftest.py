@@ -59,6 +59,10 @@ def gateway(
         "selection": {"default": "claude_code"},
         "retry": FAST_RETRY,
         "providers": providers,
+        # Every delta as the stub streamed it: the tests count what the console renders of a
+        # live stream, and the stub sends its chunks back to back, which joining would make
+        # one event or several by timing (the console with joined deltas: benchmark 13).
+        "server": {"coalesce_deltas_ms": 0},
     }
     process = GatewayProcess(data_dir=base / "data", config=config).start()
     yield process
