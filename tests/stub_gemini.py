@@ -34,6 +34,7 @@ from tests.stub_llm import (
     CutPlan,
     ErrorPlan,
     HangPlan,
+    NamedCall,
     Plan,
     RecordedRequest,
     TextPart,
@@ -253,6 +254,8 @@ async def _render(
     for part in plan.parts:
         if isinstance(part, TextPart):
             texts.append(part)
+        elif isinstance(part, NamedCall):
+            calls.append({"functionCall": {"name": part.name, "args": part.input}})
         else:
             name, args = _shell_call(body, part.command)
             calls.append({"functionCall": {"name": name, "args": args}})

@@ -41,6 +41,10 @@ block of a block list, so ``<system-reminder>`` blocks the CLI adds are searched
   with input ``{"command": "<command>", "description": "run command"}``,
   ``stop_reason`` ``tool_use``;
   ids are ``toolu_stub_<n>`` (fresh per request);
+* ``[[call:<name> <json object>]]`` -> text block ``I will use a tool.`` then a ``tool_use`` of
+  the tool ``<name>`` with that input as it is (``TodoWrite``, ``AskUserQuestion``, Codex's
+  ``update_plan``, OpenCode's ``question``: whatever the client offers), ``stop_reason``
+  ``tool_use``; the OpenAI formats render it as a function call with those arguments;
 * ``[[slow:<seconds>]]`` -> text deltas ``tick <n> `` every 0.05 s for that long, then ``end_turn``;
   stops quietly as soon as the client goes away;
 * ``[[long:<chars>]]`` -> ``<chars>`` characters of text (a sentence repeated) in text deltas
@@ -135,6 +139,7 @@ __all__ = [
     "ErrorPlan",
     "Fault",
     "HangPlan",
+    "NamedCall",
     "Plan",
     "RecordedRequest",
     "RecordedResponse",
@@ -150,6 +155,7 @@ __all__ = [
 DEFAULT_TEXT = "Hello from stub."
 SIDE_TEXT = "Stub side reply."
 TOOL_PREAMBLE = "I will run a command."
+CALL_PREAMBLE = "I will use a tool."
 INPUT_TOKENS = 12
 OUTPUT_TOKENS = 7
 SLOW_TICK_SECONDS = 0.05
@@ -162,6 +168,7 @@ STREAM_LIMIT = 16 * 1024 * 1024
 _log = logging.getLogger(__name__)
 
 _TOOL_RE = re.compile(r"\[\[tool:bash\s+(.*?)\]\]", re.DOTALL)
+_CALL_RE = re.compile(r"\[\[call:\s*([A-Za-z0-9_.:-]+)\s+(\{.*?\})\s*\]\]", re.DOTALL)
 _SLOW_RE = re.compile(r"\[\[slow:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 _ERROR_RE = re.compile(r"\[\[error:\s*([0-9]{3})\s*\]\]")
 _ECHO_RE = re.compile(r"\[\[echo\]\]")
@@ -383,14 +390,23 @@ class CommandCall:
 
 
 @dataclass(frozen=True)
+class NamedCall:
+    """API-neutral plan step: the model calls the client's tool ``name`` with ``input`` as it
+    is (``[[call:<name> <json object>]]``: a plan, a question, any tool the client offers)."""
+
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Plan:
     """What the stub answers, independent of the wire format (Anthropic, Responses, Chat)."""
 
-    parts: tuple[TextPart | CommandCall, ...]
+    parts: tuple[TextPart | CommandCall | NamedCall, ...]
 
     @property
     def calls_tool(self) -> bool:
-        return any(isinstance(part, CommandCall) for part in self.parts)
+        return any(isinstance(part, CommandCall | NamedCall) for part in self.parts)
 
     @property
     def text(self) -> str:
@@ -477,6 +493,9 @@ def plan_reply(
         return ErrorPlan(status, _reason(status))
     if match := _TOOL_RE.search(prompt):
         return Plan((TextPart((TOOL_PREAMBLE,)), CommandCall(match.group(1).strip())))
+    if match := _CALL_RE.search(prompt):
+        arguments = json.loads(match.group(2))
+        return Plan((TextPart((CALL_PREAMBLE,)), NamedCall(match.group(1), arguments)))
     if match := _SLOW_RE.search(prompt):
         ticks = max(1, round(float(match.group(1)) / SLOW_TICK_SECONDS))
         chunks = tuple(f"tick {n} " for n in range(1, ticks + 1))
@@ -545,6 +564,8 @@ def _plan(
     for part in plan.parts:
         if isinstance(part, TextPart):
             blocks.append(part)
+        elif isinstance(part, NamedCall):
+            blocks.append(_ToolUseBlock(new_tool_id(), part.name, part.input))
         else:
             tool_input = {"command": part.command, "description": "run command"}
             blocks.append(_ToolUseBlock(new_tool_id(), "Bash", tool_input))

@@ -77,6 +77,7 @@ from tests.stub_llm import (
     CutPlan,
     ErrorPlan,
     HangPlan,
+    NamedCall,
     Plan,
     RecordedRequest,
     TextPart,
@@ -416,6 +417,8 @@ def _steps(
         if isinstance(part, CommandCall):
             name, args = choose_shell_tool(body, part.command, default_tool)
             steps.append(_Call(f"call_stub_{next_id()}", name, args))
+        elif isinstance(part, NamedCall):
+            steps.append(_Call(f"call_stub_{next_id()}", part.name, part.input))
         else:
             steps.append(_Text(part))
     return steps

@@ -347,3 +347,25 @@ def test_restart_after_stop() -> None:
     with server, httpx.Client(base_url=server.base_url) as http:
         assert http.post(MESSAGES, json=body(user("hi"), stream=False)).status_code == 200
     assert first_url.startswith("http://127.0.0.1:")
+
+
+def test_call_directive_uses_the_named_tool_with_its_input(client: httpx.Client) -> None:
+    todos = {"todos": [{"content": "Read", "status": "in_progress", "activeForm": "Reading"}]}
+    payload = body(user(f"plan it [[call:TodoWrite {json.dumps(todos)}]]"))
+
+    events = stream(client, payload)
+
+    assert text_of(events) == "I will use a tool."
+    [start] = [
+        e
+        for e in events
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use"
+    ]
+    assert start["content_block"]["name"] == "TodoWrite"
+    partial = "".join(
+        e["delta"]["partial_json"]
+        for e in events
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+    )
+    assert json.loads(partial) == todos
+    assert events[-2]["delta"]["stop_reason"] == "tool_use"

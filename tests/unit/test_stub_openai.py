@@ -440,3 +440,18 @@ def test_body_that_is_not_an_object_is_a_400(client: httpx.Client) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_call_directive_is_a_function_call_with_those_arguments(client: httpx.Client) -> None:
+    plan = {"plan": [{"step": "Read", "status": "in_progress"}]}
+    payload = responses_body(user_item(f"[[call:update_plan {json.dumps(plan)}]]"))
+
+    events = responses_events(client, payload)
+
+    [call] = [
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"
+    ]
+    assert call["name"] == "update_plan"
+    assert json.loads(call["arguments"]) == plan
