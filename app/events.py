@@ -97,6 +97,8 @@ class TurnError(BaseModel):
     provider: str | None = None
     exit_code: int | None = None
     stderr_tail: str | None = None
+    resets_at: datetime | None = None
+    """For ``usage_limit``: when the limit resets, as the CLI reported it (None: unknown)."""
     reason: str | None = None
     """Why the gateway ended the turn when no provider failure did: ``gateway_restart``,
     ``gateway_shutdown``, ``replica_lost`` (the replica running it stopped answering and
@@ -286,6 +288,9 @@ class RetryScheduled(_Payload):
     delay_s: float | None
     kind: FailureKind
     message: str | None = None
+    resume_at: datetime | None = None
+    """When the next attempt starts, for a wait on a usage limit's reset (``kind``
+    ``usage_limit``): the reset the CLI reported, plus a second."""
 
 
 class ProviderSwitched(_Payload):

@@ -63,6 +63,8 @@ class TurnRecord:
     final_text: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    resume_at: datetime | None = None
+    """A turn waiting for a usage limit to reset continues then (it survives a restart)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

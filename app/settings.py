@@ -228,6 +228,9 @@ class RetryStrategy(_Section):
     delays_s: list[float] = Field(min_length=1)
 
 
+UsageLimitAction = Literal["wait", "fallback", "fail"]
+
+
 class RetrySettings(_Section):
     enabled: bool = True
     strategies: dict[str, RetryStrategy] = Field(
@@ -236,6 +239,13 @@ class RetrySettings(_Section):
     continuation_prompt: str = (
         "The previous attempt was interrupted by an error. Continue the task from where it stopped."
     )
+    usage_limit: UsageLimitAction = "wait"
+    """What a turn does when the agent hits its usage limit: ``wait`` for the reset the CLI
+    reported (then continue in the same thread), ``fallback`` to the next provider (sessions
+    that allow failover), or ``fail``. A wait that cannot be (no reset time, or later than
+    ``usage_limit_max_wait_s``) falls back when the session allows it, else fails."""
+    usage_limit_max_wait_s: float = Field(default=6 * 3600.0, gt=0, le=7 * 24 * 3600.0)
+    """The longest wait for a usage limit's reset (Claude's window is 5 hours)."""
     cli_request_retries: int = Field(default=2, ge=0, le=10)
     """Retries each CLI makes itself for one failed model request before it gives up
     (Claude Code ``CLAUDE_CODE_MAX_RETRIES``, Codex ``request_max_retries``)."""

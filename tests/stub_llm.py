@@ -74,6 +74,14 @@ checked before everything above, side requests excepted:
   every request of that conversation; ``[[cut:<k>:<n>]]`` only on the first ``n`` (counted like
   ``fail``). A non-streaming request gets its status line, headers and half of its body, then the
   drop;
+* ``[[usage_limit:<seconds>]]`` -> a usage limit that resets ``<seconds>`` after the first
+  request carrying it (rounded up to a whole second): until then every request of that
+  conversation answers 429 the way each API reports a subscription limit (Anthropic:
+  ``rate_limit_error`` with ``anthropic-ratelimit-unified-status: rejected`` and
+  ``anthropic-ratelimit-unified-reset: <unix seconds>``; Responses / Chat: an
+  ``usage_limit_reached`` error with ``resets_at`` and ``resets_in_seconds``, and Codex's
+  ``x-codex-primary-*`` rate-limit headers), no ``retry-after``; afterwards it is as if the
+  directive were not there;
 * ``[[hang]]`` -> the start of the stream, then only keep-alive (Anthropic ``ping`` events, SSE
   ``: ping`` comments for the OpenAI formats) every ``KEEPALIVE_SECONDS`` until the client goes
   away; a non-streaming request gets nothing at all until then.
@@ -116,6 +124,7 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import re
 import signal
 import threading
@@ -162,6 +171,7 @@ SLOW_TICK_SECONDS = 0.05
 LONG_CHUNK = 20
 LONG_SENTENCE = "The stub streams a long reply in many small pieces. "
 KEEPALIVE_SECONDS = 0.5
+USAGE_LIMIT_MESSAGE = "You have reached your usage limit for this period."
 MAX_HEADER_BYTES = 64 * 1024
 STREAM_LIMIT = 16 * 1024 * 1024
 
@@ -178,6 +188,7 @@ _LONG_RE = re.compile(
 _FAIL_RE = re.compile(r"\[\[fail:\s*([0-9]{3})\s*:\s*([0-9]+)\s*\]\]")
 _CUT_RE = re.compile(r"\[\[cut:\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?\]\]")
 _HANG_RE = re.compile(r"\[\[hang\]\]")
+_USAGE_LIMIT_RE = re.compile(r"\[\[usage_limit:\s*([0-9]+(?:\.[0-9]+)?)\s*\]\]")
 
 # Served by tests/stub_openai.py: Responses API (Codex) and Chat Completions (OpenCode).
 OPENAI_PATHS = frozenset({"/v1/responses", "/v1/chat/completions"})
@@ -420,6 +431,9 @@ class ErrorPlan:
     status: int
     message: str
     retry_after: str | None = None  # the ``retry-after`` header to send, if any
+    resets_at: int | None = None
+    """A usage limit (``[[usage_limit]]``): when it resets, in Unix seconds; each format
+    renders the body and headers its CLI reads as a usage limit with that reset time."""
 
 
 @dataclass(frozen=True)
@@ -442,14 +456,21 @@ Fault = ErrorPlan | CutPlan | HangPlan
 
 
 def fault_directive(
-    conversation: str, take: Callable[[str, int], bool] = lambda _key, _limit: True
+    conversation: str,
+    take: Callable[[str, int], bool] = lambda _key, _limit: True,
+    limited: Callable[[str, float], int | None] = lambda _key, _seconds: None,
 ) -> Fault | None:
     """The fault a request plays, from the text of all its user messages.
 
     ``take(directive_text, n)`` says whether a directive limited to ``n`` requests still plays
-    (and counts this use); the default plays every one (no counting). ``fail`` comes first,
-    then ``cut``, then ``hang``.
+    (and counts this use); the default plays every one (no counting). ``limited(directive_text,
+    seconds)`` is the reset time (Unix seconds) of a usage limit still in force, None once it
+    has reset. ``usage_limit`` comes first, then ``fail``, ``cut`` and ``hang``.
     """
+    for match in _USAGE_LIMIT_RE.finditer(conversation):
+        resets_at = limited(match.group(0), float(match.group(1)))
+        if resets_at is not None:
+            return ErrorPlan(429, USAGE_LIMIT_MESSAGE, resets_at=resets_at)
     for match in _FAIL_RE.finditer(conversation):
         if take(match.group(0), int(match.group(2))):
             status = int(match.group(1))
@@ -534,6 +555,7 @@ class _ErrorReply:
     error_type: str
     message: str
     retry_after: str | None = None
+    headers: Mapping[str, str] | None = None
 
 
 def _tool_result_text(block: dict[str, Any]) -> str:
@@ -555,6 +577,15 @@ def _plan(
             message_count=len(messages) if isinstance(messages, list) else 0,
         )
     )
+    if isinstance(plan, ErrorPlan) and plan.resets_at is not None:
+        # A subscription limit as the API reports it: the unified rate-limit headers say
+        # "rejected" and when the window resets; Claude Code reads them, not the body.
+        headers = {
+            "anthropic-ratelimit-unified-status": "rejected",
+            "anthropic-ratelimit-unified-reset": str(plan.resets_at),
+            "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        }
+        return _ErrorReply(429, "rate_limit_error", plan.message, None, headers)
     if isinstance(plan, ErrorPlan):
         default_type = "api_error" if plan.status >= 500 else "invalid_request_error"
         error_type = _ERROR_TYPES.get(plan.status, default_type)
@@ -752,6 +783,7 @@ class StubLLM:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._fault_uses: dict[str, int] = {}
+        self._limit_starts: dict[str, float] = {}
         self._fault_lock = threading.Lock()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -927,7 +959,16 @@ class StubLLM:
         """The fault ``request`` plays (None for side requests); counts one use of it."""
         if request.is_side:
             return None
-        return fault_directive(request.conversation_text, self._take)
+        return fault_directive(request.conversation_text, self._take, self._limited)
+
+    def _limited(self, directive: str, seconds: float) -> int | None:
+        """``[[usage_limit:<seconds>]]`` is in force for ``seconds`` from the first request
+        that carried it; its reset time (Unix seconds, rounded up) while it is, else None."""
+        now = time.time()
+        with self._fault_lock:
+            first = self._limit_starts.setdefault(directive, now)
+        resets_at = first + seconds
+        return math.ceil(resets_at) if now < resets_at else None
 
     # -- server -----------------------------------------------------------------------------
 
@@ -1028,6 +1069,7 @@ class StubLLM:
         plan = _plan(request.body, lambda: f"toolu_stub_{self._next_id()}", fault)
         if isinstance(plan, _ErrorReply):
             extra = {"retry-after": plan.retry_after} if plan.retry_after is not None else {}
+            extra.update(plan.headers or {})
             body = _error_body(plan.error_type, plan.message)
             await self._send_json(conn, plan.status, body, keep_alive, extra_headers=extra)
             return plan.status

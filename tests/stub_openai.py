@@ -320,6 +320,11 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
             message_count=count,
         )
     )
+    if isinstance(plan, ErrorPlan) and plan.resets_at is not None:
+        await stub._send_json(
+            conn, 429, _usage_limit_body(plan), keep_alive, extra_headers=_usage_headers(plan)
+        )
+        return 429
     if isinstance(plan, ErrorPlan):
         # OpenCode has no retry setting (5 retries, 2-32 s backoff: ~70 s for a 5xx) but honours
         # retry-after, so 5xx answers carry it too: its retries then take ~0.1 s.
@@ -422,6 +427,31 @@ def _steps(
         else:
             steps.append(_Text(part))
     return steps
+
+
+def _usage_limit_body(plan: ErrorPlan) -> dict[str, Any]:
+    """A usage limit as ChatGPT-backed Codex reads it (``usage_limit_reached``)."""
+    assert plan.resets_at is not None
+    return {
+        "error": {
+            "type": "usage_limit_reached",
+            "message": plan.message,
+            "plan_type": "pro",
+            "resets_at": plan.resets_at,
+            "resets_in_seconds": max(0, plan.resets_at - int(time.time())),
+        }
+    }
+
+
+def _usage_headers(plan: ErrorPlan) -> dict[str, str]:
+    """Codex's rate-limit headers: the primary window is spent and when it resets."""
+    assert plan.resets_at is not None
+    return {
+        "x-codex-primary-used-percent": "100",
+        "x-codex-primary-window-minutes": "300",
+        "x-codex-primary-reset-at": str(plan.resets_at),
+        "x-codex-primary-reset-after-seconds": str(max(0, plan.resets_at - int(time.time()))),
+    }
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:

@@ -82,6 +82,7 @@ def turn_public(row: TurnRecord) -> TurnPublic:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        resume_at=row.resume_at,
         usage=Usage.model_validate(row.usage) if row.usage else None,
         error=TurnError.model_validate(row.error) if row.error else None,
         final_text=row.final_text,
@@ -98,6 +99,8 @@ def _retry_public(snapshot: dict[str, JsonValue] | None) -> RetryPolicyPublic | 
         strategy=policy.strategy,
         delays_s=list(policy.delays_s),
         max_attempts=policy.max_attempts,
+        usage_limit=policy.usage_limit,
+        usage_limit_max_wait_s=policy.usage_limit_max_wait_s,
     )
 
 

@@ -24,7 +24,7 @@ from app.providers.base import Capability
 from app.providers.catalog import CATALOG, descriptor, known_names
 from app.providers.descriptor import ProviderDescriptor
 from app.runtime.requests import SessionRequest
-from app.settings import MEMBER_PATTERN, NAME_PATTERN
+from app.settings import MEMBER_PATTERN, NAME_PATTERN, UsageLimitAction
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
@@ -106,6 +106,12 @@ class _In(BaseModel):
 class RetryPolicyIn(_In):
     enabled: bool | None = None
     strategy: StrategyName | None = None
+    usage_limit: UsageLimitAction | None = None
+    """When the agent hits its usage limit: ``wait`` for the reset it reported and continue
+    in the same thread, ``fallback`` to the next provider (sessions with ``fallback``), or
+    ``fail``; the default is ``retry.usage_limit``."""
+    usage_limit_max_wait_s: Annotated[float, Field(gt=0, le=7 * 24 * 3600)] | None = None
+    """The longest wait for a usage limit's reset; default ``retry.usage_limit_max_wait_s``."""
 
 
 class SessionOptions(_In):
@@ -198,6 +204,9 @@ class RetryPolicyPublic(BaseModel):
     """The wait before each retry attempt, in order."""
     max_attempts: int
     """1 plus one attempt per delay when enabled, else 1."""
+    usage_limit: UsageLimitAction
+    """What a usage limit does: ``wait`` for its reset, ``fallback``, or ``fail``."""
+    usage_limit_max_wait_s: float
 
 
 class TurnPublic(BaseModel):
@@ -211,6 +220,9 @@ class TurnPublic(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    resume_at: datetime | None = None
+    """While the turn waits for a usage limit's reset (status ``retrying``): when it goes on
+    in the same thread. The wait is stored and survives a restart of the gateway."""
     usage: Usage | None = None
     error: TurnError | None = None
     final_text: str | None = None

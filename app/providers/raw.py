@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -65,3 +66,13 @@ def merged(base: Mapping[str, JsonValue], top: Mapping[str, JsonValue]) -> dict[
         else:
             result[key] = value
     return result
+
+
+def as_unix_time(value: object) -> datetime | None:
+    """A Unix time in seconds as a UTC datetime; None for anything else or out of range."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None

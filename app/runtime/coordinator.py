@@ -24,6 +24,13 @@ running attempt through the provider's interrupt and fails the turn with kind
 ``idle_timeout``, not retryable, message "turn exceeded turn_timeout_s …"; a wait that would
 end past the limit is not started and the last failure is reported instead.
 
+A usage limit (kind ``usage_limit``) is not retried on the delays: when the CLI reported when
+the limit resets and the policy's ``usage_limit`` is ``wait``, the turn waits until then
+(``retry.scheduled`` with ``resume_at``, status ``retrying``; the wait is stored, survives a
+restart and is not counted against ``turn_timeout_s``) and continues in the same thread, at
+most ``MAX_USAGE_WAITS`` times; otherwise the failure is final (and a session that allows
+failover moves to another provider, app/runtime/failover.py).
+
 Events of attempt n carry ``attempt=n``; the ``retry.scheduled`` emitted after attempt n
 carries envelope ``attempt=n`` and ``data.attempt=n+1`` (the attempt it schedules).
 """
@@ -34,8 +41,10 @@ import asyncio
 import contextlib
 import logging
 import time
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from pydantic import JsonValue
@@ -43,7 +52,7 @@ from pydantic import JsonValue
 from app.errors import InvalidRequest
 from app.events import FailureKind, RetryScheduled, TurnError
 from app.providers.base import ProviderSession, TurnHooks, TurnOutcome
-from app.settings import RetrySettings
+from app.settings import RetrySettings, UsageLimitAction
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +69,11 @@ NEVER_RETRIED: frozenset[FailureKind] = frozenset(
         "resource_limit",
     }
 )
+USAGE_LIMIT_ACTIONS: tuple[UsageLimitAction, ...] = typing.get_args(UsageLimitAction)
+USAGE_RESET_MARGIN_S = 1.0
+"""Waited past a usage limit's reported reset, so the next request is not a second early."""
+MAX_USAGE_WAITS = 3
+"""Usage-limit waits in one turn before its failure is final (a limit that keeps moving)."""
 INTERRUPT_GRACE_S = 30.0
 """How long a timed-out attempt has to end after its interrupt before it is cancelled."""
 
@@ -71,6 +85,9 @@ class RetryPolicy:
     enabled: bool
     strategy: str
     delays_s: tuple[float, ...]
+    usage_limit: UsageLimitAction = "fail"
+    """What a usage limit does (turns stored before this was kept: ``fail``)."""
+    usage_limit_max_wait_s: float = 0.0
 
     @property
     def max_attempts(self) -> int:
@@ -78,7 +95,13 @@ class RetryPolicy:
 
     def snapshot(self) -> dict[str, JsonValue]:
         """The JSON stored in ``turns.retry_policy``."""
-        return {"enabled": self.enabled, "strategy": self.strategy, "delays_s": list(self.delays_s)}
+        return {
+            "enabled": self.enabled,
+            "strategy": self.strategy,
+            "delays_s": list(self.delays_s),
+            "usage_limit": self.usage_limit,
+            "usage_limit_max_wait_s": self.usage_limit_max_wait_s,
+        }
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, JsonValue]) -> RetryPolicy:
@@ -89,7 +112,17 @@ class RetryPolicy:
         )
         if not (isinstance(enabled, bool) and isinstance(strategy, str) and numbers == delays):
             raise ValueError(f"not a retry policy snapshot: {snapshot!r}")
-        return cls(enabled=enabled, strategy=strategy, delays_s=tuple(float(d) for d in numbers))
+        action = snapshot.get("usage_limit", "fail")
+        max_wait = snapshot.get("usage_limit_max_wait_s", 0.0)
+        if action not in USAGE_LIMIT_ACTIONS or not isinstance(max_wait, int | float):
+            raise ValueError(f"not a retry policy snapshot: {snapshot!r}")
+        return cls(
+            enabled=enabled,
+            strategy=strategy,
+            delays_s=tuple(float(d) for d in numbers),
+            usage_limit=action,
+            usage_limit_max_wait_s=float(max_wait),
+        )
 
 
 def resolve_policy(
@@ -113,10 +146,20 @@ def resolve_policy(
             f"{', '.join(sorted(settings.strategies))}",
             strategies=[name for name in sorted(settings.strategies)],
         )
+    action = pick("usage_limit")
+    if action is not None and action not in USAGE_LIMIT_ACTIONS:
+        raise InvalidRequest(
+            f"unknown usage_limit action {action!r}; use one of {', '.join(USAGE_LIMIT_ACTIONS)}"
+        )
+    max_wait = pick("usage_limit_max_wait_s")
     return RetryPolicy(
         enabled=enabled if isinstance(enabled, bool) else settings.enabled,
         strategy=name,
         delays_s=tuple(chosen.delays_s),
+        usage_limit=action or settings.usage_limit,
+        usage_limit_max_wait_s=float(max_wait)
+        if isinstance(max_wait, int | float)
+        else settings.usage_limit_max_wait_s,
     )
 
 
@@ -129,6 +172,20 @@ def decide(
     if not error.retryable or error.kind in NEVER_RETRIED or not can_continue:
         return None
     return policy.delays_s[attempt - 1]
+
+
+def usage_wait(
+    error: TurnError, policy: RetryPolicy, *, now: datetime, can_continue: bool
+) -> float | None:
+    """Seconds to wait for a usage limit's reset before continuing in the same thread, or
+    None when the policy does not wait for this one (not ``wait``, no reset time reported,
+    a reset later than ``usage_limit_max_wait_s``, or a thread that cannot continue)."""
+    if not policy.enabled or policy.usage_limit != "wait" or error.kind != "usage_limit":
+        return None
+    if error.resets_at is None or not can_continue:
+        return None
+    wait = max(0.0, (error.resets_at - now).total_seconds()) + USAGE_RESET_MARGIN_S
+    return wait if wait <= policy.usage_limit_max_wait_s else None
 
 
 class AttemptReporter(Protocol):
@@ -165,8 +222,19 @@ class TurnCoordinator:
         reporter: AttemptReporter,
         sleep: Sleep = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         interrupt_grace_s: float = INTERRUPT_GRACE_S,
+        first_attempt: int = 1,
+        resume_at: datetime | None = None,
     ) -> None:
+        """``first_attempt`` numbers the first attempt this coordinator runs (a turn moved to
+        another provider goes on counting); ``resume_at`` resumes a stored wait for a usage
+        limit's reset, after which the continuation prompt runs."""
+        self.resume_at = resume_at
+        """While the turn waits for a usage limit's reset: when the wait ends. A turn stopped
+        by a shutdown during the wait keeps it (stored) and resumes after the restart."""
+        self._first_attempt = first_attempt
+        self._clock = clock
         self.handle = handle
         self.policy = policy
         self.continuation_prompt = continuation_prompt
@@ -187,7 +255,17 @@ class TurnCoordinator:
     async def run(self, prompt: str) -> CoordinatedTurn:
         """Run attempts until one completes, the failure is final, or the turn is stopped."""
         deadline = self._monotonic() + self.turn_timeout_s
-        attempt = 0
+        attempt = self._first_attempt - 1
+        retries = usage_waits = 0
+        fresh = self.resume_at is None  # a resumed wait continues the conversation
+        if self.resume_at is not None:
+            waited = await self._wait_for_reset(self.resume_at)
+            if waited is None:
+                return CoordinatedTurn(
+                    outcome=_interrupted("while waiting for the usage limit to reset"),
+                    attempts=attempt,
+                )
+            deadline += waited
         while True:
             attempt += 1
             if self._interrupted.is_set():
@@ -195,19 +273,49 @@ class TurnCoordinator:
                     outcome=_interrupted("before the attempt"), attempts=attempt - 1
                 )
             await self.reporter.attempt_started(attempt)
-            text = prompt if attempt == 1 else self.continuation_prompt
+            first = fresh and attempt == self._first_attempt
+            text = prompt if first else self.continuation_prompt
             outcome = await self._attempt(text, attempt, deadline)
             if outcome.status != "failed" or outcome.error is None:
                 return CoordinatedTurn(outcome=outcome, attempts=attempt)
             if self._interrupted.is_set():
                 return CoordinatedTurn(outcome=_interrupted("by the client"), attempts=attempt)
             error = outcome.error
-            delay = decide(
-                error,
-                attempt=attempt,
-                policy=self.policy,
-                can_continue=self.handle.can_continue(error),
-            )
+            can_continue = self.handle.can_continue(error)
+            if error.kind == "usage_limit":
+                wait = usage_wait(error, self.policy, now=self._clock(), can_continue=can_continue)
+                if wait is None or usage_waits == MAX_USAGE_WAITS:
+                    return CoordinatedTurn(outcome=outcome, attempts=attempt)
+                usage_waits += 1
+                resume_at = self._clock() + timedelta(seconds=wait)
+                await self.reporter.retry_scheduled(
+                    attempt,
+                    RetryScheduled(
+                        source="gateway",
+                        attempt=attempt + 1,
+                        max_attempts=None,
+                        delay_s=round(wait, 3),
+                        kind="usage_limit",
+                        message=error.message,
+                        resume_at=resume_at,
+                    ),
+                )
+                log.info(
+                    "usage limit: continuing attempt %d at %s",
+                    attempt,
+                    resume_at.isoformat(),
+                    extra={"attempt": attempt, "kind": error.kind, "delay_s": wait},
+                )
+                waited = await self._wait_for_reset(resume_at)
+                if waited is None:
+                    return CoordinatedTurn(
+                        outcome=_interrupted("while waiting for the usage limit to reset"),
+                        attempts=attempt,
+                    )
+                deadline += waited  # the wait is not the agent's time
+                continue
+            retries += 1
+            delay = decide(error, attempt=retries, policy=self.policy, can_continue=can_continue)
             if delay is None or self._monotonic() + delay >= deadline:
                 return CoordinatedTurn(outcome=outcome, attempts=attempt)
             await self.reporter.retry_scheduled(
@@ -232,6 +340,18 @@ class TurnCoordinator:
                 return CoordinatedTurn(
                     outcome=_interrupted("while waiting to retry"), attempts=attempt
                 )
+
+    async def _wait_for_reset(self, resume_at: datetime) -> float | None:
+        """Wait until ``resume_at`` (kept in ``self.resume_at`` meanwhile); the seconds waited,
+        or None when an interrupt ended the wait first. A cancellation (shutdown) leaves
+        ``resume_at`` set: the stored schedule outlives this process."""
+        self.resume_at = resume_at
+        delay = max(0.0, (resume_at - self._clock()).total_seconds())
+        if not await self._wait(delay):
+            self.resume_at = None
+            return None
+        self.resume_at = None
+        return delay
 
     async def _wait(self, delay: float) -> bool:
         """Sleep ``delay``; False when an interrupt ended the wait first."""

@@ -62,10 +62,10 @@ from app.records import (
 )
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.cluster import Cluster, record_from
-from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
+from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession, make_room
-from app.runtime.recovery import end_unfinished, recover
+from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
     NoProviderAvailable,
@@ -337,25 +337,71 @@ class SessionManager:
                 created_at=now,
             )
             turn = await self.store.add_turn(turn, now=now)
-            live.turn_id = turn.id
-            live.busy = True
-            live.stop_reason = "interrupted by the client"
-            live.coordinator = TurnCoordinator(
-                handle=live.handle,
-                policy=policy,
-                continuation_prompt=self.settings.retry.continuation_prompt,
-                turn_timeout_s=self.settings.sessions.turn_timeout_s,
-                reporter=Recorder(services=self._turn_services, live=live, turn_id=turn.id),
-                sleep=self.sleep,
-                monotonic=self.monotonic,
-            )
-            # The task copies this context: every line it logs names the session and turn.
-            with bind_ids(session_id=session_id, turn_id=turn.id, provider=row.provider):
-                live.turn_task = asyncio.create_task(
-                    run_turn(self._turn_services, live, turn, live.coordinator),
-                    name=f"turn:{turn.id}",
-                )
+            self._launch(live, turn, policy)
         return turn
+
+    def _launch(self, live: LiveSession, turn: TurnRecord, policy: RetryPolicy) -> None:
+        """Run ``turn`` in its own task; a turn with ``resume_at`` resumes its stored wait
+        for a usage limit's reset, then continues with its next attempt."""
+        resumed = turn.resume_at is not None
+        live.turn_id = turn.id
+        live.busy = True
+        live.stop_reason = "interrupted by the client"
+        recorder = Recorder(
+            services=self._turn_services,
+            live=live,
+            turn_id=turn.id,
+            attempts=turn.attempts,
+            scheduled=resumed,
+        )
+        live.coordinator = TurnCoordinator(
+            handle=live.handle,
+            policy=policy,
+            continuation_prompt=self.settings.retry.continuation_prompt,
+            turn_timeout_s=self.settings.sessions.turn_timeout_s,
+            reporter=recorder,
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+            clock=self.clock,
+            first_attempt=turn.attempts + 1,
+            resume_at=turn.resume_at,
+        )
+        # The task copies this context: every line it logs names the session and turn.
+        with bind_ids(session_id=live.session_id, turn_id=turn.id, provider=live.provider):
+            live.turn_task = asyncio.create_task(
+                run_turn(self._turn_services, live, turn, live.coordinator, resumed=resumed),
+                name=f"turn:{turn.id}",
+            )
+
+    async def _resume(self, turn: TurnRecord) -> None:
+        """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
+        the replica that adopted its session); a turn that cannot go on is ended."""
+        async with self._guard:
+            row = await self.get(turn.session_id)
+            try:
+                if row.status in ENDED_SESSION_STATUSES:
+                    raise SessionClosed(f"session {row.id} is {row.status}")
+                live = await self._live_session(row)
+                policy = RetryPolicy.from_snapshot(turn.retry_policy or {})
+            except (ProviderUnavailable, SessionClosed, ValueError) as exc:
+                log.warning("turn %s cannot resume after its usage limit: %s", turn.id, exc)
+                await fail_turn(
+                    self.store,
+                    self.events,
+                    turn,
+                    now=self.clock(),
+                    reason="gateway_restart",
+                    message=f"gateway_restart: the turn could not resume its wait ({exc})",
+                )
+                return
+            await self.set_status(live, "retrying")
+            self._launch(live, turn, policy)
+        log.info(
+            "turn %s resumes its wait for the usage limit's reset (%s)",
+            turn.id,
+            turn.resume_at.isoformat() if turn.resume_at else "now",
+            extra={"session_id": turn.session_id, "turn_id": turn.id},
+        )
 
     async def _live_session(self, row: SessionRecord) -> LiveSession:
         live = self._live.get(row.id)
@@ -520,7 +566,8 @@ class SessionManager:
         """After a restart: end the turns and approvals that died with the previous process
         (with several replicas: those of sessions no live replica holds)."""
         if self.cluster is None:
-            await recover(self.store, self.events, now=self.clock())
+            for turn in await recover(self.store, self.events, now=self.clock()):
+                await self._resume(turn)
             return
         try:
             await self.adopt_orphans()
@@ -610,23 +657,31 @@ class SessionManager:
                 continue  # its replica is alive
             if await self.cluster.hold(session_id) is not None:
                 continue  # another replica adopted it first
+            resumed = False
             try:
                 await self.events.take_over(session_id)
                 now = self.clock()
                 await end_unfinished(
                     self.store, self.events, now=now, reason="replica_lost", sessions={session_id}
                 )
-                await self.store.update_session(session_id, status="idle", updated_at=now)
+                scheduled = await scheduled_turns(self.store, {session_id})
+                if scheduled:  # a wait for a usage limit's reset goes on here
+                    await self._resume(scheduled[0])
+                    resumed = session_id in self._live
+                else:
+                    await self.store.update_session(session_id, status="idle", updated_at=now)
                 adopted += 1
                 log.warning(
-                    "adopted session %s from a lost replica: its turn ended (replica_lost)",
+                    "adopted session %s from a lost replica: %s",
                     session_id,
+                    "its turn waits here" if resumed else "its turn ended (replica_lost)",
                     extra={"session_id": session_id, "event": "cluster.adopted"},
                 )
             finally:
                 await self.events.flush()
-                await self.cluster.let_go(session_id)
-                self.events.let_go(session_id)
+                if not resumed:
+                    await self.cluster.let_go(session_id)
+                    self.events.let_go(session_id)
         return adopted
 
     async def suspend_idle(self, now: float | None = None) -> int:

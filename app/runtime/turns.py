@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from app.errors import StorageUnavailable
 from app.events import (
@@ -153,6 +154,8 @@ class Recorder:
     live: LiveSession
     turn_id: str
     attempts: int = 0
+    scheduled: bool = False
+    """The turn row holds a ``resume_at`` (a usage-limit wait) to clear at the next attempt."""
     budget: EventBudget = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,36 +173,56 @@ class Recorder:
     async def attempt_started(self, attempt: int) -> None:
         self.attempts = attempt
         now = self.services.clock()
-        started = {"started_at": now} if attempt == 1 else {}
+        values: dict[str, Any] = {"started_at": now} if attempt == 1 else {}
+        if self.scheduled:  # the wait for a usage limit's reset is over
+            values["resume_at"] = None
+            self.scheduled = False
         await self.services.store.turn_running(
-            self.turn_id, self.live.session_id, now=now, attempts=attempt, **started
+            self.turn_id, self.live.session_id, now=now, attempts=attempt, **values
         )
 
     async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
-        await self.services.store.update_turn(self.turn_id, status="retrying")
+        # A wait for a usage limit's reset is stored: a restarted gateway resumes it.
+        self.scheduled = self.scheduled or event.resume_at is not None
+        await self.services.store.update_turn(
+            self.turn_id, status="retrying", resume_at=event.resume_at
+        )
         await self.services.set_status(self.live, "retrying")
         await self.hooks(failed_attempt).emit(event)
 
 
 async def run_turn(
-    services: TurnServices, live: LiveSession, turn: TurnRecord, coordinator: TurnCoordinator
+    services: TurnServices,
+    live: LiveSession,
+    turn: TurnRecord,
+    coordinator: TurnCoordinator,
+    *,
+    resumed: bool = False,
 ) -> None:
     """Drive ``turn`` to its end and record the outcome; never raises except cancellation.
 
     When the store refuses a write (disk full, I/O error), the CLI is stopped at once, since
     nothing it prints could be recorded, and the turn fails once its end can be recorded.
+    A ``resumed`` turn (its stored wait for a usage limit's reset, after a restart) has
+    already told ``turn.started``.
     """
-    hooks = Hooks(services=services, live=live, turn_id=turn.id)
+    hooks = Hooks(services=services, live=live, turn_id=turn.id, attempt=max(turn.attempts, 1))
     try:
         # The session is marked running with the turn's insert, the turn with its first
         # attempt (Recorder.attempt_started): nothing to write before the event.
-        await hooks.emit(TurnStarted(prompt=turn.prompt))
+        if not resumed:
+            await hooks.emit(TurnStarted(prompt=turn.prompt))
         result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
         hooks.attempt = max(result.attempts, 1)
     except asyncio.CancelledError:
+        if live.stop_reason == GATEWAY_SHUTDOWN and coordinator.resume_at is not None:
+            # Waiting for a usage limit's reset: the wait is stored and the next start of
+            # the gateway resumes it, so the turn is not ended here.
+            log.info("turn %s keeps its wait for the usage limit's reset", turn.id)
+            raise
         await _finish(services, live, turn, hooks, _stopped(live.stop_reason))
         raise
     except StorageUnavailable:
@@ -319,6 +342,7 @@ async def _finish(
         usage=usage,
         error=error,
         finished_at=services.clock(),
+        resume_at=None,
     )
     # The session is idle before clients learn that the turn ended, so a client reacting to
     # the terminal event can start the next turn at once. The append's task is scheduled as

@@ -130,6 +130,8 @@ class TurnRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    resume_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When a turn waiting for a usage limit's reset continues (None: no such wait)."""
 
 
 class ApprovalRow(Base):

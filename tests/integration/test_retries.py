@@ -10,10 +10,15 @@ from typing import Any
 import httpx
 import pytest
 
+from app.settings import RetrySettings
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import SseReader, follow, is_turn_end
 
 CONTINUE = "CONTINUE-FROM-THE-ERROR"
+USAGE_DEFAULTS = {
+    "usage_limit": RetrySettings().usage_limit,
+    "usage_limit_max_wait_s": RetrySettings().usage_limit_max_wait_s,
+}
 RETRY = {
     "continuation_prompt": CONTINUE,
     "strategies": {"default": {"delays_s": [0.1, 0.2]}, "slow": {"delays_s": [30.0]}},
@@ -79,12 +84,18 @@ def test_a_flaky_turn_is_retried_in_the_same_thread_with_the_continuation_prompt
         (policy,) = db.execute(
             "SELECT retry_policy FROM turns WHERE id = ?", (turn["id"],)
         ).fetchone()
-    assert json.loads(policy) == {"enabled": True, "strategy": "default", "delays_s": [0.1, 0.2]}
+    assert json.loads(policy) == {
+        "enabled": True,
+        "strategy": "default",
+        "delays_s": [0.1, 0.2],
+        **USAGE_DEFAULTS,
+    }
     assert turn["retry"] == {
         "enabled": True,
         "strategy": "default",
         "delays_s": [0.1, 0.2],
         "max_attempts": 3,
+        **USAGE_DEFAULTS,
     }
 
 
@@ -123,6 +134,7 @@ def test_a_turn_can_switch_retry_off(gateway: FakeGateway) -> None:
         "strategy": "default",
         "delays_s": [0.1, 0.2],
         "max_attempts": 1,
+        **USAGE_DEFAULTS,
     }
 
 
@@ -131,7 +143,13 @@ def test_the_turn_keeps_the_policy_it_was_created_with(gateway: FakeGateway) -> 
         sid = new_session(client, gateway, retry={"strategy": "slow"})
         created = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
         assert created.status_code == 202, created.text
-        slow = {"enabled": True, "strategy": "slow", "delays_s": [30.0], "max_attempts": 2}
+        slow = {
+            "enabled": True,
+            "strategy": "slow",
+            "delays_s": [30.0],
+            "max_attempts": 2,
+            **USAGE_DEFAULTS,
+        }
         assert created.json()["retry"] == slow  # in the 202 already
         follow(client, sid)
         listed = client.get(f"/v1/sessions/{sid}/turns").json()["turns"]

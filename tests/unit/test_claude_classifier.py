@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -177,3 +178,41 @@ def test_a_process_that_dies_without_a_result_is_a_retryable_crash(
     assert error.exit_code == returncode
     assert error.stderr_tail == tail
     assert error.provider == "claude_code"
+
+
+# A subscription's usage limit, as Claude Code 2.1.330 with a claude.ai login printed it
+# against a 429 whose unified rate-limit headers said "rejected" (stub ``[[usage_limit]]``).
+USAGE_LIMIT_RESULT: dict[str, Any] = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": True,
+    "terminal_reason": "api_error",
+    "api_error_status": 429,
+    "api_error_type": "rate_limit_error",
+    "api_error": "usage_limit_reached",
+    "result": "You've hit your 5-hour limit · resets 2:29pm (UTC)",
+}
+
+
+def test_a_usage_limit_says_when_it_resets() -> None:
+    raw = {
+        **USAGE_LIMIT_RESULT,
+        "api_error_params": {
+            "rate_limit_info": {"status": "rejected", "resetsAt": 1795703382, "rateLimitType": "x"}
+        },
+    }
+    error = error_for_result(raw)
+    assert error.kind == "usage_limit"
+    assert not error.retryable
+    assert error.resets_at == datetime.fromtimestamp(1795703382, tz=UTC)
+
+
+def test_a_usage_limit_without_its_reset_is_still_a_usage_limit() -> None:
+    error = error_for_result(USAGE_LIMIT_RESULT)
+    assert (error.kind, error.resets_at) == ("usage_limit", None)
+
+
+def test_an_api_key_429_is_a_rate_limit_not_a_usage_limit() -> None:
+    raw = {k: v for k, v in USAGE_LIMIT_RESULT.items() if k != "api_error"}
+    raw["result"] = "API Error: Request rejected (429) · You have reached your usage limit."
+    assert error_for_result(raw).kind == "rate_limited"

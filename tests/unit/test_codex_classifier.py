@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from app.providers.codex.classifier import (
     kind_for_status,
     retry_notice,
     server_lost_error,
+    usage_reset,
 )
 
 
@@ -149,3 +151,27 @@ def test_a_lost_server_is_a_retryable_crash_with_its_stderr(
     assert how in error.message
     assert error.stderr_tail == "panic: oops"
     assert server_lost_error("x", 1, "").stderr_tail is None
+
+
+# `account/rateLimits/updated` as codex 0.169.0 sent it just before a usageLimitExceeded
+# failure (stub ``[[usage_limit]]``: the x-codex-primary-* headers of the 429).
+SPENT = {
+    "limitId": "codex",
+    "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1795703401},
+    "secondary": None,
+}
+
+
+def test_the_reset_of_a_spent_window_is_when_the_usage_limit_ends() -> None:
+    assert usage_reset(SPENT) == datetime.fromtimestamp(1795703401, tz=UTC)
+
+
+def test_the_later_of_two_spent_windows_wins_and_unspent_ones_do_not_count() -> None:
+    both = {
+        "primary": {"usedPercent": 100, "resetsAt": 1795703401},
+        "secondary": {"usedPercent": 100.0, "resetsAt": 1795800000},
+    }
+    assert usage_reset(both) == datetime.fromtimestamp(1795800000, tz=UTC)
+    assert usage_reset({"primary": {"usedPercent": 42, "resetsAt": 1795703401}}) is None
+    assert usage_reset(None) is None
+    assert usage_reset({"primary": {"usedPercent": 100, "resetsAt": "soon"}}) is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
@@ -20,12 +22,15 @@ from app.providers.base import (
     TurnOutcome,
 )
 from app.runtime.coordinator import (
+    MAX_USAGE_WAITS,
     NEVER_RETRIED,
+    USAGE_RESET_MARGIN_S,
     CoordinatedTurn,
     RetryPolicy,
     TurnCoordinator,
     decide,
     resolve_policy,
+    usage_wait,
 )
 from app.settings import RetrySettings, RetryStrategy
 
@@ -127,6 +132,10 @@ class FakeTime:
     def monotonic(self) -> float:
         return self.now
 
+    def wall(self) -> datetime:
+        """The wall clock, moving with the monotonic one."""
+        return EPOCH + timedelta(seconds=self.now)
+
     async def sleep(self, delay: float) -> None:
         self.slept.append(delay)
         if self.block:
@@ -135,7 +144,14 @@ class FakeTime:
         await asyncio.sleep(0)
 
 
-POLICY = RetryPolicy(enabled=True, strategy="default", delays_s=(10.0, 20.0, 60.0))
+EPOCH = datetime(2026, 11, 26, tzinfo=UTC)
+POLICY = RetryPolicy(
+    enabled=True,
+    strategy="default",
+    delays_s=(10.0, 20.0, 60.0),
+    usage_limit="wait",
+    usage_limit_max_wait_s=3600.0,
+)
 
 
 def coordinator(
@@ -144,6 +160,7 @@ def coordinator(
     policy: RetryPolicy = POLICY,
     time: FakeTime | None = None,
     timeout_s: float = 3600.0,
+    **extra: Any,
 ) -> tuple[TurnCoordinator, Recorder, FakeTime]:
     clock, recorder = time or FakeTime(), Recorder()
     return (
@@ -155,7 +172,9 @@ def coordinator(
             reporter=recorder,
             sleep=clock.sleep,
             monotonic=clock.monotonic,
+            clock=clock.wall,
             interrupt_grace_s=0.5,
+            **extra,
         ),
         recorder,
         clock,
@@ -306,20 +325,53 @@ SETTINGS = RetrySettings(
 )
 
 
+def resolved(**values: Any) -> RetryPolicy:
+    """A policy as ``resolve_policy`` builds it: the usage-limit settings' defaults unless
+    ``values`` says otherwise."""
+    defaults = {
+        "usage_limit": SETTINGS.usage_limit,
+        "usage_limit_max_wait_s": SETTINGS.usage_limit_max_wait_s,
+    }
+    return RetryPolicy(**(defaults | values))
+
+
+def test_an_unknown_usage_limit_action_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="usage_limit"):
+        resolve_policy({"usage_limit": "later"}, None, SETTINGS)
+
+
+def test_a_snapshot_keeps_the_usage_limit_policy_and_reads_older_ones_as_fail() -> None:
+    policy = resolved(enabled=True, strategy="default", delays_s=(1.0,))
+    assert RetryPolicy.from_snapshot(policy.snapshot()) == policy
+    older: dict[str, JsonValue] = {"enabled": True, "strategy": "default", "delays_s": [1.0]}
+    assert RetryPolicy.from_snapshot(older).usage_limit == "fail"
+
+
 @pytest.mark.parametrize(
     ("turn", "session", "expected"),
     [
-        (None, None, RetryPolicy(enabled=True, strategy="default", delays_s=(10.0, 20.0, 60.0))),
-        (None, {"strategy": "quick"}, RetryPolicy(enabled=True, strategy="quick", delays_s=(0.5,))),
+        (None, None, resolved(enabled=True, strategy="default", delays_s=(10.0, 20.0, 60.0))),
+        (None, {"strategy": "quick"}, resolved(enabled=True, strategy="quick", delays_s=(0.5,))),
         (
             {"enabled": True},
             {"enabled": False, "strategy": "quick"},
-            RetryPolicy(enabled=True, strategy="quick", delays_s=(0.5,)),
+            resolved(enabled=True, strategy="quick", delays_s=(0.5,)),
         ),
         (
             {"enabled": False, "strategy": "default"},
             {"strategy": "quick"},
-            RetryPolicy(enabled=False, strategy="default", delays_s=(10.0, 20.0, 60.0)),
+            resolved(enabled=False, strategy="default", delays_s=(10.0, 20.0, 60.0)),
+        ),
+        (
+            {"usage_limit": "fail"},
+            {"usage_limit": "fallback", "usage_limit_max_wait_s": 60},
+            resolved(
+                enabled=True,
+                strategy="default",
+                delays_s=(10.0, 20.0, 60.0),
+                usage_limit="fail",
+                usage_limit_max_wait_s=60.0,
+            ),
         ),
     ],
 )
@@ -347,6 +399,8 @@ def test_the_snapshot_records_the_resolved_delays() -> None:
         "enabled": True,
         "strategy": "default",
         "delays_s": [10.0, 20.0, 60.0],
+        "usage_limit": "wait",
+        "usage_limit_max_wait_s": 3600.0,
     }
 
 
@@ -370,3 +424,134 @@ def test_a_policy_snapshot_reads_back_as_the_same_policy() -> None:
 def test_anything_else_is_not_a_policy_snapshot(snapshot: dict[str, JsonValue]) -> None:
     with pytest.raises(ValueError, match="not a retry policy snapshot"):
         RetryPolicy.from_snapshot(snapshot)
+
+
+# --- usage limits ---------------------------------------------------------------------------
+
+
+def usage_limit(clock: FakeTime | None, in_s: float | None) -> TurnOutcome:
+    """A usage-limit failure whose limit resets ``in_s`` seconds after ``clock``'s now."""
+    resets_at = None if clock is None or in_s is None else clock.wall() + timedelta(seconds=in_s)
+    error = TurnError(kind="usage_limit", message="limit reached", resets_at=resets_at)
+    return TurnOutcome(status="failed", error=error)
+
+
+NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("policy", "resets_in_s", "can_continue", "expected"),
+    [
+        (POLICY, 5.0, True, 5.0 + USAGE_RESET_MARGIN_S),
+        (POLICY, -30.0, True, USAGE_RESET_MARGIN_S),  # already reset: go on at once
+        (POLICY, None, True, None),  # no reset time reported
+        (POLICY, 4000.0, True, None),  # later than usage_limit_max_wait_s
+        (POLICY, 5.0, False, None),  # the thread cannot continue
+        (
+            resolved(enabled=True, strategy="d", delays_s=(1.0,), usage_limit="fail"),
+            5.0,
+            True,
+            None,
+        ),
+        (
+            resolved(enabled=True, strategy="d", delays_s=(1.0,), usage_limit="fallback"),
+            5.0,
+            True,
+            None,
+        ),
+        (resolved(enabled=False, strategy="d", delays_s=(1.0,)), 5.0, True, None),
+    ],
+)
+def test_usage_wait_is_the_time_to_the_reported_reset_within_the_policy(
+    policy: RetryPolicy, resets_in_s: float | None, can_continue: bool, expected: float | None
+) -> None:
+    resets_at = None if resets_in_s is None else NOW + timedelta(seconds=resets_in_s)
+    error = TurnError(kind="usage_limit", message="limit", resets_at=resets_at)
+    assert usage_wait(error, policy, now=NOW, can_continue=can_continue) == expected
+
+
+def test_usage_wait_is_only_for_usage_limits() -> None:
+    error = TurnError(kind="rate_limited", message="slow down", resets_at=NOW, retryable=True)
+    assert usage_wait(error, POLICY, now=NOW, can_continue=True) is None
+
+
+async def test_a_usage_limit_waits_for_its_reset_and_continues_in_the_thread() -> None:
+    clock = FakeTime()
+    session = ScriptedSession([usage_limit(clock, 5.0), failure("overloaded"), DONE])
+    turn, recorder, _ = coordinator(session, time=clock)
+
+    result = await turn.run("hello")
+
+    assert result == CoordinatedTurn(outcome=DONE, attempts=3)
+    assert session.prompts == ["hello", CONTINUE, CONTINUE]
+    wait = 5.0 + USAGE_RESET_MARGIN_S
+    # The wait for the reset does not spend the retry schedule: the next failure gets 10 s.
+    assert clock.slept == [wait, 10.0]
+    (failed, event), _ = recorder.scheduled
+    assert (failed, event.kind, event.attempt, event.max_attempts) == (1, "usage_limit", 2, None)
+    assert event.delay_s == wait
+    assert event.resume_at == EPOCH + timedelta(seconds=1000.0 + wait)
+    assert turn.resume_at is None
+
+
+async def test_the_wait_for_a_reset_does_not_count_against_the_turn_timeout() -> None:
+    clock = FakeTime()
+    session = ScriptedSession([usage_limit(clock, 100.0), DONE])
+    turn, _, _ = coordinator(session, time=clock, timeout_s=30.0)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=DONE, attempts=2)
+
+
+@pytest.mark.parametrize("resets_in_s", [None, 7200.0])
+async def test_a_usage_limit_that_cannot_be_waited_for_is_final(resets_in_s: float | None) -> None:
+    clock = FakeTime()
+    limited = usage_limit(clock, resets_in_s)
+    turn, recorder, _ = coordinator(ScriptedSession([limited, DONE]), time=clock)
+    assert await turn.run("hello") == CoordinatedTurn(outcome=limited, attempts=1)
+    assert recorder.scheduled == []
+
+
+async def test_a_limit_that_keeps_moving_is_waited_for_a_bounded_number_of_times() -> None:
+    clock = FakeTime()
+    limits = [usage_limit(clock, 5.0) for _ in range(MAX_USAGE_WAITS + 1)]
+    turn, recorder, _ = coordinator(ScriptedSession([*limits, DONE]), time=clock)
+    result = await turn.run("hello")
+    assert result.outcome.error is not None
+    assert result.outcome.error.kind == "usage_limit"
+    assert result.attempts == MAX_USAGE_WAITS + 1
+    assert len(recorder.scheduled) == MAX_USAGE_WAITS
+
+
+async def test_an_interrupt_ends_the_wait_for_a_reset() -> None:
+    clock = FakeTime(block=True)
+    turn, recorder, _ = coordinator(ScriptedSession([usage_limit(clock, 60.0), DONE]), time=clock)
+    running = asyncio.create_task(turn.run("hello"))
+    await asyncio.wait_for(recorder.waiting.wait(), 5)
+    assert turn.resume_at is not None
+    await turn.interrupt()
+    result = await asyncio.wait_for(running, 5)
+    assert result.outcome.status == "interrupted"
+    assert result.attempts == 1
+    assert turn.resume_at is None
+
+
+async def test_a_cancelled_wait_keeps_its_resume_time_for_the_next_start() -> None:
+    clock = FakeTime(block=True)
+    turn, recorder, _ = coordinator(ScriptedSession([usage_limit(clock, 60.0)]), time=clock)
+    running = asyncio.create_task(turn.run("hello"))
+    await asyncio.wait_for(recorder.waiting.wait(), 5)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert turn.resume_at == EPOCH + timedelta(seconds=1000.0 + 60.0 + USAGE_RESET_MARGIN_S)
+
+
+async def test_a_resumed_wait_goes_on_with_the_continuation_and_counts_on() -> None:
+    clock = FakeTime()
+    session = ScriptedSession([DONE])
+    resume_at = clock.wall() + timedelta(seconds=4.0)
+    turn, recorder, _ = coordinator(session, time=clock, first_attempt=3, resume_at=resume_at)
+
+    assert await turn.run("hello") == CoordinatedTurn(outcome=DONE, attempts=3)
+    assert clock.slept == [4.0]
+    assert session.prompts == [CONTINUE]
+    assert recorder.started == [3]

@@ -7,10 +7,12 @@ decides from the ``FailureKind``.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, TurnError
 from app.providers.exits import how_it_ended
+from app.providers.raw import as_unix_time
 
 __all__ = [
     "PROVIDER",
@@ -163,11 +165,31 @@ def error_for_result(result: dict[str, Any]) -> TurnError:
         kind = _SUBTYPE_KINDS[subtype]
     else:
         kind = _kind_from_text(message)
+    if result.get("api_error") == "usage_limit_reached":
+        # A subscription's usage limit (2.1.330 with a claude.ai login, obs): a 429 whose
+        # unified rate-limit headers said "rejected"; another attempt waits for the reset.
+        kind = "usage_limit"
     if kind == "interrupted":
         return interrupted_error(terminal_reason)
     return TurnError(
-        kind=kind, message=message, retryable=kind in RETRYABLE_KINDS, provider=PROVIDER
+        kind=kind,
+        message=message,
+        retryable=kind in RETRYABLE_KINDS,
+        provider=PROVIDER,
+        resets_at=usage_reset(result) if kind == "usage_limit" else None,
     )
+
+
+def usage_reset(raw: dict[str, Any]) -> datetime | None:
+    """When a rejected usage limit resets: ``rate_limit_info.resetsAt`` (Unix seconds) of a
+    ``rate_limit_event``, or of a result's ``api_error_params``."""
+    params = raw.get("api_error_params")
+    info = raw.get("rate_limit_info")
+    if isinstance(params, dict):
+        info = params.get("rate_limit_info")
+    if not isinstance(info, dict) or info.get("status") != "rejected":
+        return None
+    return as_unix_time(info.get("resetsAt"))
 
 
 def error_for_exit(returncode: int | None, stderr_tail: str) -> TurnError:

@@ -26,7 +26,7 @@ are not JSON objects (binary, invalid UTF-8, a truncated last line) are dropped 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from app.events import (
@@ -63,6 +63,7 @@ from app.providers.raw import (
     as_number,
     as_opt_int,
     as_str,
+    as_unix_time,
     parse_json,
 )
 
@@ -147,6 +148,8 @@ class ClaudeNormalizer:
         self._interrupt_seen = False
         self._auto_denied: set[str] = set()
         self._cost_total: float | None = None
+        self._limit_resets_at: datetime | None = None
+        """When the usage limit a ``rate_limit_event`` rejected resets (this turn)."""
 
     @property
     def thread_id(self) -> str | None:
@@ -369,14 +372,10 @@ class ClaudeNormalizer:
             return []
         limit = as_str(info.get("rateLimitType"))
         message = f"Claude usage limit reached ({limit})" if limit else "Claude usage limit reached"
-        resets_at = as_number(info.get("resetsAt"))
+        resets_at = as_unix_time(info.get("resetsAt"))
         if resets_at is not None:
-            try:
-                when = datetime.fromtimestamp(resets_at, tz=UTC).isoformat()
-            except (OverflowError, OSError, ValueError):
-                when = None
-            if when:
-                message += f"; resets at {when}"
+            self._limit_resets_at = resets_at  # the turn's usage_limit failure says it too
+            message += f"; resets at {resets_at.isoformat()}"
         return [Warning(code="rate_limited", message=message)]
 
     # --- result ---------------------------------------------------------------------------
@@ -411,9 +410,13 @@ class ClaudeNormalizer:
                 error=interrupted_error(terminal_reason),
             )
         else:
+            error = error_for_result(raw)
+            if error.kind == "usage_limit" and error.resets_at is None:
+                error = error.model_copy(update={"resets_at": self._limit_resets_at})
             outcome = TurnOutcome(
-                status="failed", usage=usage, stop_reason=stop_reason, error=error_for_result(raw)
+                status="failed", usage=usage, stop_reason=stop_reason, error=error
             )
+        self._limit_resets_at = None
         self._interrupt_seen = False
         self._auto_denied.clear()
         items.append(TurnEnded(outcome=outcome, thread_id=as_str(raw.get("session_id"))))

@@ -9,10 +9,12 @@ turn fails, so "retryable" means: another turn in the same thread may succeed la
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
 from app.providers.exits import how_it_ended
+from app.providers.raw import as_dict, as_number, as_unix_time
 
 __all__ = [
     "PROVIDER",
@@ -25,6 +27,7 @@ __all__ = [
     "kind_for_status",
     "retry_notice",
     "server_lost_error",
+    "usage_reset",
 ]
 
 PROVIDER = "codex"
@@ -136,6 +139,21 @@ def error_for_turn(error: object) -> TurnError:
         retryable=kind in RETRYABLE_KINDS,
         provider=PROVIDER,
     )
+
+
+def usage_reset(rate_limits: object) -> datetime | None:
+    """When the account's spent usage window resets, from ``account/rateLimits/updated``:
+    the latest ``resetsAt`` (Unix seconds) of the windows at 100 %; None when none is spent.
+
+    The turn's own error only says "try again at 2:30 PM" in the server's local time."""
+    limits = as_dict(rate_limits)
+    resets: list[datetime] = []
+    for window in (as_dict(limits.get("primary")), as_dict(limits.get("secondary"))):
+        used = as_number(window.get("usedPercent"))
+        when = as_unix_time(window.get("resetsAt"))
+        if used is not None and used >= 100 and when is not None:
+            resets.append(when)
+    return max(resets, default=None)
 
 
 def retry_notice(params: dict[str, Any]) -> RetryScheduled:

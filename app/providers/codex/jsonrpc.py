@@ -94,6 +94,8 @@ class JsonRpcClient:
         self._closed_reason: str | None = None
         self.closed = asyncio.Event()
         self._answering: set[asyncio.Task[None]] = set()
+        self.rate_limits: object = None
+        """The last ``account/rateLimits/updated`` snapshot (``rateLimits``), if any."""
         self._reader = asyncio.create_task(self._read(), name=f"codex-rpc:{process.pid}")
 
     @property
@@ -190,6 +192,11 @@ class JsonRpcClient:
                 future.set_exception(error)
             else:
                 future.set_result(message.result or {})
+            return
+        if message.method == protocol.RATE_LIMITS_UPDATED and isinstance(message, Notification):
+            # The account's limits (no thread): a turn that fails on a usage limit reads
+            # when it resets from the last snapshot, sent just before the failure.
+            self.rate_limits = message.params.get("rateLimits")
             return
         deliver = self._subscribers.get(message.thread_id or "")
         if deliver is not None:

@@ -63,6 +63,10 @@ this set cannot reach the server.
 CLIENT_NOTIFICATIONS = frozenset({"initialized"})
 """The only notifications the gateway sends."""
 
+RATE_LIMITS_UPDATED = "account/rateLimits/updated"
+"""The account's usage windows (``rateLimits{primary, secondary: {usedPercent, resetsAt}}``),
+sent without a thread after every model response, a refused one included (0.169.0, obs)."""
+
 ERROR_METHOD_NOT_FOUND = -32601
 ERROR_SERVER_OVERLOADED = -32001
 """Codex's "Server overloaded; retry later." when its ingress queue is full."""

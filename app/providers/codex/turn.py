@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from pydantic import JsonValue
@@ -30,6 +31,7 @@ from app.providers.codex.classifier import (
     error_for_rpc,
     interrupted_error,
     server_lost_error,
+    usage_reset,
 )
 from app.providers.codex.jsonrpc import (
     ConnectionLost,
@@ -127,13 +129,21 @@ class CodexTurn:
                 for produced in self._normalizer.feed(item):
                     match produced:
                         case TurnEnded(outcome=outcome):
-                            return outcome
+                            return self._with_reset(outcome)
                         case ApprovalWithdrawn(request_id=request_id):
                             # Codex also reports requests it got our answer to.
                             self._loop.withdraw(request_id)
                         case _:
                             await self._loop.hooks.emit(produced)
         return None
+
+    def _with_reset(self, outcome: TurnOutcome) -> TurnOutcome:
+        """A usage-limit failure, with when the limit resets (from the account's limits)."""
+        error = outcome.error
+        if error is None or error.kind != "usage_limit" or error.resets_at is not None:
+            return outcome
+        resets_at = usage_reset(self._client.rate_limits)
+        return replace(outcome, error=error.model_copy(update={"resets_at": resets_at}))
 
     async def _server_lost(self, reason: str) -> TurnOutcome:
         if self._loop.interrupted:
