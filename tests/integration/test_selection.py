@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from tests.fakes.gateway import FakeGateway
+from tests.gateway import follow, is_turn_end
 from tests.integration.callers import assert_problem
 from tests.integration.cliprocs import run_turn, terminal
 
@@ -99,3 +100,36 @@ def test_a_routing_strategy_is_recorded_and_a_turn_fills_the_provider_figures(
         assert measured is not None
         assert float(measured.group(1)) == figures["turns"]
         assert 'agent_gateway_provider_running_turns{provider="claude_code"} 0.0' in metrics
+
+
+def test_a_running_turn_is_counted_and_an_interrupted_one_is_not_measured(
+    fake_gateway: FakeGateway,
+) -> None:
+    workspace = str(fake_gateway.workspace)
+    with fake_gateway.client() as client:
+        created = client.post(
+            "/v1/sessions", json={"workspace": workspace, "strategy": "least_loaded"}
+        )
+        assert created.status_code == 201, created.text
+        session = created.json()
+        before = client.get("/v1/providers/claude_code").json()["figures"]
+        started = client.post(f"/v1/sessions/{session['id']}/turns", json={"prompt": "slow"})
+        assert started.status_code == 202, started.text
+        follow(client, session["id"], lambda e: e["type"] == "message.delta")
+        running = client.get("/v1/providers/claude_code").json()["figures"]
+        assert running["running"] == before["running"] + 1
+
+        # least_loaded now ranks the busy provider by its running turns.
+        other = client.post(
+            "/v1/sessions", json={"workspace": workspace, "strategy": "least_loaded"}
+        )
+        assert other.status_code == 201, other.text
+        (score,) = other.json()["selection"]["scores"]
+        assert score["score"] == running["running"]
+
+        assert client.post(f"/v1/sessions/{session['id']}/interrupt").status_code == 202
+        ended = follow(client, session["id"], is_turn_end)[-1]
+        assert ended["type"] == "turn.interrupted"
+        after = client.get("/v1/providers/claude_code").json()["figures"]
+        assert after["running"] == before["running"]
+        assert after["turns"] == before["turns"]  # a client's interrupt says nothing of it
