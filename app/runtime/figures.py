@@ -115,7 +115,7 @@ class FigureBook:
         something about its provider."""
         provider = timing.provider
         self._running[provider] = max(self._running.get(provider, 0) - 1, 0)
-        if status == "interrupted" or status not in ("completed", "failed"):
+        if status not in ("completed", "failed"):  # interrupted: a person or the gateway
             return
         if error is not None and (
             error.kind in NOT_MEASURED_KINDS or error.reason in NOT_MEASURED_REASONS

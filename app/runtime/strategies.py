@@ -33,9 +33,17 @@ from app.settings import BalanceWeights
 
 Figure = Callable[[ProviderFigures], float | None]
 
-_LATENCY: Figure = lambda f: f.first_text_p50_s  # noqa: E731 (a table of small accessors)
-_COST: Figure = lambda f: f.cost_per_turn_usd  # noqa: E731
-_FAILURES: Figure = lambda f: f.failure_rate  # noqa: E731
+
+def _latency(figures: ProviderFigures) -> float | None:
+    return figures.first_text_p50_s
+
+
+def _cost(figures: ProviderFigures) -> float | None:
+    return figures.cost_per_turn_usd
+
+
+def _failures(figures: ProviderFigures) -> float | None:
+    return figures.failure_rate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,9 +79,9 @@ def rank(
             scored = {n: float(of[n].running) for n in eligible}
             return _sorted(eligible, scored, of)
         case "lowest_latency":
-            return _learning(eligible, of, min_turns, lambda m: _filled(m, of, _LATENCY))
+            return _learning(eligible, of, min_turns, lambda m: _filled(m, of, _latency))
         case "lowest_cost":
-            return _learning(eligible, of, min_turns, lambda m: _filled(m, of, _COST))
+            return _learning(eligible, of, min_turns, lambda m: _filled(m, of, _cost))
         case "balanced":
             chosen = weights or BalanceWeights()
             return _learning(eligible, of, min_turns, lambda m: _balanced(m, of, chosen))
@@ -118,12 +126,12 @@ def _filled(
 
 def _balanced(
     measured: Sequence[str], of: Mapping[str, ProviderFigures], weights: BalanceWeights
-) -> dict[str, float | None]:
+) -> Mapping[str, float | None]:
     """The weighted sum of latency and cost (each over its largest) and the failure rate."""
     parts = (
-        (weights.latency, _filled(measured, of, _LATENCY), True),
-        (weights.cost, _filled(measured, of, _COST), True),
-        (weights.failure_rate, _filled(measured, of, _FAILURES), False),
+        (weights.latency, _filled(measured, of, _latency), True),
+        (weights.cost, _filled(measured, of, _cost), True),
+        (weights.failure_rate, _filled(measured, of, _failures), False),
     )
     scores = dict.fromkeys(measured, 0.0)
     for weight, values, relative in parts:
@@ -135,4 +143,4 @@ def _balanced(
             if relative:
                 value = value / largest if largest else 0.0
             scores[name] += weight * value
-    return {n: s for n, s in scores.items()}
+    return scores
