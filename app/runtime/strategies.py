@@ -92,7 +92,8 @@ def rank(
 def _sorted(
     order: Sequence[str], scores: Mapping[str, float | None], of: Mapping[str, ProviderFigures]
 ) -> list[Ranked]:
-    """``order`` sorted by score (None ties everyone), stable."""
+    """``order`` sorted by score, stable (a score is None only when no candidate has the
+    figure, so they all tie)."""
     ranked = sorted(order, key=lambda n: _key(scores[n]))
     return [Ranked(provider=n, score=scores[n], turns=of[n].turns) for n in ranked]
 
