@@ -69,6 +69,18 @@ ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
 """How a session's tool calls are approved: each CLI maps it to its own permission mode."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
+RoutingStrategy = Literal[
+    "ordered", "lowest_latency", "lowest_cost", "balanced", "round_robin", "least_loaded"
+]
+"""How the selector ranks the candidates that can serve (README, "Routing strategies")."""
+ROUTING_STRATEGIES: tuple[RoutingStrategy, ...] = (
+    "ordered",
+    "lowest_latency",
+    "lowest_cost",
+    "balanced",
+    "round_robin",
+    "least_loaded",
+)
 
 
 class _Payload(BaseModel):
@@ -112,6 +124,19 @@ class SkippedProvider(BaseModel):
     reason: str
 
 
+class CandidateScore(BaseModel):
+    """How the routing strategy rated one candidate that could serve (lower is better)."""
+
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    score: float | None
+    """The strategy's figure for it; null under ``ordered`` and while it is being explored."""
+    turns: int
+    """Turns of this provider in the measured window when it was rated."""
+    exploring: bool = False
+    """Too few measured turns: tried before the measured ones so its figures can be learnt."""
+
+
 class ApprovalOption(BaseModel):
     model_config = ConfigDict(frozen=True)
     decision: ApprovalDecision
@@ -134,6 +159,9 @@ class SessionProviderSelected(_Payload):
     provider: str
     reason: SelectionReason
     skipped: list[SkippedProvider] = []
+    strategy: RoutingStrategy = "ordered"
+    scores: list[CandidateScore] = []
+    """Every candidate that could serve, best first (the chosen one leads)."""
 
 
 class SessionThreadBound(_Payload):

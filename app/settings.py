@@ -35,7 +35,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from app.events import ApprovalMode
+from app.events import ApprovalMode, RoutingStrategy
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
@@ -216,12 +216,31 @@ class ProviderSettings(_Section):
     stop_grace_s: float = Field(default=5.0, gt=0)
 
 
+class BalanceWeights(_Section):
+    """How much each figure counts in the ``balanced`` strategy (0 ignores it)."""
+
+    latency: float = Field(default=1.0, ge=0)
+    cost: float = Field(default=1.0, ge=0)
+    failure_rate: float = Field(default=1.0, ge=0)
+
+
 class SelectionSettings(_Section):
     default: str = "claude_code"
     fallback_chain: list[str] = []
     scenarios: dict[str, list[str]] = {}
     probe_ttl_s: float = Field(default=300.0, gt=0)
     """How long a provider's health probe result is reused."""
+    strategy: RoutingStrategy = "ordered"
+    """How candidates that can serve are ranked when neither the request nor its scenario
+    names a strategy."""
+    strategies: dict[str, RoutingStrategy] = {}
+    """Scenario label → routing strategy for that scenario's requests."""
+    weights: BalanceWeights = BalanceWeights()
+    window_turns: int = Field(default=50, ge=1, le=10_000)
+    """Each provider's figures are taken over its last this many measured turns."""
+    min_turns: int = Field(default=3, ge=0, le=1000)
+    """A provider with fewer measured turns is explored (tried first) by the measuring
+    strategies."""
 
 
 class RetryStrategy(_Section):

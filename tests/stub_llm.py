@@ -29,6 +29,11 @@ Routes
 * anything else: 404 with an Anthropic error body (no body for ``HEAD``).
 Every request is recorded (``stub.requests``), including the ones answered 404.
 
+One API can be made slower than the others: ``StubLLM(delays={"openai": 2.0})``, or setting
+``stub.delays`` while it runs, waits that many seconds before the first byte of every answer to
+that API's model requests (``anthropic``: ``/v1/messages``; ``openai``: ``/v1/responses`` and
+``/v1/chat/completions``; ``gemini``), as a slower model would; routing tests use it.
+
 The directives are decided once, API-neutrally, by ``plan_reply`` (text chunks, a shell command
 call, an error status; ``Plan`` / ``ErrorPlan``); each wire format only renders the plan.
 
@@ -766,7 +771,11 @@ class StubLLM:
     manager. Thread-safe: tests may read ``requests`` and wait from any thread or event loop.
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, port: int = 0, host: str = "127.0.0.1", *, delays: Mapping[str, float] | None = None
+    ) -> None:
+        self.delays: dict[str, float] = dict(delays or {})
+        """API (``anthropic``, ``openai``, ``gemini``) → seconds before its first byte."""
         self._host = host
         self._requested_port = port
         self._port: int | None = None
@@ -1046,6 +1055,17 @@ class StubLLM:
 
     async def _dispatch(self, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
         """Answer one request; returns the HTTP status sent."""
+        api = (
+            "anthropic"
+            if request.is_message
+            else "openai"
+            if request.is_openai
+            else "gemini"
+            if request.is_gemini
+            else None
+        )
+        if api is not None and self.delays.get(api):
+            await asyncio.sleep(self.delays[api])
         if request.method == "POST" and request.path == "/v1/messages/count_tokens":
             await self._send_json(conn, 200, {"input_tokens": INPUT_TOKENS}, keep_alive)
             return 200

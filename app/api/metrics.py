@@ -33,6 +33,7 @@ async def _render(request: Request) -> Response:
         processes=[child.label for child in state.runner.live if child.returncode is None],
         subscribers=state.manager.events.subscribers_by_transport(),
     )
+    metrics.set_figures(state.manager.figures.all(state.registry.names))
     return MetricsResponse(metrics.render())
 
 

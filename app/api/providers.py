@@ -12,6 +12,7 @@ from app.api.contract import problems
 from app.api.security import Authenticated
 from app.errors import NotFound
 from app.providers.registry import ProviderInfo, ProviderRegistry
+from app.runtime.figures import FigureBook, ProviderFigures
 
 router = APIRouter(prefix="/v1/providers", tags=["providers"])
 
@@ -34,6 +35,25 @@ class HealthPublic(BaseModel):
     checked_at: datetime
 
 
+class FiguresPublic(BaseModel):
+    """What this replica measured of the provider's last ``selection.window_turns`` turns
+    (null: not measured yet); the routing strategies rank providers by these."""
+
+    turns: int
+    """Measured turns in the window (interrupted ones and the request's own faults are not
+    measured)."""
+    first_text_p50_s: float | None
+    """Median seconds from ``turn.started`` to the first text."""
+    duration_p50_s: float | None
+    """Median seconds of a completed turn."""
+    failure_rate: float | None
+    """Failed turns over measured turns."""
+    cost_per_turn_usd: float | None
+    """Mean cost of the turns whose CLI reported one."""
+    running: int
+    """Turns of this provider running on this replica now."""
+
+
 class ProviderPublic(BaseModel):
     name: str
     enabled: bool
@@ -43,6 +63,7 @@ class ProviderPublic(BaseModel):
     installed_version: str | None
     pinned_version: str | None
     health: HealthPublic
+    figures: FiguresPublic
 
 
 class ProviderList(BaseModel):
@@ -54,11 +75,17 @@ def get_registry(request: Request) -> ProviderRegistry:
     return registry
 
 
+def get_figures(request: Request) -> FigureBook:
+    figures: FigureBook = request.app.state.manager.figures
+    return figures
+
+
 Registry = Annotated[ProviderRegistry, Depends(get_registry)]
+Figures = Annotated[FigureBook, Depends(get_figures)]
 Fresh = Annotated[bool, Query(description="Probe now instead of using the cached result")]
 
 
-def _public(info: ProviderInfo) -> ProviderPublic:
+def _public(info: ProviderInfo, figures: ProviderFigures) -> ProviderPublic:
     return ProviderPublic(
         name=info.name,
         enabled=info.enabled,
@@ -71,16 +98,21 @@ def _public(info: ProviderInfo) -> ProviderPublic:
             reason=info.health.reason,
             checked_at=info.health.checked_at,
         ),
+        figures=FiguresPublic(**vars(figures)),
     )
 
 
 @router.get("", operation_id="listProviders")
 async def list_providers(
-    registry: Registry, _: Authenticated, fresh: Fresh = False
+    registry: Registry, figures: Figures, _: Authenticated, fresh: Fresh = False
 ) -> ProviderList:
-    """Every configured provider with its capabilities, versions and health."""
+    """Every configured provider with its capabilities, versions, health and measured
+    figures."""
     return ProviderList(
-        providers=[_public(await registry.info(name, fresh=fresh)) for name in registry.names]
+        providers=[
+            _public(await registry.info(name, fresh=fresh), figures.figures(name))
+            for name in registry.names
+        ]
     )
 
 
@@ -90,8 +122,8 @@ async def list_providers(
     responses=problems(notes={404: "No provider of that name is configured"}),
 )
 async def get_provider(
-    name: str, registry: Registry, _: Authenticated, fresh: Fresh = False
+    name: str, registry: Registry, figures: Figures, _: Authenticated, fresh: Fresh = False
 ) -> ProviderPublic:
     if name not in registry.names:
         raise NotFound(f"no provider named {name!r}; configured: {', '.join(registry.names)}")
-    return _public(await registry.info(name, fresh=fresh))
+    return _public(await registry.info(name, fresh=fresh), figures.figures(name))

@@ -19,7 +19,16 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from app.events import ApprovalDecision, ApprovalMode, Event, SelectionReason, TurnError, Usage
+from app.events import (
+    ApprovalDecision,
+    ApprovalMode,
+    CandidateScore,
+    Event,
+    RoutingStrategy,
+    SelectionReason,
+    TurnError,
+    Usage,
+)
 from app.providers.base import Capability
 from app.providers.catalog import CATALOG, descriptor, known_names
 from app.providers.descriptor import ProviderDescriptor
@@ -124,6 +133,10 @@ class SessionOptions(_In):
     approval_mode: ApprovalMode | None = None
     retry: RetryPolicyIn | None = None
     requires: list[Capability] = Field(default=[], max_length=16)
+    strategy: RoutingStrategy | None = None
+    """How to rank the candidates that can serve (README, "Routing strategies"); else the
+    scenario's strategy (``selection.strategies``), else ``selection.strategy``. Ignored
+    with an explicit ``provider``, which is never substituted."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
@@ -136,6 +149,7 @@ class SessionOptions(_In):
             approval_mode=self.approval_mode,
             retry=self.retry.model_dump(exclude_none=True) if self.retry else None,
             requires=self.requires,
+            strategy=self.strategy,
             metadata=metadata,
             owner=owner,
         )
@@ -155,6 +169,10 @@ class SkippedCandidate(BaseModel):
 class Selection(BaseModel):
     reason: SelectionReason
     skipped: list[SkippedCandidate] = []
+    strategy: RoutingStrategy = "ordered"
+    """The routing strategy that ranked the candidates."""
+    scores: list[CandidateScore] = []
+    """Every candidate that could serve, best first, with its score (lower is better)."""
 
 
 class ProcessPublic(BaseModel):

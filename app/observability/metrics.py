@@ -9,6 +9,7 @@ drift from the truth.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -29,6 +30,23 @@ TRANSPORTS = ("sse", "ws", "runs")
 LOOP_LAG_BUCKETS = (
     0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 )  # fmt: skip
+
+
+class ProviderFiguresView(Protocol):
+    """A provider's measured figures (``app.runtime.figures.ProviderFigures``)."""
+
+    @property
+    def turns(self) -> int: ...
+    @property
+    def first_text_p50_s(self) -> float | None: ...
+    @property
+    def duration_p50_s(self) -> float | None: ...
+    @property
+    def failure_rate(self) -> float | None: ...
+    @property
+    def cost_per_turn_usd(self) -> float | None: ...
+    @property
+    def running(self) -> int: ...
 
 
 class GatewayMetrics:
@@ -137,6 +155,19 @@ class GatewayMetrics:
             buckets=tuple(mib * 1024 * 1024 for mib in (32, 64, 128, 256, 512, 1024, 2048, 4096)),
             registry=registry,
         )
+        self.figures = {
+            name: Gauge(
+                f"agent_gateway_provider_{name}", help_text, ["provider"], registry=registry
+            )
+            for name, help_text in (
+                ("measured_turns", "Turns in the provider's measured window (routing figures)"),
+                ("first_text_p50_seconds", "Median time from turn start to first text, measured"),
+                ("turn_duration_p50_seconds", "Median duration of a completed turn, measured"),
+                ("failure_rate", "Failed turns over measured turns"),
+                ("cost_per_turn_usd", "Mean cost of a measured turn whose CLI reported one"),
+                ("running_turns", "Turns of the provider running on this replica now"),
+            )
+        }
         for status in SESSION_STATUSES:
             self.sessions.labels(status=status).set(0)
         for transport in TRANSPORTS:
@@ -160,6 +191,24 @@ class GatewayMetrics:
             self.live_processes.labels(provider=provider).set(count)
         for transport in {*TRANSPORTS, *subscribers}:
             self.subscribers.labels(transport=transport).set(subscribers.get(transport, 0))
+
+    def set_figures(self, figures: Mapping[str, ProviderFiguresView]) -> None:
+        """Refresh the routing figures (called on scrape); a figure not measured yet is
+        left out rather than reported as 0."""
+        for gauge in self.figures.values():
+            gauge.clear()
+        for provider, f in figures.items():
+            values = {
+                "measured_turns": f.turns,
+                "first_text_p50_seconds": f.first_text_p50_s,
+                "turn_duration_p50_seconds": f.duration_p50_s,
+                "failure_rate": f.failure_rate,
+                "cost_per_turn_usd": f.cost_per_turn_usd,
+                "running_turns": f.running,
+            }
+            for name, value in values.items():
+                if value is not None:
+                    self.figures[name].labels(provider=provider).set(value)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -140,11 +140,19 @@ class EventObserver:
                     "reason": skipped["reason"],
                 },
             )
+        strategy = data.get("strategy") or "ordered"
         log.info(
-            "provider %s selected (%s)",
+            "provider %s selected (%s, %s)",
             data["provider"],
             data["reason"],
-            extra={**ids, "event": "provider.selected", "reason": data["reason"]},
+            strategy,
+            extra={
+                **ids,
+                "event": "provider.selected",
+                "reason": data["reason"],
+                "strategy": strategy,
+                "scores": {s["provider"]: s["score"] for s in data.get("scores") or []},
+            },
         )
 
     def _turn_ended(self, record: EventRecord, ids: dict[str, Any], outcome: str) -> None:

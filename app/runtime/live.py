@@ -16,6 +16,7 @@ from app.errors import AtCapacity
 from app.providers.base import Provider, ProviderSession
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.coordinator import TurnCoordinator
+from app.runtime.figures import TurnTiming
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class LiveSession:
     """A turn is running; cleared just before its terminal event is published."""
     coordinator: TurnCoordinator | None = None
     """The running turn's coordinator (attempts, retry waits, interrupts)."""
+    timing: TurnTiming | None = None
+    """The running turn's measurement marks (app/runtime/figures.py)."""
 
 
 def owns_process(providers: Mapping[str, Provider], live: LiveSession) -> bool:

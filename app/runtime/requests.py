@@ -25,6 +25,9 @@ class SessionRequest:
     retry: dict[str, JsonValue] | None = None
     requires: Sequence[str] = ()
     """Capabilities the chosen provider must have."""
+    strategy: str | None = None
+    """The routing strategy (README, "Routing strategies"); else the scenario's, else
+    ``selection.strategy``. An unknown name is refused with 422."""
     metadata: dict[str, JsonValue] | None = None
     owner: str | None = None
     """The key that owns the session (None: the admin token's)."""

@@ -17,7 +17,6 @@ from pydantic import JsonValue
 from app.events import FailureKind
 from app.records import SessionRecord, TurnRecord
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import candidates
 from app.runtime.sessions import SessionManager
 
 NO_FALLBACK: frozenset[FailureKind] = frozenset(
@@ -82,18 +81,20 @@ class Run:
 
 
 async def start_run(manager: SessionManager, request: SessionRequest, prompt: str) -> Run:
-    """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
+    """Create the run's session on the selected provider; ``Run.finish`` does the rest.
+
+    The run falls back along the candidates that could serve, in the order the routing
+    strategy ranked them (``ordered``: the selector's order)."""
     session = await manager.create(replace(request, metadata={"run": True}))
-    order = [
-        c.provider
-        for c in candidates(
-            provider=request.provider,
-            scenario=request.scenario,
-            configured=list(manager.settings.providers),
-            selection=manager.settings.selection,
-        )
-    ]
-    remaining = [] if request.provider else order[order.index(session.provider) + 1 :]
+    remaining: list[str] = []
+    if not request.provider:
+        ranked = (session.selection or {}).get("scores")
+        if isinstance(ranked, list):
+            remaining = [
+                str(entry["provider"])
+                for entry in ranked
+                if isinstance(entry, dict) and entry.get("provider") != session.provider
+            ]
     return Run(
         manager=manager, session=session, prompt=prompt, retry=request.retry, remaining=remaining
     )

@@ -1,12 +1,15 @@
 """Choosing a provider for a new session: a pure function over the candidates' state.
 
     explicit provider ─► scenario's providers ─► default provider ─► fallback chain
+        ─► the ones that can serve ─► ranked by the routing strategy ─► the best
 
 ``candidates`` lists who may serve a request, in order and with the reason each would be
-chosen; ``select`` takes each candidate's state (enabled, health probe, capabilities) as data
-and returns the first that can serve, together with the ones it skipped and why. An explicit
-provider is the only candidate: when it cannot serve the answer is 503, never a substitute.
-The session manager gathers the state (probes are cached by the registry) and logs the choice.
+chosen; ``select`` takes each candidate's state (enabled, health probe, capabilities) and
+figures as data, leaves out the ones that cannot serve, and lets the routing strategy
+(app/runtime/strategies.py; ``ordered`` by default: the first that can serve) rank the rest.
+An explicit provider is the only candidate: when it cannot serve the answer is 503, never a
+substitute. The session manager gathers the state (probes are cached by the registry, figures
+by the figure book) and logs the choice.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from dataclasses import dataclass
 from typing import get_args
 
 from app.errors import InvalidRequest, ProviderUnavailable
-from app.events import SelectionReason
+from app.events import ROUTING_STRATEGIES, RoutingStrategy, SelectionReason
 from app.providers.base import Capabilities, Capability
-from app.settings import SelectionSettings
+from app.runtime.figures import ProviderFigures
+from app.runtime.strategies import Ranked, rank
+from app.settings import BalanceWeights, SelectionSettings
 
 CAPABILITY_NAMES: frozenset[str] = frozenset(get_args(Capability))
 """What ``requires`` may name: the fields of ``Capabilities``."""
@@ -52,11 +57,16 @@ class Skipped:
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
-    """The chosen provider, why it was chosen, and who was passed over before it."""
+    """The chosen provider, why it was chosen, and who was passed over: under ``ordered``
+    the candidates before it that cannot serve, under the other strategies every one that
+    cannot."""
 
     provider: str
     reason: SelectionReason
     skipped: tuple[Skipped, ...] = ()
+    strategy: RoutingStrategy = "ordered"
+    ranking: tuple[Ranked, ...] = ()
+    """Every candidate that can serve, best first (the chosen one leads)."""
 
 
 class NoProviderAvailable(ProviderUnavailable):
@@ -157,24 +167,69 @@ def _lacks(state: ProviderState | None, requires: Sequence[str]) -> bool:
     return any(not getattr(state.capabilities, name) for name in requires)
 
 
+def resolve_strategy(
+    requested: str | None, scenario: str | None, selection: SelectionSettings
+) -> RoutingStrategy:
+    """The request's strategy, else its scenario's (``selection.strategies``), else
+    ``selection.strategy``; raises 422 naming the known ones for an unknown name."""
+    if requested is not None:
+        for known in ROUTING_STRATEGIES:
+            if requested == known:
+                return known
+        raise InvalidRequest(
+            f"unknown routing strategy {requested!r}; known: {', '.join(ROUTING_STRATEGIES)}",
+            known=list(ROUTING_STRATEGIES),
+        )
+    if scenario is not None and scenario in selection.strategies:
+        return selection.strategies[scenario]
+    return selection.strategy
+
+
 def select(
     ordered: Sequence[Candidate],
     states: Mapping[str, ProviderState],
     *,
     requires: Sequence[str] = (),
+    strategy: RoutingStrategy = "ordered",
+    figures: Mapping[str, ProviderFigures] | None = None,
+    weights: BalanceWeights | None = None,
+    min_turns: int = 0,
+    rotation: int = 0,
 ) -> Selection:
-    """The first candidate that can serve; raises ``CapabilitiesUnmet`` (422) when none has
-    the required capabilities, else ``NoProviderAvailable`` (503) listing them all."""
+    """The best candidate that can serve by ``strategy`` (``ordered``: the first); raises
+    ``CapabilitiesUnmet`` (422) when none has the required capabilities, else
+    ``NoProviderAvailable`` (503) listing them all."""
     check_requires(requires)
     skipped: list[Skipped] = []
+    eligible: list[Candidate] = []
     for candidate in ordered:
         why = why_not(states.get(candidate.provider), requires)
         if why is None:
-            return Selection(
-                provider=candidate.provider, reason=candidate.reason, skipped=tuple(skipped)
-            )
-        skipped.append(Skipped(provider=candidate.provider, why=why))
-    if requires and all(_lacks(states.get(c.provider), requires) for c in ordered):
-        raise CapabilitiesUnmet(skipped, requires)
-    explicit = len(ordered) == 1 and ordered[0].reason == "explicit"
-    raise NoProviderAvailable(skipped, explicit=explicit)
+            eligible.append(candidate)
+        else:
+            skipped.append(Skipped(provider=candidate.provider, why=why))
+    if not eligible:
+        if requires and all(_lacks(states.get(c.provider), requires) for c in ordered):
+            raise CapabilitiesUnmet(skipped, requires)
+        explicit = len(ordered) == 1 and ordered[0].reason == "explicit"
+        raise NoProviderAvailable(skipped, explicit=explicit)
+    ranking = rank(
+        strategy,
+        [c.provider for c in eligible],
+        figures or {},
+        weights=weights,
+        min_turns=min_turns,
+        rotation=rotation,
+    )
+    best = next(c for c in eligible if c.provider == ranking[0].provider)
+    if strategy == "ordered":  # as before strategies: only those passed over before it
+        position = [c.provider for c in ordered].index(best.provider)
+        before = {c.provider for c in ordered[:position]}
+        skipped = [s for s in skipped if s.provider in before]
+    return Selection(
+        provider=best.provider,
+        reason=best.reason,
+        skipped=tuple(skipped),
+        strategy=strategy,
+        ranking=tuple(ranking),
+    )

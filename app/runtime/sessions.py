@@ -34,8 +34,10 @@ from app.errors import (
 )
 from app.events import (
     ApprovalDecision,
+    CandidateScore,
     EventData,
     ProviderSwitched,
+    RoutingStrategy,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
@@ -64,6 +66,7 @@ from app.runtime.approvals import ApprovalBroker
 from app.runtime.cluster import Cluster, record_from
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
+from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
@@ -73,6 +76,7 @@ from app.runtime.selector import (
     Selection,
     candidates,
     check_requires,
+    resolve_strategy,
     select,
 )
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
@@ -110,6 +114,10 @@ class SessionManager:
         self.clock = clock
         self._live: dict[str, LiveSession] = {}
         self._guard = asyncio.Lock()
+        self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
+        """Each provider's measured turns on this replica (routing strategies, metrics)."""
+        self._rotations: dict[tuple[str, ...], int] = {}
+        """Round-robin choices made so far, by the candidates they were made among."""
         self._turn_services = TurnServices(
             events=events,
             store=store,
@@ -118,6 +126,7 @@ class SessionManager:
             set_status=self.set_status,
             turn_finished=self.turn_finished,
             forget_provider=registry.forget,
+            figures=self.figures,
         )
 
     # --- sessions -------------------------------------------------------------------------
@@ -135,9 +144,16 @@ class SessionManager:
             )
         if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
             resolve_policy(request.retry, None, self.settings.retry)
-        selection = await self._select(request.provider, request.scenario, request.requires)
+        strategy = resolve_strategy(request.strategy, request.scenario, self.settings.selection)
+        selection = await self._select(
+            request.provider, request.scenario, request.requires, strategy=strategy
+        )
         chosen, reason = selection.provider, selection.reason
         skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
+        scores = [
+            CandidateScore(provider=r.provider, score=r.score, turns=r.turns, exploring=r.exploring)
+            for r in selection.ranking
+        ]
         resolved = resolve_workspace(request.workspace, self.settings.workspaces.roots)
         now = self.clock()
         row = SessionRecord(
@@ -150,7 +166,12 @@ class SessionManager:
             status="idle",
             retry=request.retry,
             metadata=request.metadata,
-            selection={"reason": reason, "skipped": [json_dict(p) for p in skipped]},
+            selection={
+                "reason": reason,
+                "skipped": [json_dict(p) for p in skipped],
+                "strategy": strategy,
+                "scores": [json_dict(score) for score in scores],
+            },
             last_seq=0,
             created_at=now,
             updated_at=now,
@@ -166,9 +187,7 @@ class SessionManager:
         await self.events.append(
             row.id,
             SessionProviderSelected(
-                provider=chosen,
-                reason=reason,
-                skipped=skipped,
+                provider=chosen, reason=reason, skipped=skipped, strategy=strategy, scores=scores
             ),
             provider=chosen,
         )
@@ -182,9 +201,15 @@ class SessionManager:
         return await self.get(row.id)
 
     async def _select(
-        self, provider: str | None, scenario: str | None, requires: Sequence[str]
+        self,
+        provider: str | None,
+        scenario: str | None,
+        requires: Sequence[str],
+        *,
+        strategy: RoutingStrategy = "ordered",
     ) -> Selection:
-        """Gather the candidates' state (cached probes) and let the pure selector choose."""
+        """Gather the candidates' state (cached probes) and figures, and let the pure
+        selector choose."""
         check_requires(requires)
         ordered = candidates(
             provider=provider,
@@ -202,21 +227,36 @@ class SessionManager:
                 unavailable_reason=health.reason,
                 capabilities=built.capabilities if built else None,
             )
+        names = tuple(c.provider for c in ordered)
         try:
-            chosen = select(ordered, states, requires=requires)
+            chosen = select(
+                ordered,
+                states,
+                requires=requires,
+                strategy=strategy,
+                figures=self.figures.all(names),
+                weights=self.settings.selection.weights,
+                min_turns=self.settings.selection.min_turns,
+                rotation=self._rotations.get(names, 0),
+            )
         except NoProviderAvailable as exc:
             log.warning(
                 "no provider available",
                 extra={"candidates": [(s.provider, s.why) for s in exc.skipped]},
             )
             raise
+        if strategy == "round_robin":
+            self._rotations[names] = self._rotations.get(names, 0) + 1
         log.info(
-            "provider %s selected (%s)",
+            "provider %s selected (%s, %s)",
             chosen.provider,
             chosen.reason,
+            strategy,
             extra={
                 "provider": chosen.provider,
                 "reason": chosen.reason,
+                "strategy": strategy,
+                "scores": [(r.provider, r.score) for r in chosen.ranking],
                 "skipped": [(s.provider, s.why) for s in chosen.skipped],
                 "requires": list(requires),
             },

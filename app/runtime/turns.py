@@ -21,6 +21,8 @@ from typing import Any
 from app.errors import StorageUnavailable
 from app.events import (
     EventData,
+    MessageCompleted,
+    MessageDelta,
     RetryScheduled,
     SessionThreadBound,
     StreamedText,
@@ -35,6 +37,7 @@ from app.records import SessionStatus, TurnRecord, json_dict
 from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
+from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession
 from app.store.interface import Storage
 
@@ -90,6 +93,8 @@ class TurnServices:
     """The session is idle again (before the turn's terminal event is told)."""
     forget_provider: Callable[[str], None]
     """Drop a provider's cached health (its CLI turned out to be missing)."""
+    figures: FigureBook
+    """Where each turn's time to first text, duration, outcome and cost are measured."""
 
 
 @dataclass(eq=False)
@@ -108,6 +113,9 @@ class Hooks:
 
     async def emit(self, data: EventData) -> None:
         if isinstance(data, StreamedText):
+            timing = self.live.timing  # the one per-delta cost of measuring: a None check
+            if timing is not None and timing.first_text is None and isinstance(data, MessageDelta):
+                timing.first_text = self.services.figures.monotonic()
             # Deltas are joined before they are encoded: charge the size this one adds.
             if self.budget is not None and not self.budget.charge(encoded_size(data)):
                 return
@@ -119,6 +127,10 @@ class Hooks:
                 provider=self.live.provider,
             )
             return
+        if isinstance(data, MessageCompleted):
+            timing = self.live.timing
+            if timing is not None and timing.first_text is None:
+                timing.first_text = self.services.figures.monotonic()
         encoded = data.model_dump_json()  # measured here, stored as it is by the event log
         if self.budget is not None and not self.budget.charge(len(encoded)):
             return
@@ -207,6 +219,7 @@ async def run_turn(
     already told ``turn.started``.
     """
     hooks = Hooks(services=services, live=live, turn_id=turn.id, attempt=max(turn.attempts, 1))
+    live.timing = services.figures.turn_started(live.provider)
     try:
         # The session is marked running with the turn's insert, the turn with its first
         # attempt (Recorder.attempt_started): nothing to write before the event.
@@ -320,6 +333,12 @@ async def _finish(
 ) -> None:
     if outcome.error is not None and outcome.error.kind == "cli_missing":
         services.forget_provider(live.provider)  # the next selection probes it again
+    timing, live.timing = live.timing, None  # measured once, however often this is tried
+    if timing is not None:
+        cost = outcome.usage.cost_usd if outcome.usage is not None else None
+        services.figures.turn_ended(
+            timing, status=outcome.status, error=outcome.error, cost_usd=cost
+        )
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
     # What the turn row keeps is masked like its events: a CLI may quote a secret.
     mask = services.events.mask

@@ -404,3 +404,20 @@ def test_a_cluster_on_a_sqlite_file_is_refused_saying_what_to_configure() -> Non
 def test_bad_cluster_settings_are_refused_by_name(cluster: dict[str, object], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         load_settings(storage=POSTGRES, cluster=cluster)
+
+
+def test_routing_strategies_are_read_per_scenario_and_an_unknown_one_is_refused(
+    write_config: WriteConfig,
+) -> None:
+    path = write_config(
+        '[selection]\nstrategy = "least_loaded"\n'
+        'strategies = { code_analysis = "lowest_latency" }\n'
+        "weights = { failure_rate = 3 }\n"
+    )
+    selection = load_settings(path).selection
+    assert selection.strategy == "least_loaded"
+    assert selection.strategies == {"code_analysis": "lowest_latency"}
+    assert (selection.weights.latency, selection.weights.failure_rate) == (1.0, 3.0)
+    message = config_error(write_config('[selection]\nstrategies = { debugging = "fastest" }\n'))
+    assert "selection.strategies.debugging" in message
+    assert "'lowest_latency'" in message  # what it could be instead

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -455,3 +456,18 @@ def test_call_directive_is_a_function_call_with_those_arguments(client: httpx.Cl
     ]
     assert call["name"] == "update_plan"
     assert json.loads(call["arguments"]) == plan
+
+
+def test_a_delay_set_for_one_api_holds_back_its_first_byte(
+    stub: StubLLM, client: httpx.Client
+) -> None:
+    stub.delays["openai"] = 0.3
+    started = time.monotonic()
+    with client.stream("POST", RESPONSES, json=responses_body(user_item("hi"))) as response:
+        headers_after = time.monotonic() - started
+        assert response.status_code == 200
+        events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert headers_after >= 0.3  # a lower bound: the stub slept before answering
+    assert events  # the answer itself is unchanged
+    assert stub.delays == {"openai": 0.3}
+    assert StubLLM(delays={"anthropic": 1.5}).delays == {"anthropic": 1.5}
