@@ -321,11 +321,28 @@ class RetryScheduled(_Payload):
     ``usage_limit``): the reset the CLI reported, plus a second."""
 
 
+class HandoffSize(BaseModel):
+    """How much of the conversation a failover handed to the new agent."""
+
+    model_config = ConfigDict(frozen=True)
+    turns: int
+    """Earlier turns in the hand-off (whole or summarized)."""
+    chars: int
+    """Length of the new agent's first prompt."""
+
+
 class ProviderSwitched(_Payload):
+    """The session moved to another provider: a fresh thread there, whose first prompt is a
+    hand-off of the conversation so far (``handoff``) when there was one."""
+
     TYPE = "provider.switched"
     from_provider: str
     to_provider: str
     reason: str
+    """The failure kind that ended the provider's part (``usage_limit``, ``auth``, …)."""
+    message: str | None = None
+    """The failure's message."""
+    handoff: HandoffSize | None = None
 
 
 class UsageReported(_Payload):

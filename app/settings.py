@@ -241,6 +241,11 @@ class SelectionSettings(_Section):
     min_turns: int = Field(default=3, ge=0, le=1000)
     """A provider with fewer measured turns is explored (tried first) by the measuring
     strategies."""
+    failover: bool = False
+    """Whether sessions that do not say (``fallback``) move to the next provider of their
+    chain when theirs fails for good, with a hand-off of the conversation so far."""
+    failover_scenarios: list[str] = []
+    """Scenarios whose sessions fail over unless they say ``fallback: false``."""
 
 
 class RetryStrategy(_Section):
@@ -295,6 +300,9 @@ class SessionSettings(_Section):
     allow_updated_input: bool = True
     """Whether a client may allow a tool call with edited input (``updated_input``); every
     edit is recorded on the approval and its ``approval.resolved`` event."""
+    handoff_max_chars: int = Field(default=24_000, ge=1_000, le=1_000_000)
+    """The most a failover's hand-off (the conversation so far, for the new agent) may hold;
+    the newest turns are kept whole, older ones summarized by truncation."""
 
 
 def _default_replica_id() -> str:

@@ -33,6 +33,9 @@ One API can be made slower than the others: ``StubLLM(delays={"openai": 2.0})``,
 ``stub.delays`` while it runs, waits that many seconds before the first byte of every answer to
 that API's model requests (``anthropic``: ``/v1/messages``; ``openai``: ``/v1/responses`` and
 ``/v1/chat/completions``; ``gemini``), as a slower model would; routing tests use it.
+An API can be taken down while the stub runs: ``stub.down["anthropic"] = 401`` answers every
+model request of that API (``anthropic`` or ``openai``) with that status and the format's
+error body, whatever the prompt says (a revoked key, an outage); failover tests use it.
 
 The directives are decided once, API-neutrally, by ``plan_reply`` (text chunks, a shell command
 call, an error status; ``Plan`` / ``ErrorPlan``); each wire format only renders the plan.
@@ -775,6 +778,8 @@ class StubLLM:
         self, port: int = 0, host: str = "127.0.0.1", *, delays: Mapping[str, float] | None = None
     ) -> None:
         self.delays: dict[str, float] = dict(delays or {})
+        self.down: dict[str, int] = {}
+        """API → the status every model request of it gets (``anthropic``, ``openai``)."""
         """API (``anthropic``, ``openai``, ``gemini``) → seconds before its first byte."""
         self._host = host
         self._requested_port = port
@@ -1066,6 +1071,17 @@ class StubLLM:
         )
         if api is not None and self.delays.get(api):
             await asyncio.sleep(self.delays[api])
+        status = self.down.get(api or "")
+        if status and request.method == "POST" and request.path != "/v1/messages/count_tokens":
+            if api == "openai":
+                from tests.stub_openai import _error_body as openai_error  # noqa: PLC0415
+
+                body = openai_error(status, "the stub has this API down")
+            else:
+                kind = _ERROR_TYPES.get(status, "api_error")
+                body = _error_body(kind, "the stub has this API down")
+            await self._send_json(conn, status, body, keep_alive)
+            return status
         if request.method == "POST" and request.path == "/v1/messages/count_tokens":
             await self._send_json(conn, 200, {"input_tokens": INPUT_TOKENS}, keep_alive)
             return 200

@@ -137,6 +137,12 @@ class SessionOptions(_In):
     """How to rank the candidates that can serve (README, "Routing strategies"); else the
     scenario's strategy (``selection.strategies``), else ``selection.strategy``. Ignored
     with an explicit ``provider``, which is never substituted."""
+    fallback: bool | None = None
+    """When the provider fails for good (retries spent, usage limit, auth, CLI missing or
+    unavailable), move the session to the next provider of its chain, which gets a hand-off
+    of the conversation so far (README, "Failover"); default ``selection.failover``, or
+    true for scenarios in ``selection.failover_scenarios``. Runs always fall back unless
+    the provider is explicit; an explicit provider never moves."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
@@ -150,6 +156,7 @@ class SessionOptions(_In):
             retry=self.retry.model_dump(exclude_none=True) if self.retry else None,
             requires=self.requires,
             strategy=self.strategy,
+            fallback=self.fallback,
             metadata=metadata,
             owner=owner,
         )
@@ -173,6 +180,11 @@ class Selection(BaseModel):
     """The routing strategy that ranked the candidates."""
     scores: list[CandidateScore] = []
     """Every candidate that could serve, best first, with its score (lower is better)."""
+    fallback: bool = False
+    """The session moves to the next provider of its chain when this one fails for good."""
+    scenario: str | None = None
+    requires: list[str] = []
+    """The capabilities every provider of the session (failover included) must have."""
 
 
 class ProcessPublic(BaseModel):

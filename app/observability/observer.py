@@ -73,8 +73,9 @@ class EventObserver:
             self.metrics.fallbacks.labels(
                 from_provider=data["from_provider"], to_provider=data["to_provider"]
             ).inc()
+            handoff = data.get("handoff") or {}
             log.warning(
-                "provider %s failed before any output; switching to %s: %s",
+                "provider %s failed for good; %s takes over: %s",
                 data["from_provider"],
                 data["to_provider"],
                 data["reason"],
@@ -82,6 +83,8 @@ class EventObserver:
                     **ids,
                     "event": "provider.switched",
                     **_pick(data, "from_provider", "to_provider", "reason"),
+                    "handoff_turns": handoff.get("turns"),
+                    "handoff_chars": handoff.get("chars"),
                 },
             )
         elif kind == "turn.started":

@@ -28,6 +28,10 @@ class SessionRequest:
     strategy: str | None = None
     """The routing strategy (README, "Routing strategies"); else the scenario's, else
     ``selection.strategy``. An unknown name is refused with 422."""
+    fallback: bool | None = None
+    """Move to the next provider of the chain, with a hand-off, when this one fails for
+    good; None: ``selection.failover`` (or the scenario's, ``selection.failover_scenarios``).
+    An explicit provider never moves."""
     metadata: dict[str, JsonValue] | None = None
     owner: str | None = None
     """The key that owns the session (None: the admin token's)."""

@@ -36,11 +36,11 @@ from app.events import (
     ApprovalDecision,
     CandidateScore,
     EventData,
-    ProviderSwitched,
     RoutingStrategy,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
+    TurnError,
 )
 from app.events import (
     SessionClosed as SessionClosedEvent,
@@ -66,6 +66,7 @@ from app.runtime.approvals import ApprovalBroker
 from app.runtime.cluster import Cluster, record_from
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
+from app.runtime.failover import Failover, wants_failover
 from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
@@ -74,6 +75,7 @@ from app.runtime.selector import (
     NoProviderAvailable,
     ProviderState,
     Selection,
+    Skipped,
     candidates,
     check_requires,
     resolve_strategy,
@@ -127,6 +129,15 @@ class SessionManager:
             turn_finished=self.turn_finished,
             forget_provider=registry.forget,
             figures=self.figures,
+            fail_over=self._fail_over,
+        )
+        self._failover = Failover(
+            settings=settings,
+            store=store,
+            events=events,
+            providers=providers,
+            select=self._next_provider,
+            clock=clock,
         )
 
     # --- sessions -------------------------------------------------------------------------
@@ -171,6 +182,10 @@ class SessionManager:
                 "skipped": [json_dict(p) for p in skipped],
                 "strategy": strategy,
                 "scores": [json_dict(score) for score in scores],
+                # What failover selects again with (app/runtime/failover.py).
+                "fallback": wants_failover(request, self.settings),
+                "scenario": request.scenario,
+                "requires": list(request.requires),
             },
             last_seq=0,
             created_at=now,
@@ -207,9 +222,10 @@ class SessionManager:
         requires: Sequence[str],
         *,
         strategy: RoutingStrategy = "ordered",
+        exclude: Sequence[str] = (),
     ) -> Selection:
         """Gather the candidates' state (cached probes) and figures, and let the pure
-        selector choose."""
+        selector choose (among the candidates not in ``exclude``)."""
         check_requires(requires)
         ordered = candidates(
             provider=provider,
@@ -217,6 +233,11 @@ class SessionManager:
             configured=list(self.settings.providers),
             selection=self.settings.selection,
         )
+        ordered = [c for c in ordered if c.provider not in exclude]
+        if not ordered:
+            raise NoProviderAvailable(
+                [Skipped(provider=name, why="already tried") for name in exclude]
+            )
         healths = await asyncio.gather(*(self.registry.health(c.provider) for c in ordered))
         states: dict[str, ProviderState] = {}
         for candidate, health in zip(ordered, healths, strict=True):
@@ -262,6 +283,44 @@ class SessionManager:
             },
         )
         return chosen
+
+    async def _next_provider(
+        self, scenario: str | None, requires: Sequence[str], strategy: str, exclude: Sequence[str]
+    ) -> Selection:
+        """The provider a failing-over session moves to (raises when nobody can serve)."""
+        ranking = resolve_strategy(strategy, None, self.settings.selection)
+        return await self._select(None, scenario, requires, strategy=ranking, exclude=exclude)
+
+    async def _fail_over(
+        self,
+        live: LiveSession,
+        turn: TurnRecord,
+        error: TurnError,
+        attempts: int,
+        tried: Sequence[str],
+    ) -> tuple[TurnCoordinator, str] | None:
+        """``TurnServices.fail_over``: the turn's coordinator on the next provider, and the
+        hand-off it starts with; None when the failure stands."""
+        current = live.coordinator
+        if current is None:
+            return None
+        moved = await self._failover.move(
+            live, turn, error, policy=current.policy, attempts=attempts, tried=tried
+        )
+        if moved is None:
+            return None
+        live.coordinator = TurnCoordinator(
+            handle=live.handle,
+            policy=current.policy,
+            continuation_prompt=self.settings.retry.continuation_prompt,
+            turn_timeout_s=self.settings.sessions.turn_timeout_s,
+            reporter=current.reporter,  # the turn's record and output budget go on
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+            clock=self.clock,
+            first_attempt=attempts + 1,
+        )
+        return live.coordinator, moved.prompt
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
         row = await self.store.get_session(session_id)
@@ -488,33 +547,6 @@ class SessionManager:
         live = self._live.get(session_id)
         if live is not None and live.turn_task is not None:
             await asyncio.shield(live.turn_task)
-
-    async def switch_provider(self, session_id: str, to: str, *, reason: str) -> SessionRecord:
-        """Move an idle session to another provider (a new thread there) and say so."""
-        async with self._guard:
-            previous = (await self.get(session_id)).provider
-            live = self._live.pop(session_id, None)
-            if live is not None:
-                await live.handle.close()
-            row = await self.store.update_session(
-                session_id,
-                provider=to,
-                model=self.settings.providers[to].model,
-                updated_at=self.clock(),
-            )
-            await self.events.append(
-                session_id,
-                ProviderSwitched(from_provider=previous, to_provider=to, reason=reason),
-                provider=to,
-            )
-        log.info(
-            "session %s switched to %s (%s)",
-            session_id,
-            to,
-            reason,
-            extra={"session_id": session_id, "provider": to, "reason": reason},
-        )
-        return row
 
     async def turn_finished(self, live: LiveSession) -> None:
         """The turn's row is final: the session takes new turns from now on."""

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,11 +37,18 @@ from app.records import SessionStatus, TurnRecord, json_dict
 from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
-from app.runtime.figures import FigureBook
+from app.runtime.figures import FigureBook, TurnTiming
 from app.runtime.live import LiveSession
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
+
+FailOver = Callable[
+    [LiveSession, TurnRecord, TurnError, int, Sequence[str]],
+    Awaitable[tuple[TurnCoordinator, str] | None],
+]
+"""``(live, turn, error, attempts, tried)`` → the turn's coordinator on the next provider and
+its hand-off prompt, or None when the failure stands (app/runtime/failover.py)."""
 
 GATEWAY_SHUTDOWN = "gateway_shutdown: the gateway was shut down while the turn was running"
 """The stop reason of turns ended by a graceful shutdown (``TurnError.reason`` gateway_shutdown)."""
@@ -95,6 +102,8 @@ class TurnServices:
     """Drop a provider's cached health (its CLI turned out to be missing)."""
     figures: FigureBook
     """Where each turn's time to first text, duration, outcome and cost are measured."""
+    fail_over: FailOver | None = None
+    """Move a turn that failed for good to the next provider (app/runtime/failover.py)."""
 
 
 @dataclass(eq=False)
@@ -227,6 +236,18 @@ async def run_turn(
             await hooks.emit(TurnStarted(prompt=turn.prompt))
         result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
+        tried = [live.provider]
+        while outcome.status == "failed" and outcome.error is not None and services.fail_over:
+            failed_on, timing = live.provider, live.timing
+            moved = await services.fail_over(live, turn, outcome.error, result.attempts, tried)
+            if moved is None:
+                break
+            coordinator, prompt = moved  # the same turn goes on with the hand-off
+            tried.append(live.provider)
+            _measure(services, failed_on, timing, outcome)
+            live.timing = services.figures.turn_started(live.provider)
+            result = await _within_budget(coordinator, prompt, live)
+            outcome = result.outcome
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
         hooks.attempt = max(result.attempts, 1)
@@ -311,6 +332,20 @@ async def _within_budget(
                     await task
 
 
+def _measure(
+    services: TurnServices, provider: str, timing: TurnTiming | None, outcome: TurnOutcome
+) -> None:
+    """Count ``provider``'s part of the turn in its figures, and forget the cached health
+    of a provider whose CLI turned out to be missing."""
+    if outcome.error is not None and outcome.error.kind == "cli_missing":
+        services.forget_provider(provider)  # the next selection probes it again
+    if timing is not None:
+        cost = outcome.usage.cost_usd if outcome.usage is not None else None
+        services.figures.turn_ended(
+            timing, status=outcome.status, error=outcome.error, cost_usd=cost
+        )
+
+
 async def _stop_cli(live: LiveSession) -> None:
     """Stop what the CLI is doing for this session; its next turn starts it again."""
     try:
@@ -331,14 +366,8 @@ def _stopped(reason: str) -> TurnOutcome:
 async def _finish(
     services: TurnServices, live: LiveSession, turn: TurnRecord, hooks: Hooks, outcome: TurnOutcome
 ) -> None:
-    if outcome.error is not None and outcome.error.kind == "cli_missing":
-        services.forget_provider(live.provider)  # the next selection probes it again
     timing, live.timing = live.timing, None  # measured once, however often this is tried
-    if timing is not None:
-        cost = outcome.usage.cost_usd if outcome.usage is not None else None
-        services.figures.turn_ended(
-            timing, status=outcome.status, error=outcome.error, cost_usd=cost
-        )
+    _measure(services, live.provider, timing, outcome)
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
     # What the turn row keeps is masked like its events: a CLI may quote a secret.
     mask = services.events.mask

@@ -25,6 +25,9 @@ def test_selection_honours_requires_and_lists_why_nothing_can_serve(
             "skipped": [],
             "strategy": "ordered",
             "scores": [{"provider": "claude_code", "score": None, "turns": 0, "exploring": False}],
+            "fallback": False,
+            "scenario": None,
+            "requires": ["approvals", "resume"],
         }
 
         unknown = client.post("/v1/sessions", json={"workspace": workspace, "requires": ["x"]})
