@@ -44,6 +44,7 @@ from app.events import (
     SessionClosed as SessionClosedEvent,
 )
 from app.observability.logs import bind_ids
+from app.observability.metrics import GatewayMetrics
 from app.process.workspaces import recheck_workspace, resolve_workspace
 from app.providers.base import (
     ApprovalAnswer,
@@ -97,6 +98,7 @@ class SessionManager:
         sleep: Sleep = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         cluster: Cluster | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.cluster = cluster
         """With several replicas: leases, forwarding and adoption (None: a single gateway)."""
@@ -118,6 +120,7 @@ class SessionManager:
             set_status=self.set_status,
             turn_finished=self.turn_finished,
             forget_provider=registry.forget,
+            metrics=metrics,
         )
 
     # --- sessions -------------------------------------------------------------------------
@@ -393,6 +396,7 @@ class SessionManager:
                 mask=self.events.mask,
             ),
             thread_id=spec.thread_id,
+            model=row.model,
         )
         self._live[row.id] = live
         return live
