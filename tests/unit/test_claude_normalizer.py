@@ -834,3 +834,20 @@ def test_a_subagents_todo_write_is_not_the_turns_plan() -> None:
 def test_an_emptied_todo_list_is_published_as_an_empty_plan() -> None:
     items = feed_all([todo_write([]), tool_result("ok")])
     assert items[-1] == PlanUpdated(entries=[])
+
+
+def test_a_recorded_todo_write_turn_publishes_its_plan_once_after_the_tool() -> None:
+    # Claude Code 2.1.330 against the stub, CLAUDE_CODE_ENABLE_TASKS=0 and
+    # CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (tests/fixtures/claude/todo_write.jsonl).
+    text = (FIXTURES.parent / "todo_write.jsonl").read_text(encoding="utf-8")
+    lines = [line.encode() for line in text.splitlines() if not line.startswith(">>> ")]
+    items = feed_all(lines)
+    plans = [i for i, item in enumerate(items) if isinstance(item, PlanUpdated)]
+    assert [items[i] for i in plans] == [PLAN]
+    [completed] = [i for i, item in enumerate(items) if isinstance(item, ToolCompleted)]
+    assert plans == [completed + 1]
+    tool = items[completed]
+    assert isinstance(tool, ToolCompleted)
+    assert tool.status == "completed"
+    assert isinstance(items[-1], TurnEnded)
+    assert items[-1].outcome.status == "completed"

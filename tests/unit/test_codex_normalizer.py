@@ -466,3 +466,26 @@ def test_a_plan_step_with_an_unknown_status_drops_the_update_not_the_turn() -> N
     items = feed(bad, completed())
     assert not any(isinstance(item, PlanUpdated) for item in items)
     assert outcome(items).outcome.status == "completed"
+
+
+def test_a_recorded_update_plan_call_publishes_the_plan_and_no_tool() -> None:
+    lines = (STUB_CAPTURES / "app-server_plan.jsonl").read_text().splitlines()
+    messages = [parse_line(line.encode()) for line in lines if not line.startswith(">>> ")]
+    turn_id = next(
+        m.result["turn"]["id"]
+        for m in messages
+        if isinstance(m, Response) and m.result and "turn" in m.result
+    )
+    normalizer = TurnNormalizer(turn_id)
+    items = [i for m in messages if isinstance(m, Notification) for i in normalizer.feed(m)]
+    assert [i for i in items if isinstance(i, PlanUpdated)] == [
+        PlanUpdated(
+            entries=[
+                PlanEntry(text="Read the code", status="completed"),
+                PlanEntry(text="Fix the bug", status="in_progress"),
+                PlanEntry(text="Run the tests", status="pending"),
+            ]
+        )
+    ]
+    assert not any(isinstance(i, ToolStarted) for i in items)  # update_plan is not an item
+    assert outcome(items).outcome.final_text.startswith("Tool said: Plan updated")
