@@ -267,12 +267,15 @@ class ToolCompleted(_Payload):
     exit_code: int | None = None
 
 
+PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
 class PlanEntry(BaseModel):
     """One step of the agent's plan."""
 
     model_config = ConfigDict(frozen=True)
     text: str
-    status: Literal["pending", "in_progress", "completed"]
+    status: PlanStatus
 
 
 class PlanUpdated(_Payload):

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.api import console, events, health, metrics, problems, runs, sessions
+from app.api import console, events, health, metrics, problems, runs, sessions, usage
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.security import install_access_control, load_or_create_token, token_path
@@ -97,6 +97,7 @@ def create_app(
                 registry=registry,
                 clock=clock,
                 cluster=cluster,
+                metrics=gateway_metrics,
             )
             await manager.recover()
             if cluster is not None:
@@ -180,6 +181,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(sessions.router)
     app.include_router(events.router)
     app.include_router(runs.router)
+    app.include_router(usage.router)
     app.include_router(metrics.build_router(public=settings.server.metrics_public))
     app.include_router(console.router)
 

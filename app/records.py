@@ -68,6 +68,29 @@ class TurnRecord:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class UsageTotals:
+    """Usage summed over ended turns, as their rows keep it; ``cost_usd`` is None when none of
+    them reported a cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float | None = None
+    turns: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageGroup:
+    """The usage of one key's turns on one provider and model (None: the CLI's default)."""
+
+    key: str | None
+    provider: str
+    model: str | None
+    totals: UsageTotals
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalRecord:
     """A tool call awaiting (or past) a client's decision; pending ones survive a restart."""
 

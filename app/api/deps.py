@@ -16,10 +16,11 @@ from app.api.schemas import (
     Selection,
     SessionPublic,
     TurnPublic,
+    UsageTotalsPublic,
 )
 from app.api.security import Principal, access_of
 from app.events import TurnError, Usage
-from app.records import ApprovalRecord, SessionRecord, TurnRecord
+from app.records import ApprovalRecord, SessionRecord, TurnRecord, UsageTotals
 from app.runtime import reads
 from app.runtime.coordinator import RetryPolicy
 from app.runtime.sessions import SessionManager
@@ -47,7 +48,12 @@ async def admit_session(
         yield
 
 
-async def session_public(manager: SessionManager, row: SessionRecord) -> SessionPublic:
+async def session_public(
+    manager: SessionManager, row: SessionRecord, usage: UsageTotals | None = None
+) -> SessionPublic:
+    """``row`` as the API shows it; ``usage`` when the caller read it already (a list)."""
+    if usage is None:
+        usage = (await reads.session_usage(manager, [row]))[row.id]
     process = manager.process_info(row.id)
     return SessionPublic(
         id=row.id,
@@ -67,6 +73,18 @@ async def session_public(manager: SessionManager, row: SessionRecord) -> Session
         if process
         else None,
         owner=await manager.replica_of(row.id),
+        usage=usage_public(usage),
+    )
+
+
+def usage_public(totals: UsageTotals) -> UsageTotalsPublic:
+    return UsageTotalsPublic(
+        input_tokens=totals.input_tokens,
+        output_tokens=totals.output_tokens,
+        cached_input_tokens=totals.cached_input_tokens,
+        cache_creation_input_tokens=totals.cache_creation_input_tokens,
+        cost_usd=totals.cost_usd,
+        turns=totals.turns,
     )
 
 

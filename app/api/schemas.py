@@ -195,6 +195,19 @@ class ProcessPublic(BaseModel):
     spawns: int
 
 
+class UsageTotalsPublic(BaseModel):
+    """Usage summed over ended turns, each as its final attempt reported it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float | None = None
+    """Null when no turn counted here reported a cost (OpenCode and Claude Code do)."""
+    turns: int = 0
+    """The ended turns counted (completed, failed or interrupted)."""
+
+
 class SessionPublic(BaseModel):
     id: str
     provider: str
@@ -213,10 +226,32 @@ class SessionPublic(BaseModel):
     owner: str | None = None
     """With several replicas, the replica (``cluster.replica_id``) that runs this session's
     CLI; null when none holds it, and on a single gateway."""
+    usage: UsageTotalsPublic
+    """What the session's ended turns used, summed when it is read."""
 
 
 class SessionList(BaseModel):
     sessions: list[SessionPublic]
+
+
+class UsageGroupPublic(BaseModel):
+    key: str | None
+    """The key (its name) that created the sessions; null for sessions without one."""
+    provider: str
+    model: str | None
+    """The model the sessions named; null: each CLI's default."""
+    usage: UsageTotalsPublic
+
+
+class UsageReport(BaseModel):
+    """Usage of the turns that ended in ``[from, to)``, by key, provider and model."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    from_: datetime = Field(alias="from")
+    to: datetime
+    groups: list[UsageGroupPublic]
+    """Most tokens (input + output) first."""
+    total: UsageTotalsPublic
 
 
 class TurnCreate(_In):

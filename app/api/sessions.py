@@ -86,7 +86,8 @@ async def list_sessions(
     rows = await reads.list_sessions(
         manager, owner=principal.owner_filter, status=status_, limit=limit, before=before
     )
-    return SessionList(sessions=[await session_public(manager, row) for row in rows])
+    usage = await reads.session_usage(manager, rows)  # one query for the page
+    return SessionList(sessions=[await session_public(manager, row, usage[row.id]) for row in rows])
 
 
 @router.get("/{session_id}", operation_id="getSession", responses=READ)

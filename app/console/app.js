@@ -250,6 +250,7 @@ async function openSession(id) {
   });
   for (const map of [state.turns, state.messages, state.tools, state.approvals]) map.clear();
   $("log").replaceChildren();
+  showPlan([]);
   showError("turn-error", "");
   for (const button of document.querySelectorAll(".session-item")) {
     if (button.dataset.sessionId === id) button.setAttribute("aria-current", "true");
@@ -524,6 +525,22 @@ function notice(text, kind = "info") {
   scrollToEnd(true);
 }
 
+// The plan panel shows the newest plan.updated of the open session: each one is the whole
+// plan, so it replaces the last; the transcript keeps every version where it happened.
+const PLAN_MARKS = { pending: "☐", in_progress: "▶", completed: "☑" };
+
+function planEntry(tag, entry) {
+  const mark = PLAN_MARKS[entry.status] || "·";
+  const element = node(tag, `plan-entry ${entry.status}`, `${mark} ${entry.text}`);
+  element.dataset.status = entry.status;
+  return element;
+}
+
+function showPlan(entries) {
+  $("plan-entries").replaceChildren(...entries.map((entry) => planEntry("li", entry)));
+  $("plan").hidden = entries.length === 0;
+}
+
 function render(envelope) {
   const data = envelope.data || {};
   switch (envelope.type) {
@@ -566,13 +583,10 @@ function render(envelope) {
     case "tool.completed":
       return toolCompleted(envelope, data);
     case "plan.updated": {
-      const marks = { pending: "☐", in_progress: "▶", completed: "☑" };
       const element = line(envelope, "meta plan");
       element.append(node("div", "who-label", "Plan"));
-      for (const entry of data.entries || []) {
-        const mark = marks[entry.status] || "·";
-        element.append(node("div", `plan-entry ${entry.status}`, `${mark} ${entry.text}`));
-      }
+      for (const entry of data.entries || []) element.append(planEntry("div", entry));
+      showPlan(data.entries || []);
       return element;
     }
     case "approval.requested":

@@ -14,9 +14,10 @@ from typing import Protocol
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from app.events import Usage
 from app.records import SessionStatus
 
-__all__ = ["CONTENT_TYPE", "GatewayMetrics"]
+__all__ = ["CONTENT_TYPE", "DEFAULT_MODEL", "MAX_MODEL_LABELS", "OTHER_MODEL", "GatewayMetrics"]
 
 SESSION_STATUSES: tuple[SessionStatus, ...] = (
     "idle",
@@ -27,6 +28,13 @@ SESSION_STATUSES: tuple[SessionStatus, ...] = (
     "failed",
 )
 TRANSPORTS = ("sse", "ws", "runs")
+TOKEN_KINDS = ("input", "output", "cached_input", "cache_creation_input")
+DEFAULT_MODEL = "default"
+"""The ``model`` label of a session that named no model (the CLI chose its default)."""
+MAX_MODEL_LABELS = 100
+"""Distinct ``model`` labels kept; a client names the model, so later ones count as
+``OTHER_MODEL`` instead of growing the exposition without bound."""
+OTHER_MODEL = "other"
 LOOP_LAG_BUCKETS = (
     0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 )  # fmt: skip
@@ -168,6 +176,21 @@ class GatewayMetrics:
                 ("running_turns", "Turns of the provider running on this replica now"),
             )
         }
+        self.tokens = Counter(
+            "agent_gateway_tokens",
+            "Tokens of ended turns as their CLIs reported them, by provider, model (the "
+            "session's; default when it named none) and kind (input, output, cached_input, "
+            "cache_creation_input)",
+            ["provider", "model", "kind"],
+            registry=registry,
+        )
+        self.cost = Counter(
+            "agent_gateway_cost_usd",
+            "Cost in US dollars of ended turns whose CLI reported one, by provider and model",
+            ["provider", "model"],
+            registry=registry,
+        )
+        self._models: set[str] = set()
         for status in SESSION_STATUSES:
             self.sessions.labels(status=status).set(0)
         for transport in TRANSPORTS:
@@ -209,6 +232,26 @@ class GatewayMetrics:
             for name, value in values.items():
                 if value is not None:
                     self.figures[name].labels(provider=provider).set(value)
+
+    def count_usage(self, *, provider: str, model: str | None, usage: Usage) -> None:
+        """Add one ended turn's usage to the token and cost counters."""
+        label = model or DEFAULT_MODEL
+        if label not in self._models:
+            if len(self._models) >= MAX_MODEL_LABELS:
+                label = OTHER_MODEL
+            else:
+                self._models.add(label)
+        counts = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_input_tokens,
+            usage.cache_creation_input_tokens,
+        )
+        for kind, count in zip(TOKEN_KINDS, counts, strict=True):
+            if count > 0:
+                self.tokens.labels(provider=provider, model=label, kind=kind).inc(count)
+        if usage.cost_usd is not None and usage.cost_usd > 0:
+            self.cost.labels(provider=provider, model=label).inc(usage.cost_usd)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -33,6 +33,8 @@ class LiveSession:
     handle: ProviderSession
     approvals: ApprovalBroker
     thread_id: str | None
+    model: str | None = None
+    """The model the session named (None: the CLI's default), for usage metrics."""
     turn_task: asyncio.Task[None] | None = None
     turn_id: str | None = None
     last_active: float = field(default_factory=time.monotonic)

@@ -9,7 +9,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.errors import NotFound
-from app.records import ApprovalRecord, ApprovalStatus, SessionRecord, SessionStatus, TurnRecord
+from app.records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    SessionRecord,
+    SessionStatus,
+    TurnRecord,
+    UsageGroup,
+    UsageTotals,
+)
 from app.runtime.sessions import SessionManager
 
 
@@ -54,6 +62,23 @@ async def list_approvals(
     """Newest first."""
     await manager.get(session_id, owner=owner)
     return await manager.store.list_approvals(session_id, status=status, limit=limit)
+
+
+async def session_usage(
+    manager: SessionManager, sessions: list[SessionRecord]
+) -> dict[str, UsageTotals]:
+    """The usage of each of ``sessions`` (already read, so the caller's), in one query; a
+    session with no ended turn gets zero totals."""
+    totals = await manager.store.session_usage([row.id for row in sessions])
+    return {row.id: totals.get(row.id) or UsageTotals() for row in sessions}
+
+
+async def usage_report(
+    manager: SessionManager, *, since: datetime, until: datetime
+) -> list[UsageGroup]:
+    """Usage by key, provider and model of the turns that ended in ``[since, until)``; every
+    key's, so only for an admin key (the route checks)."""
+    return await manager.store.usage_report(since=since, until=until)
 
 
 async def count_open_sessions(manager: SessionManager, owner: str) -> int:

@@ -46,6 +46,7 @@ from app.events import (
     SessionClosed as SessionClosedEvent,
 )
 from app.observability.logs import bind_ids
+from app.observability.metrics import GatewayMetrics
 from app.process.workspaces import recheck_workspace, resolve_workspace
 from app.providers.base import (
     ApprovalAnswer,
@@ -103,6 +104,7 @@ class SessionManager:
         sleep: Sleep = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         cluster: Cluster | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.cluster = cluster
         """With several replicas: leases, forwarding and adoption (None: a single gateway)."""
@@ -130,6 +132,7 @@ class SessionManager:
             forget_provider=registry.forget,
             figures=self.figures,
             fail_over=self._fail_over,
+            metrics=metrics,
         )
         self._failover = Failover(
             settings=settings,
@@ -538,6 +541,7 @@ class SessionManager:
                 mask=self.events.mask,
             ),
             thread_id=spec.thread_id,
+            model=row.model,
         )
         self._live[row.id] = live
         return live

@@ -32,6 +32,7 @@ from app.events import (
     TurnInterrupted,
     TurnStarted,
 )
+from app.observability.metrics import GatewayMetrics
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
 from app.records import SessionStatus, TurnRecord, json_dict
 from app.runtime.coalesce import encoded_size
@@ -104,6 +105,8 @@ class TurnServices:
     """Where each turn's time to first text, duration, outcome and cost are measured."""
     fail_over: FailOver | None = None
     """Move a turn that failed for good to the next provider (app/runtime/failover.py)."""
+    metrics: GatewayMetrics | None = None
+    """Where an ended turn's usage is counted (tokens and cost by provider and model)."""
 
 
 @dataclass(eq=False)
@@ -392,6 +395,9 @@ async def _finish(
         finished_at=services.clock(),
         resume_at=None,
     )
+    if outcome.usage is not None and services.metrics is not None:
+        # Counted once the row keeps it: the counters and GET /v1/usage sum the same turns.
+        services.metrics.count_usage(provider=live.provider, model=live.model, usage=outcome.usage)
     # The session is idle before clients learn that the turn ended, so a client reacting to
     # the terminal event can start the next turn at once. The append's task is scheduled as
     # soon as `busy` clears, ahead of any turn a client could start, so this event is

@@ -28,6 +28,8 @@ from app.records import (
     SessionRecord,
     StoredEvent,
     TurnRecord,
+    UsageGroup,
+    UsageTotals,
 )
 from app.store.retention import CleanupReport
 
@@ -68,6 +70,10 @@ class Storage(Protocol):
     async def list_turns(self, session_id: str, *, limit: int) -> list[TurnRecord]: ...
 
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord: ...
+
+    async def session_usage(self, session_ids: Sequence[str]) -> dict[str, UsageTotals]: ...
+
+    async def usage_report(self, *, since: datetime, until: datetime) -> list[UsageGroup]: ...
 
     async def create_approval(self, approval: ApprovalRecord) -> None: ...
 

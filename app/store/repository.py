@@ -32,6 +32,8 @@ from app.records import (
     SessionRecord,
     StoredEvent,
     TurnRecord,
+    UsageGroup,
+    UsageTotals,
 )
 from app.store.bindings import touch_binding
 from app.store.db import session_factory, sqlite_file, storage_errors
@@ -54,6 +56,7 @@ from app.store.tables import (
     SessionRow,
     TurnRow,
 )
+from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -286,6 +289,22 @@ class Store:
         return turn_record(row)
 
     # --- approvals ------------------------------------------------------------------------
+
+    @uninterrupted
+    async def session_usage(self, session_ids: Sequence[str]) -> dict[str, UsageTotals]:
+        """The usage of each session's ended turns; a session without one is left out."""
+        if not session_ids:
+            return {}
+        async with self._read() as db:
+            rows = (await db.execute(session_totals_query(session_ids))).all()
+        return {row[0]: totals_of(row) for row in rows}
+
+    @uninterrupted
+    async def usage_report(self, *, since: datetime, until: datetime) -> list[UsageGroup]:
+        """Usage of the turns that ended in ``[since, until)`` by key, provider and model."""
+        async with self._read() as db:
+            rows = (await db.execute(report_query(since=since, until=until))).all()
+        return usage_groups(rows)
 
     @uninterrupted
     async def create_approval(self, approval: ApprovalRecord) -> None:

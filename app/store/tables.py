@@ -129,7 +129,8 @@ class TurnRow(Base):
     final_text: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Indexed for usage reports over a time range (app/store/usage.py).
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     resume_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     """When a turn waiting for a usage limit's reset continues (None: no such wait)."""
 

@@ -9,6 +9,7 @@ those with the API's JSON events page.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -354,3 +355,35 @@ def test_the_log_follows_a_long_answer_unless_the_reader_scrolled_up(
 
 
 AT_END = "log => log.scrollHeight - log.scrollTop - log.clientHeight < 40"
+
+
+def todo_write(*todos: tuple[str, str]) -> str:
+    items = [{"content": text, "status": status, "activeForm": text} for text, status in todos]
+    return "[[call:TodoWrite " + json.dumps({"todos": items}) + "]]"
+
+
+def test_the_plan_panel_shows_the_newest_plan_live_and_after_a_reload(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    panel = page.locator("#plan")
+    expect(panel).to_be_hidden()
+    send(page, todo_write(("Read the code", "in_progress"), ("Fix the bug", "pending")))
+    turn_end(page, "completed")
+    expect(panel).to_be_visible()
+    entries = page.locator("#plan-entries li")
+    expect(entries).to_have_text(["▶ Read the code", "☐ Fix the bug"])
+
+    send(page, todo_write(("Read the code", "completed"), ("Fix the bug", "in_progress")))
+    expect(page.locator("#log .turn-end.completed")).to_have_count(2, timeout=30_000)
+    newest = ["☑ Read the code", "▶ Fix the bug"]
+    expect(entries).to_have_text(newest)  # replaced, not appended
+    assert entries.evaluate_all("els => els.map(e => e.dataset.status)") == [
+        "completed",
+        "in_progress",
+    ]
+    page.reload()
+    expect(page.locator("#chat-title")).to_have_text(session_id)
+    expect(entries).to_have_text(newest)
+    assert_rendered_exactly_once(page, gateway, session_id)

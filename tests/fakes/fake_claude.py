@@ -29,6 +29,11 @@ JSON; ``malformed`` prints binary, invalid UTF-8 and non-object lines before ans
 ``spew-retry:BYTES`` makes this and every later turn of the thread stream BYTES of text and
 fail with a retryable 529.
 
+``usage:<input>:<output>:<cached>:<cost>`` answers ``fake reply`` reporting that usage (cache
+reads as ``cache_read_input_tokens``) and that cost, added to the process's running
+``total_cost_usd`` as Claude Code does; every other answer reports 1 input and 2 output
+tokens and no cost.
+
 ``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
 answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
 ``denied: <message>``.
@@ -50,6 +55,7 @@ SESSION = next(
 )
 lock = threading.Lock()
 interrupted = threading.Event()
+cost_total = [0.0]  # Claude Code's `total_cost_usd` is the process's running total
 
 
 def emit(obj: dict[str, object]) -> None:
@@ -59,8 +65,15 @@ def emit(obj: dict[str, object]) -> None:
 
 
 def result(
-    text: str, *, is_error: bool = False, reason: str = "completed", status: int | None = None
+    text: str,
+    *,
+    is_error: bool = False,
+    reason: str = "completed",
+    status: int | None = None,
+    usage: dict[str, int] | None = None,
+    cost: float = 0.0,
 ) -> None:
+    cost_total[0] += cost
     extra: dict[str, object] = {} if status is None else {"api_error_status": status}
     emit(
         {
@@ -72,8 +85,8 @@ def result(
             "session_id": SESSION,
             "terminal_reason": reason,
             "stop_reason": "end_turn",
-            "usage": {"input_tokens": 1, "output_tokens": 2},
-            "total_cost_usd": 0.0,
+            "usage": usage or {"input_tokens": 1, "output_tokens": 2},
+            "total_cost_usd": cost_total[0],
         }
     )
 
@@ -326,6 +339,16 @@ def turn(prompt: str) -> None:
         sys.stderr.flush()
         os._exit(3)
     if prompt == "hang":
+        return
+    if prompt.startswith("usage:"):
+        inputs, outputs, cached, cost = prompt.split(":")[1:5]
+        counts = {
+            "input_tokens": int(inputs),
+            "output_tokens": int(outputs),
+            "cache_read_input_tokens": int(cached),
+        }
+        text("fake reply")
+        result("fake reply", usage=counts, cost=float(cost))
         return
     if prompt == "slow":
         interrupted.clear()

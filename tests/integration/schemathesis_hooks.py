@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -53,6 +54,8 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             else:  # the provider with the most of them serves
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
+    if case.operation.definition.raw.get("operationId") == "getUsage" and case.query:
+        _nonempty_range(case.query)
     if case.operation.definition.raw.get("operationId") == "getEvents":
         if case.query and "after" in case.query:
             case.query["after"] = 0
@@ -60,6 +63,25 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             for name in [n for n in case.headers if n.lower() == "last-event-id"]:
                 case.headers[name] = "0"
     return case
+
+
+def _nonempty_range(query: dict[str, Any]) -> None:
+    since, until = _moment(query.get("from")), _moment(query.get("to"))
+    if until is not None and until < datetime.min.replace(tzinfo=UTC) + timedelta(days=31):
+        query["to"] = "2000-01-01T00:00:00Z"
+        until = _moment(query["to"])
+    if since is not None and since >= (until or datetime.now(UTC)):
+        del query["from"]
+
+
+def _moment(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        return moment.astimezone(UTC) if moment.tzinfo else None
+    except (ValueError, OverflowError):
+        return None
 
 
 @schemathesis.check

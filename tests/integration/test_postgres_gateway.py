@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from alembic.script import ScriptDirectory
+
 from app.store.schema import MIGRATIONS_DIR
 from tests.dbservers import PostgresServer
 from tests.fakes.gateway import FakeGatewayFactory, fake_gateway_at
@@ -26,7 +28,7 @@ from tests.integration.streams import (
     wait_until,
 )
 
-HEAD = max(path.name.split("_", 1)[0] for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
+HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 
 def test_serve_migrates_an_empty_database_and_keeps_sessions_across_a_restart(

@@ -13,6 +13,7 @@ from pydantic import JsonValue
 from app.events import APPROVAL_MODES, ApprovalMode
 from app.process.runner import ProcessRunner
 from app.providers.codex.argv import (
+    DEFAULT_CONFIG,
     FORCED_CONFIG,
     RetryBudget,
     build_argv,
@@ -39,6 +40,7 @@ def test_argv_runs_app_server_on_stdio_with_the_forced_overrides_last() -> None:
     argv = build_argv(executable="/bin/codex", config={})
     assert argv[:4] == ["/bin/codex", "app-server", "--listen", "stdio://"]
     assert [parse(o) for o in overrides(argv)] == [
+        ("tools.update_plan.enabled", True),
         ("check_for_update_on_startup", False),
         ("features.plugins", False),
         ("analytics.enabled", False),
@@ -65,6 +67,7 @@ def test_nested_config_becomes_one_override_per_value() -> None:
         "sandbox_workspace_write.writable_roots": ["/a", "/b"],
         "shell_environment_policy.set": {},
         "tools.limits": [{"name": "x", "max": 1.5}],
+        **DEFAULT_CONFIG,
         **FORCED_CONFIG,
     }
     assert parsed == expected
@@ -80,10 +83,17 @@ def test_operator_config_cannot_undo_the_forced_overrides() -> None:
     assert [key for key, _ in pairs].count("features.plugins") == 1
     assert dict(pairs) == {
         "features.web_search": "false",
+        "tools.update_plan.enabled": "true",
         "check_for_update_on_startup": "false",
         "features.plugins": "false",
         "analytics.enabled": "false",
     }
+
+
+def test_the_plan_tool_is_on_unless_the_operator_turns_it_off() -> None:
+    assert ("tools.update_plan.enabled", "true") in config_overrides({})
+    off: dict[str, JsonValue] = {"tools": {"update_plan": {"enabled": False}}}
+    assert dict(config_overrides(off))["tools.update_plan.enabled"] == "false"
 
 
 def test_extra_args_come_last() -> None:

@@ -12,6 +12,8 @@ import pytest
 from app.events import (
     MessageCompleted,
     MessageDelta,
+    PlanEntry,
+    PlanUpdated,
     ReasoningCompleted,
     ReasoningDelta,
     RetryScheduled,
@@ -360,7 +362,7 @@ def test_warnings_requests_resolved_and_unknown_notices() -> None:
     assert feed(
         Notification(method="warning", params={"threadId": "T", "message": "model unknown"}),
         Notification(method="serverRequest/resolved", params={"threadId": "T", "requestId": 7}),
-        note("turn/plan/updated", plan=[]),
+        note("turn/diff/updated", diff=""),
         note("some/new/notification"),
     ) == [
         Warning(message="model unknown", code="codex_warning"),
@@ -430,3 +432,60 @@ def test_a_tool_turn_counts_both_requests() -> None:
     (accepted,) = turns_of("approval-accept").values()
     assert accepted.outcome.usage == Usage(input_tokens=24, output_tokens=14)
     assert accepted.outcome.final_text.startswith("Tool said:")
+
+
+def test_a_plan_update_becomes_the_whole_plan_with_our_status_names() -> None:
+    plan = [
+        {"step": "Read the code", "status": "completed"},
+        {"step": "Fix the bug", "status": "inProgress"},
+        {"step": "Run the tests", "status": "pending"},
+    ]
+    items = feed(note("turn/plan/updated", explanation="why", plan=plan))
+    assert items == [
+        PlanUpdated(
+            entries=[
+                PlanEntry(text="Read the code", status="completed"),
+                PlanEntry(text="Fix the bug", status="in_progress"),
+                PlanEntry(text="Run the tests", status="pending"),
+            ]
+        )
+    ]
+
+
+def test_an_emptied_plan_is_published_and_another_turns_plan_is_not() -> None:
+    assert feed(note("turn/plan/updated", plan=[])) == [PlanUpdated(entries=[])]
+    other_turn = Notification(
+        method="turn/plan/updated",
+        params={"threadId": "T", "turnId": "OTHER", "plan": [{"step": "x", "status": "pending"}]},
+    )
+    assert feed(other_turn) == []
+
+
+def test_a_plan_step_with_an_unknown_status_drops_the_update_not_the_turn() -> None:
+    bad = note("turn/plan/updated", plan=[{"step": "x", "status": "blocked"}])
+    items = feed(bad, completed())
+    assert not any(isinstance(item, PlanUpdated) for item in items)
+    assert outcome(items).outcome.status == "completed"
+
+
+def test_a_recorded_update_plan_call_publishes_the_plan_and_no_tool() -> None:
+    lines = (STUB_CAPTURES / "app-server_plan.jsonl").read_text().splitlines()
+    messages = [parse_line(line.encode()) for line in lines if not line.startswith(">>> ")]
+    turn_id = next(
+        m.result["turn"]["id"]
+        for m in messages
+        if isinstance(m, Response) and m.result and "turn" in m.result
+    )
+    normalizer = TurnNormalizer(turn_id)
+    items = [i for m in messages if isinstance(m, Notification) for i in normalizer.feed(m)]
+    assert [i for i in items if isinstance(i, PlanUpdated)] == [
+        PlanUpdated(
+            entries=[
+                PlanEntry(text="Read the code", status="completed"),
+                PlanEntry(text="Fix the bug", status="in_progress"),
+                PlanEntry(text="Run the tests", status="pending"),
+            ]
+        )
+    ]
+    assert not any(isinstance(i, ToolStarted) for i in items)  # update_plan is not an item
+    assert outcome(items).outcome.final_text.startswith("Tool said: Plan updated")

@@ -9,7 +9,9 @@ What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
 - ``stream_event`` text / thinking deltas → ``MessageDelta`` / ``ReasoningDelta``
 - ``assistant`` blocks → ``MessageCompleted`` / ``ReasoningCompleted`` (same id as the
   deltas), ``ToolStarted`` for tool_use / server_tool_use
-- ``user`` tool_result blocks → ``ToolCompleted``
+- ``user`` tool_result blocks → ``ToolCompleted``; for a ``TodoWrite`` call the CLI accepted,
+  then ``PlanUpdated`` with the todos (the tool's own events stay: approvals and clients that
+  show tools refer to them; the plan is whole in every ``TodoWrite`` input)
 - ``system/api_retry`` → ``RetryScheduled(source="cli")``
 - ``rate_limit_event`` with status rejected → ``Warning(code="rate_limited")``
 - ``result`` → ``UsageReported`` then ``TurnEnded``
@@ -30,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from app.events import (
+    PlanUpdated,
     RetryScheduled,
     ToolCompleted,
     ToolStarted,
@@ -54,7 +57,7 @@ from app.providers.claude.items import (
     TurnEnded,
     UnsupportedControlRequest,
 )
-from app.providers.claude.tools import tool_kind
+from app.providers.claude.tools import PLAN_TOOL, plan_from_todos, tool_kind
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES, tool_output
 from app.providers.raw import (
     as_dict,
@@ -150,6 +153,8 @@ class ClaudeNormalizer:
         self._cost_total: float | None = None
         self._limit_resets_at: datetime | None = None
         """When the usage limit a ``rate_limit_event`` rejected resets (this turn)."""
+        self._plans: dict[str, PlanUpdated] = {}
+        """Plans of TodoWrite calls by tool id, published once the CLI accepted them."""
 
     @property
     def thread_id(self) -> str | None:
@@ -303,6 +308,8 @@ class ClaudeNormalizer:
                 items += self._blocks.assistant_block(message_id, kind, text or "")
             if block_type in ("tool_use", "server_tool_use"):
                 items += _tool_started(block)
+                if not nested:  # a subagent's todos are its own, not the turn's plan
+                    self._note_plan(block)
             elif isinstance(block_type, str) and block_type.endswith("_tool_result"):
                 items += _server_tool_completed(block)
         return items
@@ -345,7 +352,17 @@ class ClaudeNormalizer:
                     tool_id=tool_id, status=status, output=tool_output(block.get("content"))
                 )
             )
+            plan = self._plans.pop(tool_id, None)
+            if plan is not None and status == "completed":
+                items.append(plan)
         return items
+
+    def _note_plan(self, block: dict[str, Any]) -> None:
+        tool_id = as_str(block.get("id"))
+        if tool_id and block.get("name") == PLAN_TOOL:
+            plan = plan_from_todos(as_dict(block.get("input")))
+            if plan is not None:
+                self._plans[tool_id] = plan
 
     # --- system ---------------------------------------------------------------------------
 
@@ -419,6 +436,7 @@ class ClaudeNormalizer:
         self._limit_resets_at = None
         self._interrupt_seen = False
         self._auto_denied.clear()
+        self._plans.clear()
         items.append(TurnEnded(outcome=outcome, thread_id=as_str(raw.get("session_id"))))
         return items
 

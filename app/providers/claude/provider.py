@@ -82,6 +82,13 @@ FIXED_ENV = {
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
+    # 2.1.330 offers TodoWrite only with the Task tools off and the todo tools on (its
+    # `isEnabled`: tasks disabled and todo tools enabled; most current models have neither by
+    # default: "TodoWrite is disabled for this session"). TodoWrite states the whole plan on
+    # each call, which the gateway publishes as `plan.updated`; the Task tools change one
+    # task at a time and would leave the gateway rebuilding a list it never saw whole.
+    "CLAUDE_CODE_ENABLE_TASKS": "0",
+    "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
 }
 
 

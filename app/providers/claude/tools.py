@@ -1,8 +1,14 @@
-"""How Claude Code tool calls look in the event model: their kind."""
+"""How Claude Code tool calls look in the event model: their kind, and plans."""
 
 from __future__ import annotations
 
-from app.events import ToolKind
+from typing import Any
+
+from app.events import PlanEntry, PlanStatus, PlanUpdated, ToolKind
+
+PLAN_TOOL = "TodoWrite"
+"""The tool whose input is the agent's whole plan: ``{todos: [{content, status, activeForm}]}``."""
+_PLAN_STATUSES: frozenset[PlanStatus] = frozenset({"pending", "in_progress", "completed"})
 
 _TOOL_KINDS: dict[str, ToolKind] = {
     "Bash": "command",
@@ -25,3 +31,22 @@ def tool_kind(name: str) -> ToolKind:
     if name.startswith("mcp__"):
         return "mcp"
     return _TOOL_KINDS.get(name, "other")
+
+
+def plan_from_todos(tool_input: dict[str, Any]) -> PlanUpdated | None:
+    """Return the plan a ``TodoWrite`` input states, or None when it does not fit the schema.
+
+    The CLI refuses such an input too (an ``is_error`` tool_result), so no plan is lost.
+    """
+    todos = tool_input.get("todos")
+    if not isinstance(todos, list):
+        return None
+    entries: list[PlanEntry] = []
+    for todo in todos:
+        if not isinstance(todo, dict):
+            return None
+        content, status = todo.get("content"), todo.get("status")
+        if not isinstance(content, str) or status not in _PLAN_STATUSES:
+            return None
+        entries.append(PlanEntry(text=content, status=status))
+    return PlanUpdated(entries=entries)

@@ -26,6 +26,7 @@ from pydantic import JsonValue
 from app.events import ApprovalMode
 
 __all__ = [
+    "DEFAULT_CONFIG",
     "FORCED_CONFIG",
     "RetryBudget",
     "build_argv",
@@ -45,6 +46,14 @@ FORCED_CONFIG: dict[str, JsonValue] = {
     "check_for_update_on_startup": False,
     "features.plugins": False,
     "analytics.enabled": False,
+}
+
+
+DEFAULT_CONFIG: dict[str, JsonValue] = {
+    # codex-cli 0.169.0 does not offer its `update_plan` tool unless told to; its calls are
+    # what app-server reports as `turn/plan/updated`, the session's `plan.updated`. An
+    # operator's `config` may turn it off again.
+    "tools.update_plan.enabled": True,
 }
 
 
@@ -144,6 +153,8 @@ def config_overrides(
 ) -> list[tuple[str, str]]:
     """Flatten ``config`` to ``(dotted key, TOML value)`` pairs, ending with ``FORCED_CONFIG``.
 
+    ``DEFAULT_CONFIG`` keys the operator did not set are added.
+
     Nested tables become dotted keys (``{"a": {"b": 1}}`` → ``a.b``) so that each override
     sets one value and leaves its siblings in the user's config alone; a key may itself be
     dotted already. An empty table is passed as ``{}``. Operator keys that ``FORCED_CONFIG``
@@ -161,6 +172,8 @@ def config_overrides(
         if any(key.startswith(prefix) for key in flat):
             flat.setdefault(f"{prefix}request_max_retries", str(retry.request_max_retries))
             flat.setdefault(f"{prefix}stream_max_retries", str(retry.stream_max_retries))
+    for key, value in DEFAULT_CONFIG.items():
+        flat.setdefault(key, toml_value(value, key=key))
     for key in FORCED_CONFIG:
         flat.pop(key, None)
     for key, value in FORCED_CONFIG.items():

@@ -13,6 +13,8 @@ name another turn (a turn abandoned after an interrupt, the usage Codex replays 
   ``item/commandExecution/outputDelta`` → ``ToolOutput``; ``item/completed`` → ``ToolCompleted``
 - ``error`` with ``willRetry`` → ``RetryScheduled(source="cli")``; ``warning`` → ``Warning``
 - ``serverRequest/resolved`` → ``ApprovalWithdrawn`` (withdrawn unless already answered)
+- ``turn/plan/updated`` → ``PlanUpdated`` with the whole plan (Codex sends it whole each time
+  its ``update_plan`` tool runs; step status ``inProgress`` becomes ``in_progress``)
 - ``turn/completed`` → ``UsageReported`` (when any) then ``TurnEnded``
 
 Everything else is dropped: known progress notices silently, unknown ones with a debug log.
@@ -27,6 +29,9 @@ from app.events import (
     EventData,
     MessageCompleted,
     MessageDelta,
+    PlanEntry,
+    PlanStatus,
+    PlanUpdated,
     ReasoningCompleted,
     ReasoningDelta,
     ToolCompleted,
@@ -58,7 +63,6 @@ _IGNORED = frozenset(
         "thread/name/updated",
         "thread/compacted",
         "turn/diff/updated",
-        "turn/plan/updated",
         "item/plan/delta",
         "item/reasoning/summaryPartAdded",
         "item/fileChange/outputDelta",
@@ -128,6 +132,8 @@ class TurnNormalizer:
             return [Warning(message=message, code="codex_warning")] if message else []
         if method == "serverRequest/resolved":
             return [ApprovalWithdrawn(request_id=str(params["requestId"]))]
+        if method == "turn/plan/updated":
+            return [_plan(params)]
         if method == "turn/completed":
             return self._turn_completed(_dict(params.get("turn")))
         if method not in _IGNORED:
@@ -229,6 +235,26 @@ class TurnNormalizer:
         self._reasoning.clear()
         self._open_tools.clear()
         return items
+
+
+# TurnPlanStepStatus of app-server v2 (0.169.0 schema); the model's ``update_plan`` input
+# spells the middle one ``in_progress``, which older servers passed through.
+_PLAN_STATUSES: dict[str, PlanStatus] = {
+    "pending": "pending",
+    "inProgress": "in_progress",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+
+
+def _plan(params: dict[str, Any]) -> PlanUpdated:
+    entries = []
+    for step in params["plan"]:
+        status = _PLAN_STATUSES.get(step["status"])
+        if status is None:
+            raise ValueError(f"unknown plan step status {step['status']!r}")
+        entries.append(PlanEntry(text=step["step"], status=status))
+    return PlanUpdated(entries=entries)
 
 
 def _dict(value: object) -> dict[str, Any]:
