@@ -98,6 +98,29 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = 0
     cost_usd: float | None = None
 
+    def __add__(self, other: Usage) -> Usage:
+        """Both together (a turn's attempts); the cost is known when either's is."""
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cost_usd=sum(costs) if costs else None,
+        )
+
+
+def spent(*usages: Usage | None) -> Usage | None:
+    """What several attempts used together; None when none reported usage."""
+    known = [usage for usage in usages if usage is not None]
+    if not known:
+        return None
+    total = known[0]
+    for usage in known[1:]:
+        total = total + usage
+    return total
+
 
 class TurnError(BaseModel):
     """Why a turn failed, in the shared failure taxonomy."""

@@ -43,14 +43,14 @@ import logging
 import time
 import typing
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from pydantic import JsonValue
 
 from app.errors import InvalidRequest
-from app.events import FailureKind, RetryScheduled, TurnError
+from app.events import FailureKind, RetryScheduled, TurnError, Usage, spent
 from app.providers.base import ProviderSession, TurnHooks, TurnOutcome
 from app.settings import RetrySettings, UsageLimitAction
 
@@ -245,6 +245,8 @@ class TurnCoordinator:
         self._grace_s = interrupt_grace_s
         self._interrupted = asyncio.Event()
         self._attempt_running = False
+        self._spent: Usage | None = None
+        """What the attempts so far used together."""
 
     async def interrupt(self) -> None:
         """Stop the turn: interrupt the running attempt, or end a pending wait at once."""
@@ -253,7 +255,16 @@ class TurnCoordinator:
             await self.handle.interrupt()
 
     async def run(self, prompt: str) -> CoordinatedTurn:
-        """Run attempts until one completes, the failure is final, or the turn is stopped."""
+        """Run attempts until one completes, the failure is final, or the turn is stopped;
+        the outcome's usage is what every attempt used together."""
+        self._spent = None
+        result = await self._run(prompt)
+        usage = spent(self._spent)
+        if usage is None or usage == result.outcome.usage:
+            return result
+        return replace(result, outcome=replace(result.outcome, usage=usage))
+
+    async def _run(self, prompt: str) -> CoordinatedTurn:
         deadline = self._monotonic() + self.turn_timeout_s
         attempt = self._first_attempt - 1
         retries = usage_waits = 0
@@ -374,7 +385,9 @@ class TurnCoordinator:
         try:
             done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - self._monotonic()))
             if done:
-                return task.result()
+                outcome = task.result()
+                self._spent = spent(self._spent, outcome.usage)
+                return outcome
             await self.handle.interrupt()
             done, _ = await asyncio.wait({task}, timeout=self._grace_s)
             if not done:

@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from app.events import (
     TurnFailed,
     TurnInterrupted,
     TurnStarted,
+    spent,
 )
 from app.observability.metrics import GatewayMetrics
 from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
@@ -249,8 +250,9 @@ async def run_turn(
             tried.append(live.provider)
             _measure(services, failed_on, timing, outcome)
             live.timing = services.figures.turn_started(live.provider)
+            before = outcome.usage
             result = await _within_budget(coordinator, prompt, live)
-            outcome = result.outcome
+            outcome = replace(result.outcome, usage=spent(before, result.outcome.usage))
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
         hooks.attempt = max(result.attempts, 1)

@@ -12,7 +12,7 @@ import pytest
 from pydantic import JsonValue
 
 from app.errors import InvalidRequest
-from app.events import EventData, FailureKind, RetryScheduled, TurnError
+from app.events import EventData, FailureKind, RetryScheduled, TurnError, Usage, spent
 from app.providers.base import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -555,3 +555,25 @@ async def test_a_resumed_wait_goes_on_with_the_continuation_and_counts_on() -> N
     assert clock.slept == [4.0]
     assert session.prompts == [CONTINUE]
     assert recorder.started == [3]
+
+
+async def test_the_turn_uses_what_every_attempt_used_together() -> None:
+    first = TurnOutcome(
+        status="failed",
+        error=TurnError(kind="overloaded", message="busy", retryable=True),
+        usage=Usage(input_tokens=10, output_tokens=2, cost_usd=0.5),
+    )
+    last = TurnOutcome(status="completed", final_text="done", usage=Usage(input_tokens=7))
+    turn, _, _ = coordinator(ScriptedSession([first, last]))
+    result = await turn.run("hello")
+    assert result.outcome.usage == Usage(input_tokens=17, output_tokens=2, cost_usd=0.5)
+    assert result.outcome.final_text == "done"
+
+
+def test_usage_adds_up_and_a_cost_is_known_when_either_is() -> None:
+    assert spent(None, None) is None
+    assert spent(Usage(input_tokens=1), None) == Usage(input_tokens=1)
+    assert Usage(cached_input_tokens=1, cost_usd=None) + Usage(
+        cache_creation_input_tokens=2, cost_usd=0.25
+    ) == Usage(cached_input_tokens=1, cache_creation_input_tokens=2, cost_usd=0.25)
+    assert (Usage() + Usage()).cost_usd is None
