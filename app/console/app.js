@@ -595,7 +595,11 @@ function render(envelope) {
       return approvalResolved(envelope, data);
     case "retry.scheduled": {
       const of = data.max_attempts ? ` of ${data.max_attempts}` : "";
-      const when = data.delay_s != null ? ` in ${data.delay_s} s` : "";
+      const when = data.resume_at
+        ? ` at ${new Date(data.resume_at).toLocaleTimeString()}, when the limit resets`
+        : data.delay_s != null
+          ? ` in ${data.delay_s} s`
+          : "";
       const by = data.source === "cli" ? "The CLI retries" : "Retrying";
       const why = data.message ? `: ${data.message}` : "";
       return line(
@@ -608,7 +612,10 @@ function render(envelope) {
       return line(
         envelope,
         "notice switched",
-        `Switched provider: ${data.from_provider} → ${data.to_provider} (${data.reason}).`,
+        `Switched provider: ${data.from_provider} → ${data.to_provider} (${data.reason})` +
+          (data.handoff && data.handoff.turns
+            ? `, handing over ${data.handoff.turns} earlier turn(s).`
+            : "."),
       );
     case "usage": {
       // Repeated on the turn's end line; kept (hidden) so every event has its element.
