@@ -34,12 +34,13 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from starlette.types import Receive, Scope, Send
 
 from app.api.contract import problems
-from app.api.deps import Manager, approval_public, turn_public
+from app.api.deps import Manager, approval_public, question_public, turn_public
 from app.api.problems import error_headers
 from app.api.schemas import (
     EventPage,
     WsApprovalRespond,
     WsClientFrame,
+    WsQuestionAnswer,
     WsTurnInterrupt,
     WsTurnStart,
 )
@@ -378,6 +379,14 @@ async def _dispatch(
                 by=by,
             )
             return {"approval": approval_public(row).model_dump(mode="json")}
+        case WsQuestionAnswer():
+            row = await manager.answer_question(
+                session_id,
+                frame.question_id,
+                answers=[answer.answer() for answer in frame.answers],
+                by=by,
+            )
+            return {"question": question_public(row).model_dump(mode="json")}
         case WsTurnInterrupt():
             return {"turn_id": await manager.interrupt(session_id)}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed

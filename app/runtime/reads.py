@@ -56,6 +56,21 @@ async def list_approvals(
     return await manager.store.list_approvals(session_id, status=status, limit=limit)
 
 
+async def list_questions(
+    manager: SessionManager,
+    session_id: str,
+    *,
+    owner: str | None,
+    status: ApprovalStatus | None,
+    limit: int,
+) -> list[ApprovalRecord]:
+    """The agent's questions, newest first."""
+    await manager.get(session_id, owner=owner)
+    return await manager.store.list_approvals(
+        session_id, status=status, limit=limit, kind="question"
+    )
+
+
 async def count_open_sessions(manager: SessionManager, owner: str) -> int:
     """Sessions of ``owner`` that are not closed or failed (its open-session quota)."""
     return await manager.store.count_open_sessions(owner)

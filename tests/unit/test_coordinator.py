@@ -12,10 +12,12 @@ from pydantic import JsonValue
 from app.errors import InvalidRequest
 from app.events import EventData, FailureKind, RetryScheduled, TurnError
 from app.providers.base import (
+    Answers,
     ApprovalAnswer,
     ApprovalRequest,
     ProcessInfo,
     ProviderSession,
+    QuestionRequest,
     TurnHooks,
     TurnOutcome,
 )
@@ -97,6 +99,9 @@ class NoHooks:
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return ApprovalAnswer(decision="deny")
+
+    async def ask_question(self, request: QuestionRequest) -> Answers:
+        return None
 
 
 @dataclass
