@@ -211,6 +211,53 @@ def test_claude_question_is_answered_over_the_websocket(
     assert any('"Which color?"="teal"' in text for text in _tool_results(stub))
 
 
+def test_opencode_question_is_answered_and_reaches_the_model(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM
+) -> None:
+    gateway = make_gateway("opencode").start()
+    color = {
+        "question": "Which color?",
+        "header": "Color",
+        "options": [
+            {"label": "Red", "description": "warm"},
+            {"label": "Blue", "description": "cool"},
+        ],
+    }
+    ask = "[[call:question " + json.dumps({"questions": [color]}) + "]]"
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        headers = {**SSE, "Last-Event-ID": str(session["last_seq"])}
+        with client.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
+            reader = SseReader(response)
+            start_turn(client, sid, ask)
+            asked = reader.until(_is_asked)[-1]["data"]
+            assert asked["questions"] == [
+                {
+                    "prompt": "Which color?",
+                    "header": "Color",
+                    "options": [
+                        {"label": "Red", "description": "warm"},
+                        {"label": "Blue", "description": "cool"},
+                    ],
+                    "multi_select": False,
+                    "free_text": True,
+                }
+            ]
+            qid = asked["question_id"]
+            refused = _answer(client, sid, qid, [{"selected": ["Green"]}])
+            _assert_problem(refused, 422, "not offered")
+            answered = _answer(client, sid, qid, [{"selected": ["Blue"], "text": "navy"}])
+            assert answered.status_code == 200, answered.text
+            after = reader.until(is_turn_end)
+    assert [e["data"]["reason"] for e in after if e["type"] == "question.resolved"] == ["answered"]
+    expected = '"Which color?"="Blue, navy"'
+    sent = [json.dumps(r.body) for r in stub.model_requests()]
+    assert any(expected.replace('"', '\\"') in body for body in sent), sent[-1][-2000:]
+    assert after[-1]["type"] == "turn.completed"
+    assert expected in after[-1]["data"]["final_text"]
+
+
 def _assert_problem(response: httpx.Response, status: int, words: str) -> None:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
