@@ -14,7 +14,7 @@ from websockets.sync.client import connect
 
 from tests.e2e.conftest import GatewayFactory
 from tests.e2e.test_contract import SSE, create_session, start_turn
-from tests.gateway import TOKEN, SseReader, is_turn_end
+from tests.gateway import TOKEN, SseReader, follow, is_turn_end
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
@@ -209,6 +209,46 @@ def test_claude_question_is_answered_over_the_websocket(
     assert frames[-1]["type"] == "turn.completed"
     assert '"Which color?"="teal"' in frames[-1]["data"]["final_text"]
     assert any('"Which color?"="teal"' in text for text in _tool_results(stub))
+
+
+def test_a_pending_question_ends_with_its_session_and_after_a_gateway_kill(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM
+) -> None:
+    gateway = make_gateway().start()
+    with gateway.client() as client:
+        closed = create_session(client, workspace)
+        killed = create_session(client, workspace)
+        asked: dict[str, str] = {}
+        for session in (closed, killed):
+            sid = session["id"]
+            start_turn(client, sid, ASK)
+            events = follow(client, sid, _is_asked, after=session["last_seq"])
+            asked[sid] = events[-1]["data"]["question_id"]
+        assert client.delete(f"/v1/sessions/{closed['id']}").status_code == 200
+        ended = follow(client, closed["id"], lambda e: e["type"] == "session.closed")
+        resolved = next(e for e in ended if e["type"] == "question.resolved")["data"]
+        assert (resolved["question_id"], resolved["reason"]) == (
+            asked[closed["id"]],
+            "session_closed",
+        )
+    assert gateway.process is not None
+    gateway.process.kill()
+    gateway.stop()
+    gateway.start()
+    with gateway.client() as client:
+        sid = killed["id"]
+        events = follow(client, sid, lambda e: e["type"] == "question.resolved")
+        assert events[-1]["data"] == {
+            "question_id": asked[sid],
+            "answers": None,
+            "by": "gateway",
+            "reason": "gateway_restart",
+            "answered_by": None,
+        }
+        [question] = client.get(f"/v1/sessions/{sid}/questions").json()["questions"]
+        assert question["status"] == "expired"
+        late = _answer(client, sid, asked[sid], [{"selected": ["Red"]}, {"text": "x"}])
+        _assert_problem(late, 409, "already expired")
 
 
 def test_opencode_question_is_answered_and_reaches_the_model(
