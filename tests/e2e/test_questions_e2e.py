@@ -14,7 +14,7 @@ from websockets.sync.client import connect
 
 from tests.e2e.conftest import GatewayFactory
 from tests.e2e.test_contract import SSE, create_session, start_turn
-from tests.gateway import TOKEN, SseReader, follow, is_turn_end
+from tests.gateway import TOKEN, GatewayProcess, SseReader, follow, is_turn_end, log_lines
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
@@ -119,7 +119,7 @@ def test_claude_question_is_answered_over_rest_and_reaches_the_model(
             unknown = _answer(client, sid, qid, [{"selected": ["Green"]}, {"selected": []}])
             _assert_problem(unknown, 422, "'Green', which is not offered")
             assert unknown.json()["offered"] == ["Red", "Blue"]
-            two = _answer(client, sid, qid, [{"selected": ["Red", "Blue"]}, {"text": "ham"}])
+            two = _answer(client, sid, qid, [{"selected": ["Red", "Blue"]}, {"text": "anchovies"}])
             _assert_problem(two, 422, "the question takes one")
             empty = _answer(client, sid, qid, [{"selected": ["Red"]}, {}])
             _assert_problem(empty, 422, "is empty")
@@ -132,7 +132,7 @@ def test_claude_question_is_answered_over_rest_and_reaches_the_model(
 
             answers: list[dict[str, Any]] = [
                 {"selected": ["Blue"]},
-                {"selected": ["Cheese", "Basil"], "text": "ham"},
+                {"selected": ["Cheese", "Basil"], "text": "anchovies"},
             ]
             answered = _answer(client, sid, qid, answers)
             assert answered.status_code == 200, answered.text
@@ -147,16 +147,48 @@ def test_claude_question_is_answered_over_rest_and_reaches_the_model(
         "question_id": qid,
         "answers": [
             {"selected": ["Blue"], "text": None},
-            {"selected": ["Cheese", "Basil"], "text": "ham"},
+            {"selected": ["Cheese", "Basil"], "text": "anchovies"},
         ],
         "by": "client",
         "reason": "answered",
         "answered_by": "admin",
     }
-    expected = '"Which color?"="Blue", "Which toppings?"="Cheese, Basil, ham"'
+    expected = '"Which color?"="Blue", "Which toppings?"="Cheese, Basil, anchovies"'
     assert any(expected in text for text in _tool_results(stub)), _tool_results(stub)
     assert after[-1]["type"] == "turn.completed"
     assert expected in after[-1]["data"]["final_text"]
+    [logged] = [line for line in log_lines(gateway) if line.get("event") == "question.resolved"]
+    assert (logged["question_id"], logged["reason"], logged["answered_by"]) == (
+        qid,
+        "answered",
+        "admin",
+    )
+    assert "anchovies" not in gateway.log()  # the user's words stay in the event log
+
+
+def test_claude_question_pending_at_an_interrupt_is_cancelled(
+    gateway: GatewayProcess, workspace: Path, stub: StubLLM
+) -> None:
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        headers = {**SSE, "Last-Event-ID": str(session["last_seq"])}
+        with client.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
+            reader = SseReader(response)
+            start_turn(client, sid, ASK)
+            qid = reader.until(_is_asked)[-1]["data"]["question_id"]
+            assert client.post(f"/v1/sessions/{sid}/interrupt").status_code == 202
+            ended = reader.until(is_turn_end)
+        resolved = next(e for e in ended if e["type"] == "question.resolved")["data"]
+        assert (resolved["question_id"], resolved["reason"], resolved["answers"]) == (
+            qid,
+            "cancelled",
+            None,
+        )
+        assert ended[-1]["type"] == "turn.interrupted"
+        late = _answer(client, sid, qid, [{"selected": ["Red"]}, {"text": "x"}])
+        _assert_problem(late, 409, "already cancelled")
+        assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
 
 
 def test_claude_question_nobody_answers_expires(
