@@ -47,6 +47,7 @@ from app.api.schemas import (
 from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
+from app.runtime import questions
 from app.runtime.sessions import SessionManager
 from app.runtime.subscription import (
     DIRECT_WRITER,
@@ -380,7 +381,8 @@ async def _dispatch(
             )
             return {"approval": approval_public(row).model_dump(mode="json")}
         case WsQuestionAnswer():
-            row = await manager.answer_question(
+            row = await questions.answer_question(
+                manager,
                 session_id,
                 frame.question_id,
                 answers=[answer.answer() for answer in frame.answers],

@@ -36,7 +36,7 @@ from app.api.schemas import (
     TurnPublic,
 )
 from app.api.security import Authenticated
-from app.runtime import reads
+from app.runtime import questions, reads
 
 NO_SESSION = "No such session (or not yours)"
 STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
@@ -253,7 +253,8 @@ async def answer_question(
     principal: Authenticated,
 ) -> QuestionPublic:
     """Answer the agent's pending question: one answer per question, in the order asked."""
-    row = await manager.answer_question(
+    row = await questions.answer_question(
+        manager,
         session_id,
         question_id,
         answers=[answer.answer() for answer in body.answers],

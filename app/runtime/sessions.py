@@ -66,7 +66,7 @@ from app.runtime.cluster import Cluster, record_from
 from app.runtime.coordinator import Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.live import LiveSession, make_room
-from app.runtime.questions import not_pending
+from app.runtime.questions import answer_question
 from app.runtime.recovery import end_unfinished, recover
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
@@ -501,37 +501,13 @@ class SessionManager:
             approval_id, answer, emit, by=by, edit_refusal=self._edit_refusal(row.provider)
         )
 
-    async def answer_question(
-        self,
-        session_id: str,
-        question_id: str,
-        *,
-        answers: list[QuestionAnswer],
-        by: str,
-        owner: str | None = None,
-        forwarded: bool = False,
-    ) -> ApprovalRecord:
-        """Answer the agent's pending question; ``by`` names the key that answered."""
-        row = await self.get(session_id, owner=owner)
+    async def command_target(
+        self, session_id: str, *, forwarded: bool
+    ) -> tuple[str | None, LiveSession | None]:
+        """Where a command on a session's running turn goes: the replica to forward it to
+        (None: it runs here), and the session's live state here, if any."""
         elsewhere = None if forwarded else await self._located_elsewhere(session_id)
-        if elsewhere is not None and self.cluster is not None:
-            args = {
-                "session_id": session_id,
-                "question_id": question_id,
-                "answers": [a.model_dump(mode="json") for a in answers],
-                "by": by,
-                "owner": owner,
-            }
-            answer = await self.cluster.forward(elsewhere, "answer_question", args)
-            return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
-        live = self._live.get(session_id)
-        if live is None:
-            return await not_pending(self.store, session_id, question_id)
-
-        async def emit(data: EventData) -> None:
-            await self.events.append(session_id, data, turn_id=live.turn_id, provider=row.provider)
-
-        return await live.approvals.answer(question_id, answers, emit, by=by)
+        return elsewhere, self._live.get(session_id)
 
     def _edit_refusal(self, provider: str) -> str | None:
         """Why an allow with edited input cannot be taken for this provider, or None."""
@@ -620,7 +596,8 @@ class SessionManager:
                 forwarded=True,
             )
         if op == "answer_question":
-            return await self.answer_question(
+            return await answer_question(
+                self,
                 args["session_id"],
                 args["question_id"],
                 answers=[QuestionAnswer.model_validate(a) for a in args["answers"]],
