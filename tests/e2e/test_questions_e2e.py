@@ -330,6 +330,26 @@ def test_opencode_question_is_answered_and_reaches_the_model(
     assert expected in after[-1]["data"]["final_text"]
 
 
+def test_opencode_question_nobody_answers_reaches_the_model_as_unanswered(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM
+) -> None:
+    gateway = make_gateway("opencode", sessions={"approval_timeout_s": 1.5}).start()
+    color = {
+        "question": "Which color?",
+        "header": "Color",
+        "options": [{"label": "Red", "description": "warm"}],
+    }
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        start_turn(client, sid, "[[call:question " + json.dumps({"questions": [color]}) + "]]")
+        events = follow(client, sid, after=session["last_seq"])
+    resolved = next(e for e in events if e["type"] == "question.resolved")["data"]
+    assert (resolved["reason"], resolved["answers"]) == ("expired", None)
+    assert events[-1]["type"] == "turn.completed"
+    assert '"Which color?"="Unanswered"' in events[-1]["data"]["final_text"]
+
+
 def _assert_problem(response: httpx.Response, status: int, words: str) -> None:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")

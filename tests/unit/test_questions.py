@@ -239,8 +239,12 @@ def test_opencode_question_asked_becomes_a_question() -> None:
 
 
 def test_opencode_reply_lists_each_answers_labels_then_its_text() -> None:
-    body = question_reply((answer("Blue", text="navy"), answer("Cheese")))
+    request = question_request(ASKED)
+    assert request is not None
+    body = question_reply(request, (answer("Blue", text="navy"), answer("Cheese")))
     assert body == {"answers": [["Blue", "navy"], ["Cheese"]]}
+    # Nobody answered: OpenCode tells the model "Unanswered" for an empty list.
+    assert question_reply(request, None) == {"answers": [[], []]}
 
 
 def test_opencode_question_events_ask_and_withdraw_in_the_turn() -> None:

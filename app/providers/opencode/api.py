@@ -77,10 +77,6 @@ class OpenCodeApi:
         """Answer a ``question.asked`` request (404 once it was answered or withdrawn)."""
         await self._call("POST", f"/question/{request_id}/reply", directory, json=reply)
 
-    async def reject_question(self, request_id: str, *, directory: Path) -> None:
-        """Dismiss a ``question.asked`` request: the tool fails and the model goes on."""
-        await self._call("POST", f"/question/{request_id}/reject", directory)
-
     async def busy_threads(self, *, directory: Path) -> set[str]:
         """The threads of ``directory`` that are working now (idle ones are not listed)."""
         body = await self._call("GET", "/session/status", directory)

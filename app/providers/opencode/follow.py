@@ -105,14 +105,11 @@ class TurnFollower:
     def _answerer(self, request: QuestionRequest) -> Callable[[Answers], Awaitable[None]]:
         async def reply(answers: Answers) -> None:
             try:
-                if answers is None:  # nobody answered in time: the tool fails, the model goes on
-                    await self.api.reject_question(request.request_id, directory=self.directory)
-                else:
-                    await self.api.reply_question(
-                        request.request_id,
-                        directory=self.directory,
-                        reply=question_reply(answers),
-                    )
+                await self.api.reply_question(
+                    request.request_id,
+                    directory=self.directory,
+                    reply=question_reply(request, answers),
+                )
             except ApiError as exc:  # withdrawn meanwhile (404), or the server is going away
                 log.info("opencode: could not answer %s: %s", request.request_id, exc)
 

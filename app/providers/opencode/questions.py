@@ -5,8 +5,9 @@ OpenCode 1.18.33 (its ``QuestionRequest`` / ``QuestionReply`` schemas): a reques
 ``{id: "que_…", sessionID, questions: [{question, header, options: [{label, description}],
 multiple?, custom?}], tool?: {messageID, callID}}``; ``custom`` (default true) lets the user
 type an answer of their own. The reply is ``{answers: [[label or text, …], …]}``, one list
-per question in order; ``POST /question/{id}/reject`` dismisses it. The model then reads
-``User has answered your questions: "<question>"="<answers joined by ", ">". …``.
+per question in order (an empty list reads as ``Unanswered``); ``POST /question/{id}/reject``
+dismisses it and ends the turn. The model then reads ``User has answered your questions:
+"<question>"="<answers joined by ", ">". …``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from app.events import Question, QuestionAnswer, QuestionOption
-from app.providers.base import QuestionRequest
+from app.events import Question, QuestionOption
+from app.providers.base import Answers, QuestionRequest
 from app.providers.raw import as_dict, as_list, as_str
 
 __all__ = ["QUESTION_TOOL", "question_reply", "question_request"]
@@ -58,6 +59,10 @@ def question_request(asked: Mapping[str, Any]) -> QuestionRequest | None:
     )
 
 
-def question_reply(answers: tuple[QuestionAnswer, ...]) -> dict[str, JsonValue]:
-    """The body of ``POST /question/{id}/reply``: each answer's labels, then its own text."""
+def question_reply(request: QuestionRequest, answers: Answers) -> dict[str, JsonValue]:
+    """The body of ``POST /question/{id}/reply``: each answer's labels, then its own text; when
+    nobody answered, an empty list per question, which the model reads as ``"Unanswered"``
+    and goes on (a reject would end the turn)."""
+    if answers is None:
+        return {"answers": [[] for _ in request.questions]}
     return {"answers": [list(answer.texts()) for answer in answers]}
