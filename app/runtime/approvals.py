@@ -219,7 +219,7 @@ class ApprovalBroker:
         row = await self._store.update_approval(
             question_id,
             status="answered",
-            answers=[a.model_dump(mode="json") for a in answers],
+            answers=self._mask.values([a.model_dump(mode="json") for a in answers]),
             decided_by="client",
             decided_at=self._clock(),
             updated_by=by,
