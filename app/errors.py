@@ -1,12 +1,14 @@
 """The gateway's error tree; the API maps it to ``application/problem+json`` in one place.
 
 GatewayError                 status, type, title, detail, extra fields
-├── NotFound                 404  session, turn or approval does not exist (or is not yours)
+├── NotFound                 404  session, turn, approval or question does not exist (or is not
+│                                 yours)
 ├── Conflict                 409  the session's state forbids the request
 │   ├── TurnInProgress            a turn is already running (carries its id)
 │   ├── NoTurnRunning             nothing to interrupt
 │   ├── SessionClosed             the session was deleted or ended
-│   └── ApprovalNotPending        the approval was already resolved
+│   ├── ApprovalNotPending        the approval was already resolved
+│   └── QuestionNotPending        the question was already answered or ended
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
@@ -76,6 +78,11 @@ class SessionClosed(Conflict):
 class ApprovalNotPending(Conflict):
     type = "approval_not_pending"
     title = "Approval is no longer pending"
+
+
+class QuestionNotPending(Conflict):
+    type = "question_not_pending"
+    title = "Question is no longer pending"
 
 
 class InvalidRequest(GatewayError):

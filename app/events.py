@@ -34,6 +34,8 @@ EventType = Literal[
     "plan.updated",
     "approval.requested",
     "approval.resolved",
+    "question.asked",
+    "question.resolved",
     "retry.scheduled",
     "provider.switched",
     "usage",
@@ -334,6 +336,66 @@ class ApprovalResolved(_Payload):
     """The key (its name) that edited the input."""
 
 
+class QuestionOption(BaseModel):
+    """One answer the agent offers to a question."""
+
+    model_config = ConfigDict(frozen=True)
+    label: str
+    description: str | None = None
+
+
+class Question(BaseModel):
+    """One question the agent asks; it is answered with offered labels and/or free text."""
+
+    model_config = ConfigDict(frozen=True)
+    prompt: str
+    header: str | None = None
+    """A short tag for the question (a few words), when the agent gives one."""
+    options: list[QuestionOption] = []
+    multi_select: bool = False
+    """More than one offered label may be chosen."""
+    free_text: bool = True
+    """An answer may be (or add) text of the user's own instead of an offered label."""
+
+
+class QuestionAnswer(BaseModel):
+    """The answer to one question: the offered labels chosen, and/or text of the user's own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    selected: list[str] = []
+    text: str | None = None
+
+    def texts(self) -> list[str]:
+        """The answer as the strings a CLI takes: the chosen labels, then the user's text."""
+        own = self.text.strip() if self.text is not None else ""
+        return [*self.selected, *([own] if own else [])]
+
+
+class QuestionAsked(_Payload):
+    """The agent asks the user; answer with ``POST …/questions/{question_id}`` (one answer per
+    question, in order) before ``expires_at``."""
+
+    TYPE = "question.asked"
+    question_id: str
+    questions: list[Question]
+    expires_at: datetime
+    tool_id: str | None = None
+
+
+class QuestionResolved(_Payload):
+    """A question's end: answered by a client, or ended by the gateway (no answers)."""
+
+    TYPE = "question.resolved"
+    question_id: str
+    answers: list[QuestionAnswer] | None
+    by: Literal["client", "gateway"]
+    reason: Literal[
+        "answered", "expired", "cancelled", "session_closed", "gateway_restart", "replica_lost"
+    ]
+    answered_by: str | None = None
+    """The key (its name) that answered."""
+
+
 class RetryScheduled(_Payload):
     TYPE = "retry.scheduled"
     source: Literal["cli", "gateway"]
@@ -401,6 +463,8 @@ EventData = (
     | PlanUpdated
     | ApprovalRequested
     | ApprovalResolved
+    | QuestionAsked
+    | QuestionResolved
     | RetryScheduled
     | ProviderSwitched
     | UsageReported
@@ -551,6 +615,16 @@ class ApprovalResolvedEvent(EventEnvelope):
     data: ApprovalResolved
 
 
+class QuestionAskedEvent(EventEnvelope):
+    type: Literal["question.asked"]
+    data: QuestionAsked
+
+
+class QuestionResolvedEvent(EventEnvelope):
+    type: Literal["question.resolved"]
+    data: QuestionResolved
+
+
 class RetryScheduledEvent(EventEnvelope):
     type: Literal["retry.scheduled"]
     data: RetryScheduled
@@ -590,6 +664,8 @@ Event = Annotated[
     | PlanUpdatedEvent
     | ApprovalRequestedEvent
     | ApprovalResolvedEvent
+    | QuestionAskedEvent
+    | QuestionResolvedEvent
     | RetryScheduledEvent
     | ProviderSwitchedEvent
     | UsageEvent

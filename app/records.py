@@ -17,7 +17,10 @@ from app.events import ApprovalDecision, EventType
 
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
-ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+ApprovalStatus = Literal["pending", "allowed", "denied", "answered", "expired", "cancelled"]
+RequestKind = Literal["tool", "question"]
+"""What a pending request asks a client: to allow a tool call, or to answer the agent's
+questions."""
 
 ENDED_SESSION_STATUSES: tuple[SessionStatus, ...] = ("closed", "failed")
 """A session in one of these statuses never runs another turn."""
@@ -92,7 +95,12 @@ class UsageGroup:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalRecord:
-    """A tool call awaiting (or past) a client's decision; pending ones survive a restart."""
+    """A request awaiting (or past) a client's answer; pending ones survive a restart.
+
+    ``kind`` ``tool``: a tool call to allow or deny. ``kind`` ``question``: the agent's
+    questions (``input`` is ``{"questions": [Question, …]}``, ``options`` empty), answered
+    with ``answers`` (one ``QuestionAnswer`` per question) and status ``answered``.
+    """
 
     id: str
     session_id: str
@@ -113,7 +121,10 @@ class ApprovalRecord:
     updated_input: dict[str, JsonValue] | None = None
     """The input the tool ran with when the client edited it; ``input`` is what was asked."""
     updated_by: str | None = None
-    """The key (its name) that edited the input."""
+    """The key (its name) that edited the input (or answered a question)."""
+    kind: RequestKind = "tool"
+    answers: list[JsonValue] | None = None
+    """A question's answers, one ``QuestionAnswer`` per question."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,6 +12,8 @@ from pydantic import JsonValue
 from app.api.schemas import (
     ApprovalPublic,
     ProcessPublic,
+    QuestionPublic,
+    QuestionStatus,
     RetryPolicyPublic,
     Selection,
     SessionPublic,
@@ -19,10 +21,11 @@ from app.api.schemas import (
     UsageTotalsPublic,
 )
 from app.api.security import Principal, access_of
-from app.events import TurnError, Usage
+from app.events import QuestionAnswer, TurnError, Usage
 from app.records import ApprovalRecord, SessionRecord, TurnRecord, UsageTotals
 from app.runtime import reads
 from app.runtime.coordinator import RetryPolicy
+from app.runtime.questions import asked_questions
 from app.runtime.sessions import SessionManager
 
 
@@ -139,4 +142,30 @@ def approval_public(row: ApprovalRecord) -> ApprovalPublic:
         decided_at=row.decided_at,
         updated_input=row.updated_input,
         updated_by=row.updated_by,
+    )
+
+
+_QUESTION_STATUS: dict[str, QuestionStatus] = {
+    "pending": "pending",
+    "answered": "answered",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+def question_public(row: ApprovalRecord) -> QuestionPublic:
+    """A pending request of kind ``question`` as the API shows it."""
+    answers = row.answers
+    return QuestionPublic(
+        id=row.id,
+        session_id=row.session_id,
+        turn_id=row.turn_id,
+        status=_QUESTION_STATUS.get(row.status, "cancelled"),
+        tool=row.tool,
+        questions=asked_questions(row.input),
+        answers=[QuestionAnswer.model_validate(a) for a in answers] if answers else None,
+        answered_by=row.updated_by,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        resolved_at=row.decided_at,
     )

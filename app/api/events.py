@@ -34,18 +34,20 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from starlette.types import Receive, Scope, Send
 
 from app.api.contract import problems
-from app.api.deps import Manager, approval_public, turn_public
+from app.api.deps import Manager, approval_public, question_public, turn_public
 from app.api.problems import error_headers
 from app.api.schemas import (
     EventPage,
     WsApprovalRespond,
     WsClientFrame,
+    WsQuestionAnswer,
     WsTurnInterrupt,
     WsTurnStart,
 )
 from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
+from app.runtime import questions
 from app.runtime.sessions import SessionManager
 from app.runtime.subscription import (
     DIRECT_WRITER,
@@ -378,6 +380,15 @@ async def _dispatch(
                 by=by,
             )
             return {"approval": approval_public(row).model_dump(mode="json")}
+        case WsQuestionAnswer():
+            row = await questions.answer_question(
+                manager,
+                session_id,
+                frame.question_id,
+                answers=[answer.answer() for answer in frame.answers],
+                by=by,
+            )
+            return {"question": question_public(row).model_dump(mode="json")}
         case WsTurnInterrupt():
             return {"turn_id": await manager.interrupt(session_id)}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed

@@ -24,6 +24,8 @@ from app.events import (
     ApprovalMode,
     CandidateScore,
     Event,
+    Question,
+    QuestionAnswer,
     RoutingStrategy,
     SelectionReason,
     TurnError,
@@ -38,6 +40,7 @@ from app.settings import MEMBER_PATTERN, NAME_PATTERN, UsageLimitAction
 SessionStatus = Literal["idle", "running", "awaiting_approval", "retrying", "closed", "failed"]
 TurnStatus = Literal["queued", "running", "retrying", "completed", "failed", "interrupted"]
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired", "cancelled"]
+QuestionStatus = Literal["pending", "answered", "expired", "cancelled"]
 
 WORKSPACE_PATTERN = r"^(/+([^/\x00.][^/\x00]*|\.([^/\x00.][^/\x00]*)?|\.\.[^/\x00]+))*/*$"
 """An absolute path with no ``..`` segment and no NUL byte, in the document: the lexical rules
@@ -329,6 +332,49 @@ class ApprovalList(BaseModel):
     approvals: list[ApprovalPublic]
 
 
+class QuestionAnswerIn(_In):
+    """The answer to one question: offered labels chosen (``selected``; one unless the
+    question is ``multi_select``) and/or an answer of the user's own (``text``, where the
+    question is ``free_text``)."""
+
+    selected: Annotated[
+        list[Annotated[str, StringConstraints(max_length=1024)]], Field(max_length=64)
+    ] = []
+    text: Annotated[str, StringConstraints(max_length=8192)] | None = None
+
+    def answer(self) -> QuestionAnswer:
+        return QuestionAnswer(selected=list(self.selected), text=self.text)
+
+
+QuestionAnswers = Annotated[list[QuestionAnswerIn], Field(min_length=1, max_length=64)]
+
+
+class QuestionReply(_In):
+    """One answer per question of ``question.asked``, in the order asked."""
+
+    answers: QuestionAnswers
+
+
+class QuestionPublic(BaseModel):
+    id: str
+    session_id: str
+    turn_id: str | None
+    status: QuestionStatus
+    tool: str
+    """The agent's tool that asked (``AskUserQuestion``, ``question``)."""
+    questions: list[Question]
+    answers: list[QuestionAnswer] | None = None
+    answered_by: str | None = None
+    """The key (its name) that answered."""
+    created_at: datetime
+    expires_at: datetime
+    resolved_at: datetime | None = None
+
+
+class QuestionList(BaseModel):
+    questions: list[QuestionPublic]
+
+
 class InterruptAccepted(BaseModel):
     session_id: str
     turn_id: str
@@ -386,10 +432,17 @@ class WsApprovalRespond(_In):
     updated_input: dict[str, JsonValue] | None = None
 
 
+class WsQuestionAnswer(_In):
+    type: Literal["question.answer"]
+    question_id: Annotated[str, StringConstraints(max_length=64)]
+    answers: QuestionAnswers
+
+
 class WsTurnInterrupt(_In):
     type: Literal["turn.interrupt"]
 
 
 WsClientFrame = Annotated[
-    WsTurnStart | WsApprovalRespond | WsTurnInterrupt, Field(discriminator="type")
+    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt,
+    Field(discriminator="type"),
 ]

@@ -1,4 +1,5 @@
-"""REST routes for sessions, turns, approvals and interrupts (thin: the manager decides)."""
+"""REST routes for sessions, turns, approvals, questions and interrupts (thin: the manager
+decides)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,24 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, status
 
 from app.api.contract import links, problems
-from app.api.deps import Manager, admit_session, approval_public, session_public, turn_public
+from app.api.deps import (
+    Manager,
+    admit_session,
+    approval_public,
+    question_public,
+    session_public,
+    turn_public,
+)
 from app.api.schemas import (
     ApprovalList,
     ApprovalPublic,
     ApprovalRespond,
     ApprovalStatus,
     InterruptAccepted,
+    QuestionList,
+    QuestionPublic,
+    QuestionReply,
+    QuestionStatus,
     SessionCreate,
     SessionList,
     SessionPublic,
@@ -24,7 +36,7 @@ from app.api.schemas import (
     TurnPublic,
 )
 from app.api.security import Authenticated
-from app.runtime import reads
+from app.runtime import questions, reads
 
 NO_SESSION = "No such session (or not yours)"
 STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
@@ -44,6 +56,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
             "createTurn",
             "listTurns",
             "listApprovals",
+            "listQuestions",
             "interruptTurn",
             "getEvents",
             session_id="id",
@@ -202,6 +215,54 @@ async def respond_approval(
         owner=principal.owner_filter,
     )
     return approval_public(row)
+
+
+@router.get("/{session_id}/questions", operation_id="listQuestions", responses=READ)
+async def list_questions(
+    session_id: str,
+    manager: Manager,
+    principal: Authenticated,
+    status_: Annotated[QuestionStatus | None, Query(alias="status")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> QuestionList:
+    """The questions the agent asked in this session (``status=pending``: the open ones)."""
+    rows = await reads.list_questions(
+        manager, session_id, owner=principal.owner_filter, status=status_, limit=limit
+    )
+    return QuestionList(questions=[question_public(row) for row in rows])
+
+
+@router.post(
+    "/{session_id}/questions/{question_id}",
+    operation_id="answerQuestion",
+    responses=problems(
+        notes={
+            404: "No such session or question",
+            409: "The question is no longer pending (answered, expired or withdrawn)",
+            422: "Answers that do not fit the questions: not one per question, a label that "
+            "was not offered, several labels for a single choice, text where only labels are "
+            "taken, or an empty answer (the question stays pending)",
+            503: STORAGE,
+        }
+    ),
+)
+async def answer_question(
+    session_id: str,
+    question_id: str,
+    body: QuestionReply,
+    manager: Manager,
+    principal: Authenticated,
+) -> QuestionPublic:
+    """Answer the agent's pending question: one answer per question, in the order asked."""
+    row = await questions.answer_question(
+        manager,
+        session_id,
+        question_id,
+        answers=[answer.answer() for answer in body.answers],
+        by=principal.name,
+        owner=principal.owner_filter,
+    )
+    return question_public(row)
 
 
 @router.post(

@@ -34,6 +34,7 @@ const state = {
   messages: new Map(), // message_id -> {root, text}
   tools: new Map(), // tool_id -> card parts
   approvals: new Map(), // approval_id -> card parts
+  questions: new Map(), // question_id -> card parts
 };
 
 // --- the API -------------------------------------------------------------------------------
@@ -248,7 +249,9 @@ async function openSession(id) {
     live: false,
     reconnectDelay: RECONNECT_MIN_MS,
   });
-  for (const map of [state.turns, state.messages, state.tools, state.approvals]) map.clear();
+  for (const map of [state.turns, state.messages, state.tools, state.approvals, state.questions]) {
+    map.clear();
+  }
   $("log").replaceChildren();
   showPlan([]);
   showError("turn-error", "");
@@ -481,9 +484,13 @@ function track(envelope) {
   if (type === "turn.started") {
     state.activeTurn = envelope.turn_id;
     state.status = "running";
-  } else if (type === "approval.requested") {
+  } else if (type === "approval.requested" || type === "question.asked") {
     state.status = "awaiting_approval";
-  } else if (type === "approval.resolved" || type === "provider.switched") {
+  } else if (
+    type === "approval.resolved" ||
+    type === "question.resolved" ||
+    type === "provider.switched"
+  ) {
     if (state.activeTurn) state.status = "running";
   } else if (type === "retry.scheduled" && envelope.data.source === "gateway") {
     state.status = "retrying";
@@ -593,6 +600,10 @@ function render(envelope) {
       return approvalRequested(envelope, data);
     case "approval.resolved":
       return approvalResolved(envelope, data);
+    case "question.asked":
+      return questionAsked(envelope, data);
+    case "question.resolved":
+      return questionResolved(envelope, data);
     case "retry.scheduled": {
       const of = data.max_attempts ? ` of ${data.max_attempts}` : "";
       const when = data.resume_at
@@ -815,6 +826,117 @@ function approvalResolved(envelope, data) {
   card.root.classList.add(data.decision === "deny" ? "denied" : "allowed");
   for (const button of card.buttons) button.remove();
   card.fields.remove();
+  card.error.textContent = "";
+  return card.resolution.appendChild(stamp(node("span", null, text), envelope));
+}
+
+// A question card: one fieldset per question (radio buttons for one choice, checkboxes for
+// several, a text box where the agent takes an answer of the user's own), one Answer button.
+function questionAsked(envelope, data) {
+  const root = stamp(node("section", "approval question pending"), envelope);
+  root.dataset.questionId = data.question_id;
+  root.setAttribute("aria-label", "Question from the agent");
+  const title = node("div", "approval-title");
+  title.append(node("span", null, "The agent asks"));
+  root.append(title);
+  const fields = node("div", "question-fields");
+  const inputs = data.questions.map((question, index) => {
+    const set = node("fieldset", "question-set");
+    const legend = node("legend", null, question.prompt);
+    if (question.header) legend.prepend(node("span", "question-header", question.header));
+    set.append(legend);
+    const name = `question-${data.question_id}-${index}`;
+    const choices = (question.options || []).map((option, position) => {
+      const choice = node("input");
+      choice.type = question.multi_select ? "checkbox" : "radio";
+      choice.name = name;
+      choice.value = option.label;
+      choice.id = `${name}-${position}`;
+      const label = node("label", "question-option");
+      label.htmlFor = choice.id;
+      label.append(choice, node("span", null, option.label));
+      if (option.description) label.append(node("span", "approval-subtitle", option.description));
+      set.append(label);
+      return choice;
+    });
+    let text = null;
+    if (question.free_text) {
+      text = node("input", "question-text");
+      text.type = "text";
+      text.autocomplete = "off";
+      text.id = `${name}-text`;
+      text.placeholder = "Your own answer (optional)";
+      text.setAttribute("aria-label", `Your own answer to: ${question.prompt}`);
+      set.append(text);
+    }
+    fields.append(set);
+    return { choices, text };
+  });
+  const actions = node("div", "approval-actions");
+  const button = node("button", "decision allow", "Answer");
+  button.type = "button";
+  button.addEventListener("click", () => answerQuestion(data.question_id));
+  actions.append(button);
+  const error = node("p", "error");
+  error.setAttribute("role", "alert");
+  const resolution = node("p", "resolution");
+  root.append(fields, actions, error, resolution);
+  turnContainer(envelope).append(root);
+  state.questions.set(data.question_id, {
+    root,
+    inputs,
+    button,
+    fields,
+    actions,
+    error,
+    resolution,
+    questions: data.questions,
+  });
+  return root;
+}
+
+async function answerQuestion(questionId) {
+  const card = state.questions.get(questionId);
+  if (!card || !state.session) return;
+  const generation = state.generation;
+  card.button.disabled = true;
+  card.error.textContent = "";
+  const answers = card.inputs.map(({ choices, text }) => {
+    const answer = { selected: choices.filter((c) => c.checked).map((c) => c.value) };
+    if (text && text.value.trim()) answer.text = text.value.trim();
+    return answer;
+  });
+  try {
+    await api(sessionPath(state.session.id, `/questions/${encodeURIComponent(questionId)}`), {
+      method: "POST",
+      body: { answers },
+    });
+  } catch (error) {
+    if (generation !== state.generation) return;
+    card.error.textContent = describe(error);
+    if (!(error instanceof ApiError && error.status === 409)) card.button.disabled = false;
+    return;
+  }
+  if (generation === state.generation) $("prompt").focus();
+}
+
+function questionResolved(envelope, data) {
+  const card = state.questions.get(data.question_id);
+  const why = data.reason === "answered" ? "" : ` (${data.reason.replace("_", " ")})`;
+  let text = `Not answered${why}`;
+  if (data.answers) {
+    const asked = card?.questions || [];
+    const parts = data.answers.map((answer, index) => {
+      const given = [...answer.selected, ...(answer.text ? [answer.text] : [])].join(", ");
+      return asked[index] ? `${asked[index].prompt} → ${given}` : given;
+    });
+    text = `Answered by ${data.answered_by || "the client"}: ${parts.join("; ")}`;
+  }
+  if (!card) return line(envelope, "notice", `Question ${data.question_id}: ${text}`);
+  card.root.classList.remove("pending");
+  card.root.classList.add(data.answers ? "allowed" : "denied");
+  card.fields.remove();
+  card.actions.remove();
   card.error.textContent = "";
   return card.resolution.appendChild(stamp(node("span", null, text), envelope));
 }

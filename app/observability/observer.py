@@ -3,8 +3,8 @@
 The event log calls the observer with each batch of events it stored, so logs and metrics
 describe exactly what clients can read back: a provider selected, skipped or switched, a turn
 started and finished (with its duration), a retry, an approval asked and answered (with the
-wait). Every line carries the event's session, turn and provider ids, and an ``event`` name a
-log query can select on.
+wait), a question asked and resolved. Every line carries the event's session, turn and
+provider ids, and an ``event`` name a log query can select on.
 """
 
 from __future__ import annotations
@@ -121,6 +121,24 @@ class EventObserver:
             )
         elif kind == "approval.resolved":
             self._approval_resolved(record, ids, provider)
+        elif kind == "question.asked":
+            log.info(
+                "question asked (%d question(s))",
+                len(data["questions"]),
+                extra={**ids, "event": "question.asked", "question_id": data["question_id"]},
+            )
+        elif kind == "question.resolved":
+            # The answers are the user's words: they stay in the event log, not in log lines.
+            log.info(
+                "question %s by %s",
+                data["reason"],
+                data["by"],
+                extra={
+                    **ids,
+                    "event": "question.resolved",
+                    **_pick(data, "question_id", "by", "reason", "answered_by"),
+                },
+            )
         elif kind == "session.closed":
             log.info(
                 "session closed: %s",

@@ -18,7 +18,15 @@ from typing import ClassVar, Literal, Protocol
 
 from pydantic import JsonValue
 
-from app.events import ApprovalDecision, ApprovalMode, EventData, TurnError, Usage
+from app.events import (
+    ApprovalDecision,
+    ApprovalMode,
+    EventData,
+    Question,
+    QuestionAnswer,
+    TurnError,
+    Usage,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +62,21 @@ class ApprovalAnswer:
     decision: ApprovalDecision
     message: str | None = None
     updated_input: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionRequest:
+    """Questions the agent asks the user (a tool of the CLI's), as the provider read them."""
+
+    request_id: str
+    tool: str
+    """The CLI's tool that asks (``AskUserQuestion``, ``question``)."""
+    questions: tuple[Question, ...]
+    tool_id: str | None = None
+
+
+Answers = tuple[QuestionAnswer, ...] | None
+"""One answer per question, in order; None when nobody answered (expired, withdrawn)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +154,14 @@ class TurnHooks(Protocol):
         """Ask the client; return its answer, or a deny when the approval expires.
 
         Cancelling the awaiting task withdraws the approval (the CLI cancelled it).
+        """
+
+    async def ask_question(self, request: QuestionRequest) -> Answers:
+        """Put the agent's questions to the client; return its answers, or None when the
+        question expires unanswered.
+
+        Never answered by the approval mode's policy: only a client answers a question.
+        Cancelling the awaiting task withdraws the question (the CLI cancelled it).
         """
 
 

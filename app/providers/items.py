@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from app.providers.base import ApprovalRequest, TurnOutcome
+from app.providers.base import ApprovalRequest, QuestionRequest, TurnOutcome
 
-__all__ = ["ApprovalAsked", "ApprovalWithdrawn", "TurnEnded"]
+__all__ = ["ApprovalAsked", "ApprovalWithdrawn", "QuestionAsked", "TurnEnded"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -26,9 +26,18 @@ class ApprovalAsked:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class QuestionAsked:
+    """The agent waits for the user's answers to ``request`` (``TurnLoop.ask_question``)."""
+
+    request: QuestionRequest
+    input: dict[str, JsonValue] = field(default_factory=dict)
+    """The tool's input as the CLI sent it (Claude Code takes it back with the answers)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ApprovalWithdrawn:
-    """The CLI no longer waits for an answer to ``request_id`` (it cancelled the request, or
-    someone else answered it): stop asking (``TurnLoop.withdraw``)."""
+    """The CLI no longer waits for an answer to ``request_id`` (an approval or a question: it
+    cancelled the request, or someone else answered it): stop asking (``TurnLoop.withdraw``)."""
 
     request_id: str
 

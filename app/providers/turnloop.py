@@ -10,10 +10,10 @@ deadline passes first:
     interrupt ``interrupt_grace_s`` after ``interrupt()`` without the CLI ending the turn
               →  ``on_interrupt_expired``, then interrupted
 
-Approvals the CLI asks for run as tasks of the loop (``ask``): while one waits, the turn is
-not idle; its answer counts as activity; ``withdraw`` cancels one the CLI no longer waits for
-(unless it was answered already); they are all cancelled when the turn ends. The clock is
-injected, so tests drive time.
+Approvals and questions the CLI asks for run as tasks of the loop (``ask``,
+``ask_question``): while one waits, the turn is not idle; its answer counts as activity;
+``withdraw`` cancels one the CLI no longer waits for (unless it was answered already); they
+are all cancelled when the turn ends. The clock is injected, so tests drive time.
 """
 
 from __future__ import annotations
@@ -24,14 +24,23 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, cast
 
 from app.events import FailureKind, StreamedText, TurnError, item_of, joined
-from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnHooks, TurnOutcome
+from app.providers.base import (
+    Answers,
+    ApprovalAnswer,
+    ApprovalRequest,
+    QuestionRequest,
+    TurnHooks,
+    TurnOutcome,
+)
 from app.settings import ProviderSettings
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 Handle = Callable[[T], Awaitable[TurnOutcome | None]]
 Hook = Callable[[], Awaitable[None]]
 Send = Callable[[ApprovalAnswer], Awaitable[None]]
+SendAnswers = Callable[[Answers], Awaitable[None]]
 
 
 def turn_error(
@@ -100,18 +109,30 @@ class TurnLoop(Generic[T]):
     def ask(self, request: ApprovalRequest, send: Send) -> None:
         """Ask the client about ``request`` (as a task of the loop), then ``send`` the answer
         to the CLI."""
+        self._track(request.request_id, lambda: self.hooks.request_approval(request), send)
 
+    def ask_question(self, request: QuestionRequest, send: SendAnswers) -> None:
+        """Put ``request``'s questions to the client (as a task of the loop), then ``send``
+        the answers (None: nobody answered) to the CLI."""
+        self._track(request.request_id, lambda: self.hooks.ask_question(request), send)
+
+    def _track(
+        self,
+        request_id: str,
+        answer: Callable[[], Awaitable[A]],
+        send: Callable[[A], Awaitable[None]],
+    ) -> None:
         async def asking() -> None:
             try:
-                answer = await self.hooks.request_approval(request)
-                self._answered.add(request.request_id)
-                await send(answer)
+                result = await answer()
+                self._answered.add(request_id)
+                await send(result)
             finally:
                 self._last_activity = self._clock()  # the agent goes on from here
                 self._wake.set()
 
-        self._approvals[request.request_id] = asyncio.create_task(
-            asking(), name=f"{self.provider}-approval:{request.request_id}"
+        self._approvals[request_id] = asyncio.create_task(
+            asking(), name=f"{self.provider}-request:{request_id}"
         )
 
     def withdraw(self, request_id: str) -> None:

@@ -1,10 +1,12 @@
-"""Approvals: a tool call waits here until a client allows or denies it, or it expires.
+"""Approvals and questions: a tool call (or the agent's question) waits here until a client
+answers it, or it expires.
 
 The provider's ``request_approval`` hook lands in ``ApprovalBroker.request``, which stores the
 approval, emits ``approval.requested`` and waits. A client's answer (``respond``) or the
 expiry (a deny with reason ``expired``) resolves it exactly once; whichever comes first wins.
 If the CLI withdraws the request, the waiting task is cancelled and the approval is recorded
-as ``cancelled``.
+as ``cancelled``. Questions (``ask_question`` → ``ask``, answered by ``answer``) follow the
+same rules with ``question.asked`` / ``question.resolved``; an expired question has no answers.
 """
 
 from __future__ import annotations
@@ -13,15 +15,24 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from app.errors import ApprovalNotPending, InvalidRequest, NotFound
-from app.events import ApprovalOption, ApprovalRequested, ApprovalResolved, EventData
-from app.providers.base import ApprovalAnswer, ApprovalRequest
+from app.errors import ApprovalNotPending, InvalidRequest, NotFound, QuestionNotPending
+from app.events import (
+    ApprovalOption,
+    ApprovalRequested,
+    ApprovalResolved,
+    EventData,
+    QuestionAnswer,
+    QuestionAsked,
+    QuestionResolved,
+)
+from app.providers.base import Answers, ApprovalAnswer, ApprovalRequest, QuestionRequest
 from app.records import ApprovalRecord
 from app.redaction import SecretMask
+from app.runtime.questions import asked_questions, check_answers, stored_questions
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
@@ -29,6 +40,7 @@ log = logging.getLogger(__name__)
 OPTION_LABELS = {"allow": "Allow", "deny": "Deny", "allow_session": "Allow for this session"}
 EXPIRED_MESSAGE = "The approval request expired before anyone answered it."
 
+A = TypeVar("A")
 Emit = Callable[[EventData], Awaitable[None]]
 ResolutionReason = Literal[
     "expired", "cancelled", "session_closed", "gateway_restart", "replica_lost"
@@ -55,7 +67,8 @@ class ApprovalBroker:
         self._timeout_s = timeout_s
         self._clock = clock
         self._on_change = on_change
-        self._waiting: dict[str, asyncio.Future[ApprovalAnswer]] = {}
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
+        """The pending approvals and questions, by id."""
         self.cancel_reason: ResolutionReason = "cancelled"
         """Recorded for approvals withdrawn by cancellation; the session sets it when closing."""
 
@@ -87,8 +100,7 @@ class ApprovalBroker:
             )
         )
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[approval_id] = future
-        await self._on_change(len(self._waiting))
+        await self._register(approval_id, future)
         await emit(
             ApprovalRequested(
                 approval_id=approval_id,
@@ -102,24 +114,126 @@ class ApprovalBroker:
                 tool_id=request.tool_id,
             )
         )
+
+        async def finish(reason: ResolutionReason) -> None:
+            await self._finish(approval_id, reason, emit)
+
+        expired = ApprovalAnswer(decision="deny", message=EXPIRED_MESSAGE)
+        return await self._wait(approval_id, future, expired=expired, finish=finish)
+
+    async def ask(self, request: QuestionRequest, *, turn_id: str, emit: Emit) -> Answers:
+        """Record and announce the agent's questions, then wait for a client's answers (None
+        when they expire or are withdrawn). No approval mode answers them: only a client."""
+        question_id = "qst_" + secrets.token_hex(12)
+        now = self._clock()
+        expires_at = now + timedelta(seconds=self._timeout_s)
+        await self._store.create_approval(
+            ApprovalRecord(
+                id=question_id,
+                kind="question",
+                session_id=self._session_id,
+                turn_id=turn_id,
+                provider_request_id=request.request_id,
+                tool=request.tool,
+                input=self._mask.values(stored_questions(request.questions)),
+                options=[],
+                tool_id=request.tool_id,
+                status="pending",
+                expires_at=expires_at,
+                created_at=now,
+            )
+        )
+        future: asyncio.Future[Answers] = asyncio.get_running_loop().create_future()
+        await self._register(question_id, future)
+        await emit(
+            QuestionAsked(
+                question_id=question_id,
+                questions=list(request.questions),
+                expires_at=expires_at,
+                tool_id=request.tool_id,
+            )
+        )
+
+        async def finish(reason: ResolutionReason) -> None:
+            await self._store.update_approval(
+                question_id,
+                status="expired" if reason == "expired" else "cancelled",
+                decided_by="gateway",
+                decided_at=self._clock(),
+            )
+            await emit(
+                QuestionResolved(question_id=question_id, answers=None, by="gateway", reason=reason)
+            )
+            log.info("question %s of session %s %s", question_id, self._session_id, reason)
+
+        return await self._wait(question_id, future, expired=None, finish=finish)
+
+    async def _register(self, request_id: str, future: asyncio.Future[Any]) -> None:
+        self._waiting[request_id] = future
+        await self._on_change(len(self._waiting))
+
+    async def _wait(
+        self,
+        request_id: str,
+        future: asyncio.Future[A],
+        *,
+        expired: A,
+        finish: Callable[[ResolutionReason], Awaitable[None]],
+    ) -> A:
+        """The client's answer to a registered request; ``expired`` once ``timeout_s`` passes
+        without one. A cancelled wait (the CLI withdrew the request) is finished as
+        ``cancel_reason``."""
         try:
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self._timeout_s)
             except TimeoutError:
                 if future.done():  # answered in the same tick as the deadline
                     return future.result()
-                answer = ApprovalAnswer(decision="deny", message=EXPIRED_MESSAGE)
-                future.set_result(answer)
-                await self._finish(approval_id, "expired", emit)
-                return answer
+                future.set_result(expired)
+                await finish("expired")
+                return expired
             except asyncio.CancelledError:
                 if not future.done():
                     future.cancel()
-                    await self._finish(approval_id, self.cancel_reason, emit)
+                    await finish(self.cancel_reason)
                 raise
         finally:
-            self._waiting.pop(approval_id, None)
+            self._waiting.pop(request_id, None)
             await self._on_change(len(self._waiting))
+
+    async def answer(
+        self, question_id: str, answers: Sequence[QuestionAnswer], emit: Emit, *, by: str
+    ) -> ApprovalRecord:
+        """Apply a client's answers to a pending question: 404 if there is no such question,
+        409 once it is no longer pending, 422 (it stays pending) unless the answers fit."""
+        row = await self._store.get_approval(self._session_id, question_id)
+        if row is None or row.kind != "question":
+            raise NotFound(f"question {question_id} does not exist in this session")
+        future = self._waiting.get(question_id)
+        if row.status != "pending" or future is None or future.done():
+            raise QuestionNotPending(
+                f"question {question_id} is already {row.status}", question_status=row.status
+            )
+        check_answers(question_id, asked_questions(row.input), answers)
+        future.set_result(tuple(answers))
+        row = await self._store.update_approval(
+            question_id,
+            status="answered",
+            answers=self._mask.values([a.model_dump(mode="json") for a in answers]),
+            decided_by="client",
+            decided_at=self._clock(),
+            updated_by=by,
+        )
+        await emit(
+            QuestionResolved(
+                question_id=question_id,
+                answers=list(answers),
+                by="client",
+                reason="answered",
+                answered_by=by,
+            )
+        )
+        return row
 
     async def respond(
         self,
@@ -138,7 +252,7 @@ class ApprovalBroker:
         stays pending. An ``updated_input`` equal to the asked input, or on a deny, is no edit.
         """
         row = await self._store.get_approval(self._session_id, approval_id)
-        if row is None:
+        if row is None or row.kind != "tool":
             raise NotFound(f"approval {approval_id} does not exist in this session")
         future = self._waiting.get(approval_id)
         if row.status != "pending" or future is None or future.done():

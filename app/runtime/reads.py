@@ -81,6 +81,21 @@ async def usage_report(
     return await manager.store.usage_report(since=since, until=until)
 
 
+async def list_questions(
+    manager: SessionManager,
+    session_id: str,
+    *,
+    owner: str | None,
+    status: ApprovalStatus | None,
+    limit: int,
+) -> list[ApprovalRecord]:
+    """The agent's questions, newest first."""
+    await manager.get(session_id, owner=owner)
+    return await manager.store.list_approvals(
+        session_id, status=status, limit=limit, kind="question"
+    )
+
+
 async def count_open_sessions(manager: SessionManager, owner: str) -> int:
     """Sessions of ``owner`` that are not closed or failed (its open-session quota)."""
     return await manager.store.count_open_sessions(owner)

@@ -1,10 +1,10 @@
 """Recovery: what a stopped (or killed) gateway left running is ended, visibly.
 
-Pending approvals are resolved ``expired``; turns that were running or waiting to retry are
-``failed`` with kind ``interrupted`` and reason ``gateway_restart`` (one ``turn.failed``
-each); sessions become idle and resume from their binding on their next turn. A turn waiting
-for a usage limit's reset (``resume_at`` stored) is the exception: its wait goes on, and the
-session manager resumes it (``scheduled_turns``). With several
+Pending approvals and questions are resolved ``expired``; turns that were running or waiting
+to retry are ``failed`` with kind ``interrupted`` and reason ``gateway_restart`` (one
+``turn.failed`` each); sessions become idle and resume from their binding on their next
+turn. A turn waiting for a usage limit's reset (``resume_at`` stored) is the exception: its
+wait goes on, and the session manager resumes it (``scheduled_turns``). With several
 replicas the same happens to the sessions of a replica that was lost, one session at a time,
 on the replica that adopts them (reason ``replica_lost``), never to a session another replica
 still runs.
@@ -16,7 +16,7 @@ from collections.abc import Container
 from datetime import datetime
 from typing import Literal
 
-from app.events import ApprovalResolved, TurnError, TurnFailed
+from app.events import ApprovalResolved, QuestionResolved, TurnError, TurnFailed
 from app.records import TurnRecord, json_dict
 from app.runtime.eventlog import EventLog
 from app.store.interface import Storage
@@ -56,14 +56,22 @@ async def end_unfinished(
     for approval in await store.pending_approvals():
         if sessions is not None and approval.session_id not in sessions:
             continue
-        await store.update_approval(
-            approval.id, status="expired", decision="deny", decided_by="gateway", decided_at=now
-        )
-        await events.append(
-            approval.session_id,
-            ApprovalResolved(approval_id=approval.id, decision="deny", by="gateway", reason=reason),
-            turn_id=approval.turn_id,
-        )
+        resolved: ApprovalResolved | QuestionResolved
+        if approval.kind == "question":
+            await store.update_approval(
+                approval.id, status="expired", decided_by="gateway", decided_at=now
+            )
+            resolved = QuestionResolved(
+                question_id=approval.id, answers=None, by="gateway", reason=reason
+            )
+        else:
+            await store.update_approval(
+                approval.id, status="expired", decision="deny", decided_by="gateway", decided_at=now
+            )
+            resolved = ApprovalResolved(
+                approval_id=approval.id, decision="deny", by="gateway", reason=reason
+            )
+        await events.append(approval.session_id, resolved, turn_id=approval.turn_id)
         ended.add(approval.session_id)
     for turn in await store.unfinished_turns():
         if sessions is not None and turn.session_id not in sessions:

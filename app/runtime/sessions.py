@@ -36,6 +36,7 @@ from app.events import (
     ApprovalDecision,
     CandidateScore,
     EventData,
+    QuestionAnswer,
     RoutingStrategy,
     SessionCreated,
     SessionProviderSelected,
@@ -70,6 +71,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.failover import Failover, wants_failover
 from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
+from app.runtime.questions import answer_question
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
@@ -621,6 +623,14 @@ class SessionManager:
             approval_id, answer, emit, by=by, edit_refusal=self._edit_refusal(row.provider)
         )
 
+    async def command_target(
+        self, session_id: str, *, forwarded: bool
+    ) -> tuple[str | None, LiveSession | None]:
+        """Where a command on a session's running turn goes: the replica to forward it to
+        (None: it runs here), and the session's live state here, if any."""
+        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
+        return elsewhere, self._live.get(session_id)
+
     def _edit_refusal(self, provider: str) -> str | None:
         """Why an allow with edited input cannot be taken for this provider, or None."""
         if not self.settings.sessions.allow_updated_input:
@@ -704,6 +714,16 @@ class SessionManager:
                 decision=args["decision"],
                 message=args.get("message"),
                 updated_input=args.get("updated_input"),
+                by=args["by"],
+                owner=args.get("owner"),
+                forwarded=True,
+            )
+        if op == "answer_question":
+            return await answer_question(
+                self,
+                args["session_id"],
+                args["question_id"],
+                answers=[QuestionAnswer.model_validate(a) for a in args["answers"]],
                 by=args["by"],
                 owner=args.get("owner"),
                 forwarded=True,

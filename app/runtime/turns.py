@@ -34,7 +34,13 @@ from app.events import (
     spent,
 )
 from app.observability.metrics import GatewayMetrics
-from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
+from app.providers.base import (
+    Answers,
+    ApprovalAnswer,
+    ApprovalRequest,
+    QuestionRequest,
+    TurnOutcome,
+)
 from app.records import SessionStatus, TurnRecord, json_dict
 from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
@@ -169,6 +175,9 @@ class Hooks:
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return await self.live.approvals.request(request, turn_id=self.turn_id, emit=self.emit)
+
+    async def ask_question(self, request: QuestionRequest) -> Answers:
+        return await self.live.approvals.ask(request, turn_id=self.turn_id, emit=self.emit)
 
 
 @dataclass(eq=False)

@@ -25,6 +25,7 @@ from app.records import (
     ApprovalRecord,
     BindingRecord,
     EventRecord,
+    RequestKind,
     SessionRecord,
     StoredEvent,
     TurnRecord,
@@ -80,7 +81,7 @@ class Storage(Protocol):
     async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRecord | None: ...
 
     async def list_approvals(
-        self, session_id: str, *, status: str | None, limit: int
+        self, session_id: str, *, status: str | None, limit: int, kind: RequestKind = "tool"
     ) -> list[ApprovalRecord]: ...
 
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord: ...

@@ -29,6 +29,7 @@ from app.records import (
     ApprovalRecord,
     BindingRecord,
     EventRecord,
+    RequestKind,
     SessionRecord,
     StoredEvent,
     TurnRecord,
@@ -321,11 +322,11 @@ class Store:
 
     @uninterrupted
     async def list_approvals(
-        self, session_id: str, *, status: str | None, limit: int
+        self, session_id: str, *, status: str | None, limit: int, kind: RequestKind = "tool"
     ) -> list[ApprovalRecord]:
         query = (
             select(ApprovalRow)
-            .where(ApprovalRow.session_id == session_id)
+            .where(ApprovalRow.session_id == session_id, ApprovalRow.kind == kind)
             .order_by(ApprovalRow.created_at.desc())
             .limit(limit)
         )

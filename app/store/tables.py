@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.events import ApprovalDecision, EventType
-from app.records import ApprovalStatus, SessionStatus, TurnStatus
+from app.records import ApprovalStatus, RequestKind, SessionStatus, TurnStatus
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -165,7 +165,12 @@ class ApprovalRow(Base):
     updated_input: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
     """The input the tool ran with when the client edited it; ``input`` is what was asked."""
     updated_by: Mapped[str | None] = mapped_column(String(64))
-    """The key (its name) that edited the input."""
+    """The key (its name) that edited the input (or answered a question)."""
+    kind: Mapped[RequestKind] = mapped_column(
+        String(16), default="tool", server_default=text("'tool'")
+    )
+    """``tool`` (a tool call to allow or deny) or ``question`` (the agent asks the user)."""
+    answers: Mapped[list[JsonValue] | None] = mapped_column(JSON)
 
 
 class EventRow(Base):

@@ -216,6 +216,47 @@ def test_allow_a_tool_call_and_see_its_output(
     assert_rendered_exactly_once(page, gateway, session_id)
 
 
+def test_answer_the_agents_questions(page: Page, gateway: GatewayProcess, workspace: Path) -> None:
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    color = {
+        "question": "Which color?",
+        "header": "Color",
+        "multiSelect": False,
+        "options": [
+            {"label": "Red", "description": "warm"},
+            {"label": "Blue", "description": "cool"},
+        ],
+    }
+    toppings = {
+        "question": "Which toppings?",
+        "header": "Toppings",
+        "multiSelect": True,
+        "options": [{"label": "Cheese", "description": ""}, {"label": "Basil", "description": ""}],
+    }
+    send(page, "[[call:AskUserQuestion " + json.dumps({"questions": [color, toppings]}) + "]]")
+    card = page.locator("#log .question.pending")
+    expect(card).to_be_visible(timeout=30_000)
+    expect(page.locator("#session-status")).to_have_text("awaiting_approval")
+    answer = card.get_by_role("button", name="Answer")
+    answer.click()  # nothing chosen: the gateway says what to fix and the card stays
+    expect(card.locator(".error")).to_contain_text("is empty")
+    card.get_by_label("Blue").check()
+    card.get_by_label("Cheese").check()
+    card.get_by_label("Basil").check()
+    card.get_by_label("Your own answer to: Which toppings?").fill("ham")
+    answer.click()
+
+    turn_end(page, "completed")
+    resolved = page.locator("#log .question.allowed")
+    expect(resolved).to_contain_text(
+        "Answered by admin: Which color? → Blue; Which toppings? → Cheese, Basil, ham"
+    )
+    assert resolved.get_by_role("button").count() == 0
+    assert '"Which toppings?"="Cheese, Basil, ham"' in agent_text(page)
+    assert_rendered_exactly_once(page, gateway, session_id)
+
+
 def test_deny_a_tool_call(page: Page, gateway: GatewayProcess, workspace: Path) -> None:
     sign_in(page, gateway)
     session_id = create_session(page, workspace)

@@ -36,7 +36,9 @@ tokens and no cost.
 
 ``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
 answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
-``denied: <message>``.
+``denied: <message>``. ``question:<text>`` asks the question ``<text>`` (options ``Yes`` and
+``No``) with AskUserQuestion, as Claude Code does, and answers ``answered: <the answers the
+allow carried, as JSON>`` or ``denied: <message>``.
 """
 
 from __future__ import annotations
@@ -281,11 +283,45 @@ def ask(command: str) -> None:
         result(f"denied: {answer.get('message')}")
 
 
+def question(prompt: str) -> None:
+    """Ask ``prompt`` with AskUserQuestion, then report the answers the allow carried."""
+    request_id = f"question-{uuid.uuid4()}"
+    options = [{"label": "Yes", "description": "go on"}, {"label": "No", "description": "stop"}]
+    questions = [{"question": prompt, "header": "Q", "options": options, "multiSelect": False}]
+    emit(
+        {
+            "type": "control_request",
+            "request_id": request_id,
+            "request": {
+                "subtype": "can_use_tool",
+                "tool_name": "AskUserQuestion",
+                "display_name": "AskUserQuestion",
+                "input": {"questions": questions},
+                "tool_use_id": "toolu_fake_question",
+                "requires_user_interaction": True,
+            },
+        }
+    )
+    with answered:
+        answered.wait_for(lambda: request_id in answers or interrupted.is_set(), timeout=600)
+        answer = answers.pop(request_id, {})
+    updated = answer.get("updatedInput")
+    if answer.get("behavior") == "allow" and isinstance(updated, dict):
+        said = f"answered: {json.dumps(updated.get('answers'), sort_keys=True)}"
+    else:
+        said = f"denied: {answer.get('message')}"
+    text(said)
+    result(said)
+
+
 def turn(prompt: str) -> None:
     emit({"type": "system", "subtype": "init", "session_id": SESSION, "cwd": os.getcwd()})
     log_prompt(prompt)
     if prompt.startswith("ask:"):
         ask(prompt.split(":", 1)[1])
+        return
+    if prompt.startswith("question:"):
+        question(prompt.split(":", 1)[1])
         return
     if faults(prompt):
         return

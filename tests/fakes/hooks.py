@@ -1,8 +1,9 @@
 """``RecordingHooks``: the ``TurnHooks`` a provider or turn-loop test hands a turn.
 
-It records what the turn reports (events, bound threads, approvals asked, approvals withdrawn)
-and answers approvals with ``answer``; without one, each approval waits on a future in
-``pending`` for the test to resolve (or for the turn to cancel it: withdrawn).
+It records what the turn reports (events, bound threads, approvals and questions asked, those
+withdrawn) and answers approvals with ``answer`` and questions with ``answers``; without one,
+each waits on a future in ``pending`` (``pending_questions``) for the test to resolve (or for
+the turn to cancel it: withdrawn).
 """
 
 from __future__ import annotations
@@ -10,16 +11,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.events import EventData, MessageDelta
-from app.providers.base import ApprovalAnswer, ApprovalRequest
+from app.events import EventData, MessageDelta, QuestionAnswer
+from app.providers.base import Answers, ApprovalAnswer, ApprovalRequest, QuestionRequest
 
 
 class RecordingHooks:
     joins_deltas = False
     """Every delta reaches ``events`` as the provider made it."""
 
-    def __init__(self, answer: ApprovalAnswer | None = None) -> None:
+    def __init__(
+        self,
+        answer: ApprovalAnswer | None = None,
+        answers: tuple[QuestionAnswer, ...] | None = None,
+    ) -> None:
         self.answer = answer
+        self.answers = answers
+        self.questions: list[QuestionRequest] = []
+        self.pending_questions: dict[str, asyncio.Future[Answers]] = {}
         self.events: list[EventData] = []
         self.threads: list[str] = []
         self.approvals: list[ApprovalRequest] = []
@@ -45,6 +53,19 @@ class RecordingHooks:
             return self.answer
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         self.pending[request.request_id] = future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.withdrawn.append(request.request_id)
+            raise
+
+    async def ask_question(self, request: QuestionRequest) -> Answers:
+        self.questions.append(request)
+        self.asked.set()
+        if self.answers is not None:
+            return self.answers
+        future: asyncio.Future[Answers] = asyncio.get_running_loop().create_future()
+        self.pending_questions[request.request_id] = future
         try:
             return await future
         except asyncio.CancelledError:

@@ -155,7 +155,7 @@ def test_fuzzing_with_the_key_finds_nothing_undocumented(
         "--max-response-time",
         str(MAX_RESPONSE_S),
     )
-    assert "Tested: 18" in report, report[-5_000:]
+    assert "Tested: 20" in report, report[-5_000:]
     assert "Stateful" in report
     assert "Traceback" not in gateway.log()
 
@@ -172,7 +172,7 @@ def test_every_keyed_operation_refuses_a_request_without_a_key(
         "--checks",
         "not_a_server_error,keyless_requests_are_refused",
     )
-    assert "Tested: 18" in report, report[-5_000:]
+    assert "Tested: 20" in report, report[-5_000:]
     assert (_sessions(gateway), len(gateway.spawns())) == before  # nothing created or started
 
 

@@ -147,6 +147,29 @@ def test_an_approval_answered_on_another_replica_reaches_the_one_running_the_tur
         assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-a"
 
 
+def test_a_question_answered_on_another_replica_reaches_the_one_running_the_turn(
+    replicas: dict[str, FakeGateway],
+) -> None:
+    a, b = (replicas[name].start() for name in ("gw-a", "gw-b"))
+    with a.client() as on_a, b.client() as on_b:
+        sid = create(on_b, b)
+        start_turn(on_a, sid, "question:Proceed?")  # A runs it
+        with on_b.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
+            reader = SseReader(r)
+            asked = envelopes(read_frames(reader, lambda f: typed(f, "question.asked")))
+            url = f"/v1/sessions/{sid}/questions/{asked[-1]['data']['question_id']}"
+            refused = on_b.post(url, json={"answers": [{"selected": ["Maybe"]}]})
+            assert refused.status_code == 422, refused.text  # checked where the question waits
+            answer = on_b.post(url, json={"answers": [{"selected": ["Yes"]}]})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["status"] == "answered"
+            again = on_b.post(url, json={"answers": [{"selected": ["No"]}]})
+            assert again.status_code == 409, again.text
+            done = envelopes(read_frames(reader, is_end))
+        assert done[-1]["type"] == "turn.completed"
+        assert done[-1]["data"]["final_text"] == 'answered: {"Proceed?": "Yes"}'
+
+
 def test_a_replica_killed_mid_turn_has_its_session_adopted_and_the_turn_ended_once(
     replicas: dict[str, FakeGateway],
 ) -> None:

@@ -39,6 +39,8 @@ def test_t14_a_key_cannot_read_stream_drive_or_delete_another_keys_session(
             ("GET", f"/v1/sessions/{mine}/approvals", None),
             ("POST", f"/v1/sessions/{mine}/turns", {"prompt": "from bob"}),
             ("POST", f"/v1/sessions/{mine}/approvals/apr_x", {"decision": "allow"}),
+            ("GET", f"/v1/sessions/{mine}/questions", None),
+            ("POST", f"/v1/sessions/{mine}/questions/qst_x", {"answers": [{"text": "x"}]}),
             ("POST", f"/v1/sessions/{mine}/interrupt", None),
             ("DELETE", f"/v1/sessions/{mine}", None),
         ]:

@@ -14,10 +14,12 @@ from pydantic import JsonValue
 from app.errors import InvalidRequest
 from app.events import EventData, FailureKind, RetryScheduled, TurnError, Usage, spent
 from app.providers.base import (
+    Answers,
     ApprovalAnswer,
     ApprovalRequest,
     ProcessInfo,
     ProviderSession,
+    QuestionRequest,
     TurnHooks,
     TurnOutcome,
 )
@@ -102,6 +104,9 @@ class NoHooks:
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return ApprovalAnswer(decision="deny")
+
+    async def ask_question(self, request: QuestionRequest) -> Answers:
+        return None
 
 
 @dataclass

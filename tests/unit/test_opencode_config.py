@@ -131,8 +131,10 @@ def test_each_approval_mode_becomes_a_session_ruleset(
         webfetch,
         read,
     ]
-    # The gateway cannot relay OpenCode's free-form questions in any mode.
-    assert evaluate(ruleset, "question") == "deny"
+    # Questions go to the client in every mode (never answered by the policy); plan mode
+    # switches ask through OpenCode's own UI, which the gateway does not relay.
+    assert evaluate(ruleset, "question") == "allow"
+    assert evaluate(ruleset, "plan_enter") == "deny"
 
 
 @pytest.mark.parametrize(

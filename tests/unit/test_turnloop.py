@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
-from app.events import MessageDelta, ReasoningDelta, ToolOutput
-from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
+from app.events import MessageDelta, Question, QuestionAnswer, ReasoningDelta, ToolOutput
+from app.providers.base import (
+    Answers,
+    ApprovalAnswer,
+    ApprovalRequest,
+    QuestionRequest,
+    TurnOutcome,
+)
 from app.providers.turnloop import TurnLoop
 from app.settings import ProviderSettings
 from tests.fakes.hooks import RecordingHooks
@@ -132,6 +138,69 @@ async def test_a_withdrawn_request_stops_asking_unless_it_was_answered() -> None
     inbox.put_nowait("end")
     assert await task == DONE
     assert hooks.pending["r1"].cancelled()  # the human is no longer asked
+    assert sent == []
+
+
+QUESTION = QuestionRequest(
+    request_id="q1", tool="AskUserQuestion", questions=(Question(prompt="Which color?"),)
+)
+
+
+async def test_a_question_waiting_on_a_human_is_not_idleness_and_its_answers_are_sent() -> None:
+    clock = Clock()
+    hooks = RecordingHooks()
+    loop = make(clock, hooks, interrupt_grace_s=1e9)
+    inbox: asyncio.Queue[str] = asyncio.Queue()
+    sent: list[Answers] = []
+
+    async def send(answers: Answers) -> None:
+        sent.append(answers)
+
+    async def handle(item: str) -> TurnOutcome | None:
+        if item == "ask":
+            loop.ask_question(QUESTION, send)
+        return DONE if item == "end" else None
+
+    inbox.put_nowait("ask")
+    task = asyncio.create_task(loop.run(inbox, handle))
+    await asyncio.wait_for(hooks.asked.wait(), 5)
+    assert hooks.questions == [QUESTION]
+    clock.now += 10 * IDLE_S
+    loop.interrupt()  # the deadlines are read again; the grace never passes
+    done, _ = await asyncio.wait({task}, timeout=0.2)
+    assert not done
+    assert loop.waiting_on_approval
+    answers = (QuestionAnswer(text="teal"),)
+    hooks.pending_questions["q1"].set_result(answers)
+    inbox.put_nowait("end")
+    assert await task == DONE
+    assert sent == [answers]
+
+
+async def test_a_withdrawn_question_stops_asking() -> None:
+    hooks = RecordingHooks()
+    loop = make(Clock(), hooks)
+    inbox: asyncio.Queue[str] = asyncio.Queue()
+    sent: list[Answers] = []
+
+    async def send(answers: Answers) -> None:
+        sent.append(answers)
+
+    async def handle(item: str) -> TurnOutcome | None:
+        if item == "ask":
+            loop.ask_question(QUESTION, send)
+        elif item == "withdraw":
+            loop.withdraw("q1")
+        return DONE if item == "end" else None
+
+    task = asyncio.create_task(loop.run(inbox, handle))
+    inbox.put_nowait("ask")
+    await asyncio.wait_for(hooks.asked.wait(), 5)
+    inbox.put_nowait("withdraw")
+    inbox.put_nowait("end")
+    assert await task == DONE
+    assert hooks.pending_questions["q1"].cancelled()
+    assert hooks.withdrawn == ["q1"]
     assert sent == []
 
 

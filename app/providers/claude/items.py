@@ -13,18 +13,20 @@ from typing import TypeAlias
 from pydantic import JsonValue
 
 from app.events import EventData
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
 
 __all__ = [
     "ApprovalAsked",
     "ApprovalWithdrawn",
     "ClaudeItem",
     "ControlReply",
+    "QuestionAsked",
     "ThreadSeen",
     "TurnEnded",
     "UnsupportedControlRequest",
 ]
-# ApprovalAsked, ApprovalWithdrawn and TurnEnded are every provider's (app/providers/items.py).
+# ApprovalAsked, ApprovalWithdrawn, QuestionAsked and TurnEnded are every provider's
+# (app/providers/items.py).
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,6 +59,7 @@ ClaudeItem: TypeAlias = (
     | ThreadSeen
     | ApprovalAsked
     | ApprovalWithdrawn
+    | QuestionAsked
     | ControlReply
     | UnsupportedControlRequest
     | TurnEnded

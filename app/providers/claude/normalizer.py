@@ -15,7 +15,8 @@ What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
 - ``system/api_retry`` → ``RetryScheduled(source="cli")``
 - ``rate_limit_event`` with status rejected → ``Warning(code="rate_limited")``
 - ``result`` → ``UsageReported`` then ``TurnEnded``
-- ``control_request`` → ``ApprovalAsked`` (can_use_tool) or ``UnsupportedControlRequest``;
+- ``control_request`` → ``ApprovalAsked`` (can_use_tool), ``QuestionAsked`` (can_use_tool of
+  AskUserQuestion) or ``UnsupportedControlRequest``;
   ``control_cancel_request`` → ``ApprovalWithdrawn``; ``control_response`` → ``ControlReply``
   (the control messages are parsed in control.py)
 
@@ -53,6 +54,7 @@ from app.providers.claude.items import (
     ApprovalWithdrawn,
     ClaudeItem,
     ControlReply,
+    QuestionAsked,
     ThreadSeen,
     TurnEnded,
     UnsupportedControlRequest,
@@ -78,6 +80,7 @@ __all__ = [
     "ClaudeItem",
     "ClaudeNormalizer",
     "ControlReply",
+    "QuestionAsked",
     "ThreadSeen",
     "TurnEnded",
     "UnsupportedControlRequest",

@@ -2,7 +2,8 @@
 
 The process runs in bidirectional stream-json mode (reference §1). A turn is one ``user``
 line; the turn ends at the ``result`` line. Permission prompts arrive as ``can_use_tool``
-control requests and are answered with ``control_response`` once the client decides. The
+control requests and are answered with ``control_response`` once the client decides (an
+AskUserQuestion request becomes a question, answered with the client's answers). The
 interrupt is the ``interrupt`` control request, with a stop of the process as the fallback.
 A session whose process is gone is resumed on its next turn with ``--resume=<thread>``.
 """
@@ -27,12 +28,14 @@ from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import LineTooLong, ManagedProcess, ProcessError, SpawnError
 from app.process.runner import ProcessRunner
 from app.providers.base import (
+    Answers,
     ApprovalAnswer,
     ApprovalRequest,
     Capabilities,
     ProcessInfo,
     Provider,
     ProviderSession,
+    QuestionRequest,
     SessionSpec,
     TurnHooks,
     TurnOutcome,
@@ -46,10 +49,12 @@ from app.providers.claude.normalizer import (
     ClaudeItem,
     ClaudeNormalizer,
     ControlReply,
+    QuestionAsked,
     ThreadSeen,
     TurnEnded,
     UnsupportedControlRequest,
 )
+from app.providers.claude.questions import answers_response
 from app.providers.exits import limit_error, spawn_error
 from app.providers.turnloop import TurnLoop, failure, turn_error
 from app.settings import LimitsSettings, ProviderSettings, RetrySettings
@@ -380,6 +385,8 @@ class ClaudeSession(ProviderSession):
                 await self._bind(thread, loop.hooks)
             case ApprovalAsked(request=request, suggestions=suggestions):
                 loop.ask(request, self._answerer(live, request, suggestions))
+            case QuestionAsked(request=question, input=tool_input):
+                loop.ask_question(question, self._question_answerer(live, question, tool_input))
             case ApprovalWithdrawn(request_id=request_id):
                 loop.withdraw(request_id)
             case UnsupportedControlRequest(request_id=request_id, subtype=subtype):
@@ -407,6 +414,16 @@ class ClaudeSession(ProviderSession):
             line = protocol.permission_response(
                 request.request_id, answer, request.input, suggestions=suggestions
             )
+            with contextlib.suppress(ProcessError):
+                await live.process.write_line(line)
+
+        return send
+
+    def _question_answerer(
+        self, live: _Live, request: QuestionRequest, tool_input: dict[str, JsonValue]
+    ) -> Callable[[Answers], Awaitable[None]]:
+        async def send(answers: Answers) -> None:
+            line = answers_response(request.request_id, request, tool_input, answers)
             with contextlib.suppress(ProcessError):
                 await live.process.write_line(line)
 

@@ -71,6 +71,12 @@ class OpenCodeApi:
         """Answer a ``permission.asked`` request (404 once it was answered or withdrawn)."""
         await self._call("POST", f"/permission/{request_id}/reply", directory, json=reply)
 
+    async def reply_question(
+        self, request_id: str, *, directory: Path, reply: dict[str, JsonValue]
+    ) -> None:
+        """Answer a ``question.asked`` request (404 once it was answered or withdrawn)."""
+        await self._call("POST", f"/question/{request_id}/reply", directory, json=reply)
+
     async def busy_threads(self, *, directory: Path) -> set[str]:
         """The threads of ``directory`` that are working now (idle ones are not listed)."""
         body = await self._call("GET", "/session/status", directory)

@@ -17,11 +17,18 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from app.events import Warning
-from app.providers.base import ApprovalAnswer, ApprovalRequest, TurnOutcome
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
+from app.providers.base import (
+    Answers,
+    ApprovalAnswer,
+    ApprovalRequest,
+    QuestionRequest,
+    TurnOutcome,
+)
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.normalizer import OpenCodeItem, TurnNormalizer
 from app.providers.opencode.permissions import permission_reply
+from app.providers.opencode.questions import question_reply
 from app.providers.opencode.server import Delivery, ServerGone, StreamResumed
 from app.providers.raw import as_dict, as_number
 from app.providers.turnloop import TurnLoop
@@ -76,6 +83,8 @@ class TurnFollower:
                     return outcome
                 case ApprovalAsked(request=request):
                     self.loop.ask(request, self._replier(request))
+                case QuestionAsked(request=question):
+                    self.loop.ask_question(question, self._answerer(question))
                 case ApprovalWithdrawn(request_id=request_id):
                     self.loop.withdraw(request_id)  # answered elsewhere
                 case _:
@@ -87,6 +96,19 @@ class TurnFollower:
             try:
                 await self.api.reply_permission(
                     request.request_id, directory=self.directory, reply=permission_reply(answer)
+                )
+            except ApiError as exc:  # withdrawn meanwhile (404), or the server is going away
+                log.info("opencode: could not answer %s: %s", request.request_id, exc)
+
+        return reply
+
+    def _answerer(self, request: QuestionRequest) -> Callable[[Answers], Awaitable[None]]:
+        async def reply(answers: Answers) -> None:
+            try:
+                await self.api.reply_question(
+                    request.request_id,
+                    directory=self.directory,
+                    reply=question_reply(request, answers),
                 )
             except ApiError as exc:  # withdrawn meanwhile (404), or the server is going away
                 log.info("opencode: could not answer %s: %s", request.request_id, exc)

@@ -13,6 +13,8 @@ A ``TurnNormalizer`` lives for one turn of one thread and is fed that thread's e
   known) and ``ToolCompleted`` (completed / error; denied when a permission refused it)
 - ``permission.asked`` → ``ApprovalAsked``; ``permission.replied`` → ``ApprovalWithdrawn``
   (the provider drops it if the gateway itself answered)
+- ``question.asked`` → ``QuestionAsked``; ``question.replied`` / ``question.rejected`` →
+  ``ApprovalWithdrawn`` (likewise)
 - ``session.status {retry}`` → ``RetryScheduled(source="cli")``
 - ``session.error`` (or an assistant message's ``error``) → the turn's error
 - ``session.idle`` → ``UsageReported`` then ``TurnEnded``; nothing after that
@@ -44,9 +46,10 @@ from app.events import (
     UsageReported,
 )
 from app.providers.base import TurnOutcome
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
 from app.providers.opencode.classifier import error_for_session_error, kind_for_retry
 from app.providers.opencode.permissions import approval_request
+from app.providers.opencode.questions import question_request
 from app.providers.opencode.sse import ServerEvent
 from app.providers.opencode.tools import is_denial, tool_kind
 from app.providers.output import tool_output
@@ -56,13 +59,14 @@ __all__ = [
     "ApprovalAsked",
     "ApprovalWithdrawn",
     "OpenCodeItem",
+    "QuestionAsked",
     "TurnEnded",
     "TurnNormalizer",
 ]
 
 logger = logging.getLogger(__name__)
 
-OpenCodeItem: TypeAlias = EventData | ApprovalAsked | ApprovalWithdrawn | TurnEnded
+OpenCodeItem: TypeAlias = EventData | ApprovalAsked | ApprovalWithdrawn | QuestionAsked | TurnEnded
 """What the normalizer hands the turn: event payloads and the items it acts on."""
 
 _PartKind = Literal["text", "reasoning"]
@@ -146,6 +150,12 @@ class TurnNormalizer:
                 return self._permission_asked(props)
             case "permission.replied":
                 return self._permission_replied(props)
+            case "question.asked":
+                question = question_request(props)
+                return [QuestionAsked(request=question)] if question is not None else []
+            case "question.replied" | "question.rejected":
+                request_id = as_str(props.get("requestID"))
+                return [ApprovalWithdrawn(request_id=request_id)] if request_id else []
             case "session.status":
                 return self._status(as_dict(props.get("status")))
             case "session.error":

@@ -7,7 +7,8 @@ overrides the built-in agent's defaults — in which ``bash`` and ``edit`` are `
 whose permission is denied for ``*`` is not offered to the model at all.
 
 Permission names: ``bash`` (shell), ``edit`` (the edit, write and patch tools), ``webfetch``,
-``question`` (asks the user), and OpenCode's own guards ``external_directory`` (a path outside
+``question`` (asks the user: allowed in every mode, its questions reach the client as the
+gateway's questions), and OpenCode's own guards ``external_directory`` (a path outside
 the workspace) and ``doom_loop`` (the same call repeated), which ask by default.
 """
 
@@ -30,9 +31,12 @@ Reply: TypeAlias = Literal["once", "always", "reject"]
 # the network. Reads, searches and todo lists run freely, as in Claude Code's default mode.
 _GUARDED = ("bash", "edit", "webfetch")
 
-# The gateway has no way to put OpenCode's free-form questions to a client, and `opencode run`
-# denies the same three for the same reason (1.18.33 run.ts).
-_NEVER = ("question", "plan_enter", "plan_exit")
+# Switching into and out of plan mode asks the user through OpenCode's own UI, which the
+# gateway does not relay; `opencode run` denies them for the same reason (1.18.33 run.ts).
+_NEVER = ("plan_enter", "plan_exit")
+# Asking the user runs nothing: its questions go to the client in every mode (they are never
+# answered by a policy), so the permission itself is never asked about.
+_ALWAYS = ("question",)
 
 
 def permission_ruleset(mode: ApprovalMode) -> list[dict[str, JsonValue]]:
@@ -57,6 +61,7 @@ def permission_ruleset(mode: ApprovalMode) -> list[dict[str, JsonValue]]:
         case _:
             assert_never(mode)
     actions.update(dict.fromkeys(_NEVER, "deny"))
+    actions.update(dict.fromkeys(_ALWAYS, "allow"))
     return [
         {"permission": permission, "pattern": "*", "action": action}
         for permission, action in actions.items()
