@@ -26,7 +26,7 @@ from typing import Any
 from app.events import FailureKind, HandoffSize, ProviderSwitched, TurnError
 from app.providers.base import Provider, SessionSpec
 from app.records import SessionRecord, TurnRecord
-from app.runtime.coordinator import RetryPolicy
+from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.handoff import Handoff, build_handoff
 from app.runtime.live import LiveSession
@@ -88,6 +88,8 @@ class Failover:
         providers: Mapping[str, Provider],
         select: Select,
         clock: Callable[[], datetime],
+        sleep: Sleep,
+        monotonic: Callable[[], float],
     ) -> None:
         self.settings = settings
         self.store = store
@@ -95,6 +97,39 @@ class Failover:
         self.providers = providers
         self._select = select
         self._clock = clock
+        self._sleep = sleep
+        self._monotonic = monotonic
+
+    async def go_on(
+        self,
+        live: LiveSession,
+        turn: TurnRecord,
+        error: TurnError,
+        attempts: int,
+        tried: Sequence[str],
+    ) -> tuple[TurnCoordinator, str] | None:
+        """``TurnServices.fail_over``: the turn's coordinator on the next provider, and the
+        hand-off it starts with; None when the failure stands."""
+        current = live.coordinator
+        if current is None:
+            return None
+        moved = await self.move(
+            live, turn, error, policy=current.policy, attempts=attempts, tried=tried
+        )
+        if moved is None:
+            return None
+        live.coordinator = TurnCoordinator(
+            handle=live.handle,
+            policy=current.policy,
+            continuation_prompt=self.settings.retry.continuation_prompt,
+            turn_timeout_s=self.settings.sessions.turn_timeout_s,
+            reporter=current.reporter,  # the turn's record and output budget go on
+            sleep=self._sleep,
+            monotonic=self._monotonic,
+            clock=self._clock,
+            first_attempt=attempts + 1,
+        )
+        return live.coordinator, moved.prompt
 
     async def move(
         self,

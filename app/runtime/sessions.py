@@ -15,7 +15,7 @@ import logging
 import secrets
 import time
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,11 +37,9 @@ from app.events import (
     CandidateScore,
     EventData,
     QuestionAnswer,
-    RoutingStrategy,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
-    TurnError,
 )
 from app.events import (
     SessionClosed as SessionClosedEvent,
@@ -65,6 +63,7 @@ from app.records import (
     json_dict,
 )
 from app.runtime.approvals import ApprovalBroker
+from app.runtime.choosing import Chooser
 from app.runtime.cluster import Cluster, record_from
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
@@ -75,14 +74,7 @@ from app.runtime.questions import answer_question
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
-    NoProviderAvailable,
-    ProviderState,
-    Selection,
-    Skipped,
-    candidates,
-    check_requires,
     resolve_strategy,
-    select,
 )
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
 from app.settings import Settings
@@ -122,8 +114,19 @@ class SessionManager:
         self._guard = asyncio.Lock()
         self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
         """Each provider's measured turns on this replica (routing strategies, metrics)."""
-        self._rotations: dict[tuple[str, ...], int] = {}
-        """Round-robin choices made so far, by the candidates they were made among."""
+        self.chooser = Chooser(
+            settings=settings, registry=registry, providers=providers, figures=self.figures
+        )
+        failover = Failover(
+            settings=settings,
+            store=store,
+            events=events,
+            providers=providers,
+            select=self.chooser.next_for,
+            clock=clock,
+            sleep=sleep,
+            monotonic=monotonic,
+        )
         self._turn_services = TurnServices(
             events=events,
             store=store,
@@ -133,16 +136,8 @@ class SessionManager:
             turn_finished=self.turn_finished,
             forget_provider=registry.forget,
             figures=self.figures,
-            fail_over=self._fail_over,
+            fail_over=failover.go_on,
             metrics=metrics,
-        )
-        self._failover = Failover(
-            settings=settings,
-            store=store,
-            events=events,
-            providers=providers,
-            select=self._next_provider,
-            clock=clock,
         )
 
     # --- sessions -------------------------------------------------------------------------
@@ -161,7 +156,7 @@ class SessionManager:
         if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
             resolve_policy(request.retry, None, self.settings.retry)
         strategy = resolve_strategy(request.strategy, request.scenario, self.settings.selection)
-        selection = await self._select(
+        selection = await self.chooser.choose(
             request.provider, request.scenario, request.requires, strategy=strategy
         )
         chosen, reason = selection.provider, selection.reason
@@ -219,113 +214,6 @@ class SessionManager:
             extra={"session_id": row.id, "provider": chosen, "reason": reason},
         )
         return await self.get(row.id)
-
-    async def _select(
-        self,
-        provider: str | None,
-        scenario: str | None,
-        requires: Sequence[str],
-        *,
-        strategy: RoutingStrategy = "ordered",
-        exclude: Sequence[str] = (),
-    ) -> Selection:
-        """Gather the candidates' state (cached probes) and figures, and let the pure
-        selector choose (among the candidates not in ``exclude``)."""
-        check_requires(requires)
-        ordered = candidates(
-            provider=provider,
-            scenario=scenario,
-            configured=list(self.settings.providers),
-            selection=self.settings.selection,
-        )
-        ordered = [c for c in ordered if c.provider not in exclude]
-        if not ordered:
-            raise NoProviderAvailable(
-                [Skipped(provider=name, why="already tried") for name in exclude]
-            )
-        healths = await asyncio.gather(*(self.registry.health(c.provider) for c in ordered))
-        states: dict[str, ProviderState] = {}
-        for candidate, health in zip(ordered, healths, strict=True):
-            built = self.providers.get(candidate.provider)
-            states[candidate.provider] = ProviderState(
-                enabled=self.settings.providers[candidate.provider].enabled,
-                available=health.available,
-                unavailable_reason=health.reason,
-                capabilities=built.capabilities if built else None,
-            )
-        names = tuple(c.provider for c in ordered)
-        try:
-            chosen = select(
-                ordered,
-                states,
-                requires=requires,
-                strategy=strategy,
-                figures=self.figures.all(names),
-                weights=self.settings.selection.weights,
-                min_turns=self.settings.selection.min_turns,
-                rotation=self._rotations.get(names, 0),
-            )
-        except NoProviderAvailable as exc:
-            log.warning(
-                "no provider available",
-                extra={"candidates": [(s.provider, s.why) for s in exc.skipped]},
-            )
-            raise
-        if strategy == "round_robin":
-            self._rotations[names] = self._rotations.get(names, 0) + 1
-        log.info(
-            "provider %s selected (%s, %s)",
-            chosen.provider,
-            chosen.reason,
-            strategy,
-            extra={
-                "provider": chosen.provider,
-                "reason": chosen.reason,
-                "strategy": strategy,
-                "scores": [(r.provider, r.score) for r in chosen.ranking],
-                "skipped": [(s.provider, s.why) for s in chosen.skipped],
-                "requires": list(requires),
-            },
-        )
-        return chosen
-
-    async def _next_provider(
-        self, scenario: str | None, requires: Sequence[str], strategy: str, exclude: Sequence[str]
-    ) -> Selection:
-        """The provider a failing-over session moves to (raises when nobody can serve)."""
-        ranking = resolve_strategy(strategy, None, self.settings.selection)
-        return await self._select(None, scenario, requires, strategy=ranking, exclude=exclude)
-
-    async def _fail_over(
-        self,
-        live: LiveSession,
-        turn: TurnRecord,
-        error: TurnError,
-        attempts: int,
-        tried: Sequence[str],
-    ) -> tuple[TurnCoordinator, str] | None:
-        """``TurnServices.fail_over``: the turn's coordinator on the next provider, and the
-        hand-off it starts with; None when the failure stands."""
-        current = live.coordinator
-        if current is None:
-            return None
-        moved = await self._failover.move(
-            live, turn, error, policy=current.policy, attempts=attempts, tried=tried
-        )
-        if moved is None:
-            return None
-        live.coordinator = TurnCoordinator(
-            handle=live.handle,
-            policy=current.policy,
-            continuation_prompt=self.settings.retry.continuation_prompt,
-            turn_timeout_s=self.settings.sessions.turn_timeout_s,
-            reporter=current.reporter,  # the turn's record and output budget go on
-            sleep=self.sleep,
-            monotonic=self.monotonic,
-            clock=self.clock,
-            first_attempt=attempts + 1,
-        )
-        return live.coordinator, moved.prompt
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
         row = await self.store.get_session(session_id)
