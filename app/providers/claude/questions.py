@@ -17,9 +17,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from app.events import Question, QuestionOption
+from app.providers.asking import read_questions
 from app.providers.base import Answers, QuestionRequest
-from app.providers.raw import as_dict, as_list, as_str
 
 __all__ = ["ASK_TOOL", "UNANSWERED_MESSAGE", "answers_response", "question_request"]
 
@@ -32,26 +31,11 @@ def question_request(
 ) -> QuestionRequest | None:
     """The questions of an AskUserQuestion ``can_use_tool`` request; None when its input has
     none the gateway can show (it is then asked about as an ordinary tool call)."""
-    questions: list[Question] = []
-    for raw in as_list(tool_input.get("questions")):
-        entry = as_dict(raw)
-        prompt = as_str(entry.get("question"))
-        if not prompt:
-            return None
-        options = [
-            QuestionOption(label=label, description=as_str(as_dict(o).get("description")))
-            for o in as_list(entry.get("options"))
-            if (label := as_str(as_dict(o).get("label")))
-        ]
-        questions.append(
-            Question(
-                prompt=prompt,
-                header=as_str(entry.get("header")),
-                options=options,
-                multi_select=entry.get("multiSelect") is True,
-                free_text=True,  # the CLI always offers "Other" (its tool description)
-            )
-        )
+    questions = read_questions(
+        tool_input.get("questions"),
+        multi_select=lambda entry: entry.get("multiSelect") is True,
+        free_text=lambda _entry: True,  # the CLI always offers "Other" (its tool description)
+    )
     if not questions:
         return None
     return QuestionRequest(

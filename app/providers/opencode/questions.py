@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from app.events import Question, QuestionOption
+from app.providers.asking import read_questions
 from app.providers.base import Answers, QuestionRequest
-from app.providers.raw import as_dict, as_list, as_str
+from app.providers.raw import as_dict, as_str
 
 __all__ = ["QUESTION_TOOL", "question_reply", "question_request"]
 
@@ -31,26 +31,11 @@ def question_request(asked: Mapping[str, Any]) -> QuestionRequest | None:
     request_id = as_str(asked.get("id"))
     if not request_id:
         return None
-    questions: list[Question] = []
-    for raw in as_list(asked.get("questions")):
-        entry = as_dict(raw)
-        prompt = as_str(entry.get("question"))
-        if not prompt:
-            return None
-        options = [
-            QuestionOption(label=label, description=as_str(as_dict(o).get("description")))
-            for o in as_list(entry.get("options"))
-            if (label := as_str(as_dict(o).get("label")))
-        ]
-        questions.append(
-            Question(
-                prompt=prompt,
-                header=as_str(entry.get("header")),
-                options=options,
-                multi_select=entry.get("multiple") is True,
-                free_text=entry.get("custom") is not False,
-            )
-        )
+    questions = read_questions(
+        asked.get("questions"),
+        multi_select=lambda entry: entry.get("multiple") is True,
+        free_text=lambda entry: entry.get("custom") is not False,  # true unless it says so
+    )
     if not questions:
         return None
     call_id = as_str(as_dict(asked.get("tool")).get("callID"))
