@@ -248,6 +248,11 @@ class TurnCoordinator:
         self._spent: Usage | None = None
         """What the attempts so far used together."""
 
+    @property
+    def interrupted(self) -> bool:
+        """A client asked to stop the turn."""
+        return self._interrupted.is_set()
+
     async def interrupt(self) -> None:
         """Stop the turn: interrupt the running attempt, or end a pending wait at once."""
         self._interrupted.set()

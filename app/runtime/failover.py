@@ -111,7 +111,7 @@ class Failover:
         """``TurnServices.fail_over``: the turn's coordinator on the next provider, and the
         hand-off it starts with; None when the failure stands."""
         current = live.coordinator
-        if current is None:
+        if current is None or current.interrupted:
             return None
         moved = await self.move(
             live, turn, error, policy=current.policy, attempts=attempts, tried=tried
@@ -129,6 +129,8 @@ class Failover:
             clock=self._clock,
             first_attempt=attempts + 1,
         )
+        if current.interrupted:  # asked during the switch: the new agent does not start
+            await live.coordinator.interrupt()
         return live.coordinator, moved.prompt
 
     async def move(
