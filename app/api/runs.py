@@ -1,4 +1,4 @@
-"""``POST /v1/runs``: one prompt, one answer, with fallback before any output.
+"""``POST /v1/runs``: one prompt, one answer, failing over along the chain with a hand-off.
 
 With ``Accept: text/event-stream`` the answer is the run session's event stream, a subscriber
 like ``GET /v1/sessions/{id}/events``: capped (429 per session, 503 in all, checked before the
@@ -103,7 +103,7 @@ def _result(run: Run) -> RunResult:
 async def create_run(
     body: RunCreate, request: Request, manager: Manager, principal: Authenticated
 ) -> Response:
-    """Select a provider, run one turn; before any output, fall back along the chain."""
+    """Select a provider, run one turn; a provider that fails for good hands over to the next."""
     streaming = "text/event-stream" in request.headers.get("accept", "")
     if streaming:  # refused before any session is created or CLI started
         manager.events.check_capacity()
