@@ -44,8 +44,18 @@ def test_a_session_whose_agent_fails_for_good_goes_on_with_the_next_and_its_hist
         for prompt in (FIRST, SECOND):
             assert run_turn(client, sid, prompt)[-1]["type"] == "turn.completed"
         claude_thread = client.get(f"/v1/sessions/{sid}").json()["thread_id"]
+        stays = create_session(client, workspace)["id"]  # no fallback
+        assert run_turn(client, stays, FIRST)[-1]["type"] == "turn.completed"
 
         stub.down["anthropic"] = 401  # Claude Code's key is revoked: it fails for good
+        # A session without fallback stays failed on its provider.
+        failed = run_turn(client, stays, THIRD)
+        assert failed[-1]["type"] == "turn.failed"
+        assert failed[-1]["data"]["error"]["kind"] == "auth"
+        assert "provider.switched" not in types(failed)
+        assert client.get(f"/v1/sessions/{stays}").json()["provider"] == "claude_code"
+        assert not [r for r in stub.model_requests() if r.is_openai]
+
         before = len(stub.model_requests())
         events = run_turn(client, sid, THIRD)
 
@@ -86,18 +96,3 @@ def test_a_session_whose_agent_fails_for_good_goes_on_with_the_next_and_its_hist
         assert later[-1]["provider"] == "codex"
         assert "provider.switched" not in types(later)
         assert client.get(f"/v1/sessions/{sid}").json()["thread_id"] == moved["thread_id"]
-
-
-def test_a_session_without_fallback_stays_failed_on_its_provider(
-    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, tmp_path: Path
-) -> None:
-    gateway = two_providers(make_gateway, stub, tmp_path)
-    with gateway.client() as client:
-        sid = create_session(client, workspace)["id"]
-        stub.down["anthropic"] = 401
-        events = run_turn(client, sid, THIRD)
-        assert events[-1]["type"] == "turn.failed"
-        assert events[-1]["data"]["error"]["kind"] == "auth"
-        assert "provider.switched" not in types(events)
-        assert client.get(f"/v1/sessions/{sid}").json()["provider"] == "claude_code"
-        assert not [r for r in stub.model_requests() if r.is_openai]

@@ -19,7 +19,7 @@ from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
 
-CODEX_DELAY_S = 4.0
+CODEX_DELAY_S = 3.0
 MIN_TURNS = 2
 
 
