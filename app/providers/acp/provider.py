@@ -21,15 +21,18 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.events import ApprovalMode
 from app.process.childspec import child_environment
 from app.process.runner import ProcessRunner
 from app.providers.acp.agents import AgentRecipe
-from app.providers.acp.session import AcpSession
 from app.providers.base import Capabilities, Provider, SessionSpec
 from app.providers.raw import merged
 from app.settings import LimitsSettings, ProviderSettings
+
+if TYPE_CHECKING:
+    from app.providers.acp.session import AcpSession
 
 CAPABILITIES = Capabilities(
     text_deltas=True,
@@ -103,6 +106,10 @@ class AcpProvider(Provider):
         return str(path)
 
     def open_session(self, spec: SessionSpec) -> AcpSession:
+        # The ACP SDK's schema takes half a second to import: only a gateway that opens an
+        # ACP session pays it, not every start (nor every command of the CLI).
+        from app.providers.acp.session import AcpSession  # noqa: PLC0415
+
         session = AcpSession(provider=self, spec=spec)
         self._sessions.add(session)
         return session
