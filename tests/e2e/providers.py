@@ -157,6 +157,20 @@ def acp_codebuddy(stub: StubLLM, home: Path) -> dict[str, Any]:
     }
 
 
+def acp_claude(stub: StubLLM, home: Path) -> dict[str, Any]:
+    """The Claude Agent ACP adapter (its recipe sets the switches that keep Claude Code off
+    the network); not in ``CONFIGS``: the contract suite leaves the adapters out."""
+    return {
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "ANTHROPIC_BASE_URL": stub.base_url,
+            "ANTHROPIC_API_KEY": "stub-key",
+            "HOME": str(home),
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        },
+    }
+
+
 CONFIGS = {
     "claude_code": claude_code,
     "codex": codex,

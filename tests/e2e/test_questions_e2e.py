@@ -13,6 +13,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.e2e.conftest import GatewayFactory
+from tests.e2e.providers import acp_claude
 from tests.e2e.test_contract import SSE, create_session, start_turn
 from tests.gateway import TOKEN, GatewayProcess, SseReader, follow, is_turn_end, log_lines
 from tests.stub_llm import StubLLM
@@ -348,6 +349,118 @@ def test_opencode_question_nobody_answers_reaches_the_model_as_unanswered(
     assert (resolved["reason"], resolved["answers"]) == ("expired", None)
     assert events[-1]["type"] == "turn.completed"
     assert '"Which color?"="Unanswered"' in events[-1]["data"]["final_text"]
+
+
+def _acp_claude_gateway(
+    make_gateway: GatewayFactory, stub: StubLLM, home: Path, **sessions: Any
+) -> GatewayProcess:
+    """A gateway whose one provider is the Claude Agent ACP adapter, which asks
+    AskUserQuestion as a form elicitation (the gateway advertises ``elicitation.form``)."""
+    gateway = make_gateway(sessions=sessions) if sessions else make_gateway()
+    gateway.config["providers"]["claude_code"] = {"enabled": False}
+    gateway.config["providers"]["acp:claude"] = acp_claude(stub, home)
+    gateway.config["selection"]["default"] = "acp:claude"
+    return gateway.start()
+
+
+def test_acp_elicitation_is_asked_answered_and_reaches_the_model(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, tmp_path: Path
+) -> None:
+    gateway = _acp_claude_gateway(make_gateway, stub, tmp_path / "home")
+    ask = "[[call:AskUserQuestion " + json.dumps({"questions": [COLOR]}) + "]]"
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        headers = {**SSE, "Last-Event-ID": str(session["last_seq"])}
+        with client.stream("GET", f"/v1/sessions/{sid}/events", headers=headers) as response:
+            reader = SseReader(response)
+            start_turn(client, sid, ask)
+            before = reader.until(_is_asked)
+            asked = before[-1]["data"]
+            assert not [e for e in before if e["type"] == "approval.requested"]
+            assert asked["tool_id"]
+            assert asked["questions"] == [
+                {
+                    "prompt": "Which color?",
+                    "header": "Color",
+                    "options": [
+                        {"label": "Red", "description": "warm"},
+                        {"label": "Blue", "description": "cool"},
+                    ],
+                    "multi_select": False,
+                    "free_text": True,  # the adapter's question_0_custom field
+                }
+            ]
+            qid = asked["question_id"]
+            refused = _answer(client, sid, qid, [{"selected": ["Green"]}])
+            _assert_problem(refused, 422, "not offered")
+            answered = _answer(client, sid, qid, [{"selected": ["Blue"]}])
+            assert answered.status_code == 200, answered.text
+            after = reader.until(is_turn_end)
+    assert [e["data"]["reason"] for e in after if e["type"] == "question.resolved"] == ["answered"]
+    assert any('"Which color?"="Blue"' in text for text in _tool_results(stub)), _tool_results(stub)
+    assert after[-1]["type"] == "turn.completed", after[-1]
+
+
+def test_acp_elicitation_of_several_questions_carries_choices_and_text(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, tmp_path: Path
+) -> None:
+    gateway = _acp_claude_gateway(make_gateway, stub, tmp_path / "home")
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        start_turn(client, sid, ASK)
+        asked = follow(client, sid, _is_asked, after=session["last_seq"])[-1]["data"]
+        assert [(q["prompt"], q["header"], q["multi_select"]) for q in asked["questions"]] == [
+            ("Which color?", "Color", False),
+            ("Which toppings?", "Toppings", True),
+        ]
+        answers: list[dict[str, Any]] = [
+            {"text": "teal"},
+            {"selected": ["Cheese", "Basil"], "text": "anchovies"},
+        ]
+        answered = _answer(client, sid, asked["question_id"], answers)
+        assert answered.status_code == 200, answered.text
+        events = follow(client, sid, after=session["last_seq"])
+    expected = '"Which color?"="teal", "Which toppings?"="Cheese, Basil, anchovies"'
+    assert any(expected in text for text in _tool_results(stub)), _tool_results(stub)
+    assert events[-1]["type"] == "turn.completed", events[-1]
+
+
+def test_acp_elicitation_nobody_answers_is_declined_and_the_turn_goes_on(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, tmp_path: Path
+) -> None:
+    gateway = _acp_claude_gateway(make_gateway, stub, tmp_path / "home", approval_timeout_s=1.5)
+    ask = "[[call:AskUserQuestion " + json.dumps({"questions": [COLOR]}) + "]]"
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        start_turn(client, sid, ask)
+        events = follow(client, sid, after=session["last_seq"])
+    resolved = next(e for e in events if e["type"] == "question.resolved")["data"]
+    assert (resolved["reason"], resolved["answers"]) == ("expired", None)
+    # The form is declined: the adapter tells the model no one answered (not a tool error).
+    assert _tool_results(stub) == ["The user did not answer the questions."]
+    assert events[-1]["type"] == "turn.completed", events[-1]
+
+
+def test_acp_elicitation_pending_at_an_interrupt_is_cancelled(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, tmp_path: Path
+) -> None:
+    gateway = _acp_claude_gateway(make_gateway, stub, tmp_path / "home")
+    ask = "[[call:AskUserQuestion " + json.dumps({"questions": [COLOR]}) + "]]"
+    with gateway.client() as client:
+        session = create_session(client, workspace)
+        sid = session["id"]
+        start_turn(client, sid, ask)
+        qid = follow(client, sid, _is_asked, after=session["last_seq"])[-1]["data"]["question_id"]
+        assert client.post(f"/v1/sessions/{sid}/interrupt").status_code == 202
+        events = follow(client, sid, after=session["last_seq"])
+        resolved = next(e for e in events if e["type"] == "question.resolved")["data"]
+        assert (resolved["question_id"], resolved["reason"]) == (qid, "cancelled")
+        assert events[-1]["type"] == "turn.interrupted", events[-1]
+        late = _answer(client, sid, qid, [{"selected": ["Red"]}])
+        _assert_problem(late, 409, "already cancelled")
 
 
 def _assert_problem(response: httpx.Response, status: int, words: str) -> None:

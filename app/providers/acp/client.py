@@ -9,7 +9,12 @@ from typing import Any, Protocol, cast
 
 from acp import Client, RequestError, connect_to_agent
 from acp.client.connection import ClientSideConnection
-from acp.schema import RequestPermissionRequest, RequestPermissionResponse
+from acp.schema import (
+    CreateElicitationResponse,
+    ElicitationMode,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+)
 
 from app.process.managed import ManagedProcess
 from app.providers.acp.transport import ProcessTransport
@@ -24,11 +29,18 @@ class Session(Protocol):
 
     async def ask(self, request: RequestPermissionRequest) -> RequestPermissionResponse: ...
 
+    async def elicit(self, message: str, mode: ElicitationMode) -> CreateElicitationResponse: ...
+
 
 class AgentClient:
     """The client side of one agent connection (``acp.interfaces.Client``, less the
     ``fs/*`` and ``terminal/*`` methods it declines: the SDK answers those "method not
-    found"); ``last_update`` is when the agent last sent a ``session/update``."""
+    found"); ``last_update`` is when the agent last sent a ``session/update``.
+
+    Elicitation (``elicitation/create``, ``elicitation/complete``) is still marked unstable
+    in the SDK, which answers it "method not found" (with a warning) unless the connection
+    is made with ``use_unstable_protocol``; that flag changes nothing else on the client
+    side."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -46,6 +58,15 @@ class AgentClient:
         )
         return await self._session.ask(request)
 
+    async def create_elicitation(
+        self, message: str, mode: ElicitationMode, **_: Any
+    ) -> CreateElicitationResponse:
+        return await self._session.elicit(message, mode)
+
+    async def complete_elicitation(self, elicitation_id: str, **_: Any) -> None:
+        # Only URL-mode elicitations complete, and those are declined (``AcpSession.elicit``).
+        log.debug("acp elicitation %s completed", elicitation_id)
+
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RequestError.method_not_found(method)
 
@@ -59,4 +80,5 @@ def connect(
     """An SDK connection to the agent ``process``, its messages routed to ``session``."""
     client = AgentClient(session)
     transport = ProcessTransport(process, label=label)
-    return client, connect_to_agent(cast("Client", client), transport)
+    connection = connect_to_agent(cast("Client", client), transport, use_unstable_protocol=True)
+    return client, connection

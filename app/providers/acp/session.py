@@ -6,10 +6,12 @@ A session's first turn spawns the agent, ``initialize``\\ s it and opens a threa
 new thread and a ``context_lost`` warning. Then the session mode that asks before running tools
 is set (``AgentRecipe.modes``) and each turn is one ``session/prompt``.
 
-``session/update`` notifications and ``session/request_permission`` requests go into the
-running turn's inbox, which ``TurnLoop`` follows (deadlines, approvals) and
+``session/update`` notifications, ``session/request_permission`` requests and form
+``elicitation/create`` requests (asked as questions, ``elicitation.py``) go into the running
+turn's inbox, which ``TurnLoop`` follows (deadlines, approvals, questions) and
 ``TurnTranslator`` turns into events. An interrupt is ``session/cancel``, and every pending
-permission request is answered ``cancelled`` as the protocol requires.
+permission request is answered ``cancelled`` as the protocol requires (a pending elicitation
+``cancel``). A URL elicitation is declined: the gateway has no browser to open.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -25,9 +28,17 @@ from typing import TYPE_CHECKING, Any
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
+    CancelElicitationResponse,
     ClientCapabilities,
+    CreateElicitationResponse,
+    DeclineElicitationResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationFormSessionMode,
+    ElicitationMode,
     FileSystemCapabilities,
     Implementation,
     InitializeResponse,
@@ -42,8 +53,10 @@ from app.process.childspec import ProcessSpec
 from app.process.managed import ManagedProcess, SpawnError
 from app.providers.acp import faults
 from app.providers.acp.client import AgentClient, connect
+from app.providers.acp.elicitation import Form, accepted_content, read_form
 from app.providers.acp.updates import TurnTranslator, option_for
 from app.providers.base import (
+    Answers,
     ApprovalAnswer,
     ProcessInfo,
     ProviderSession,
@@ -72,6 +85,12 @@ class _Asked:
 
 
 @dataclass(frozen=True)
+class _Elicited:
+    form: Form
+    reply: asyncio.Future[CreateElicitationResponse]
+
+
+@dataclass(frozen=True)
 class _Answered:
     task: asyncio.Task[Any]
 
@@ -81,7 +100,7 @@ class _Exited:
     error: TurnError
 
 
-_Item = Any  # an SDK session update, _Asked, _Answered or _Exited
+_Item = Any  # an SDK session update, _Asked, _Elicited, _Answered or _Exited
 
 
 @dataclass
@@ -109,6 +128,7 @@ class AcpSession(ProviderSession):
         self._inbox: asyncio.Queue[_Item] | None = None
         self._loop: TurnLoop[_Item] | None = None
         self._permissions: set[asyncio.Future[RequestPermissionResponse]] = set()
+        self._elicitations: set[asyncio.Future[CreateElicitationResponse]] = set()
         self._interrupt_requested = asyncio.Event()
         self._cancelled_at: float | None = None
         self._closed = False
@@ -147,12 +167,57 @@ class AcpSession(ProviderSession):
         finally:
             self._permissions.discard(reply)
 
+    async def elicit(self, message: str, mode: ElicitationMode) -> CreateElicitationResponse:
+        """An ``elicitation/create``: a form of the running turn is asked as questions; a URL
+        (the gateway cannot open a browser), a form outside a turn or one whose fields the
+        gateway cannot ask is declined; one that comes after an interrupt is cancelled."""
+        live = self._live
+        if not isinstance(mode, ElicitationFormSessionMode):
+            log.info(
+                "declined %s elicitation from %s: the gateway cannot open a browser or ask "
+                "outside a session",
+                type(mode).__name__,
+                self._provider.name,
+            )
+            return DeclineElicitationResponse(action="decline")
+        if self._loop is not None and self._loop.interrupted:
+            return CancelElicitationResponse(action="cancel")
+        if self._inbox is None or live is None or mode.session_id != live.thread:
+            log.info("declined a form elicitation for %s: no turn of it runs", mode.session_id)
+            return DeclineElicitationResponse(action="decline")
+        form = read_form(
+            f"elicit-{uuid.uuid4().hex[:12]}",
+            message,
+            mode.requested_schema,
+            tool_id=mode.tool_call_id,
+        )
+        if form is None:
+            log.info(
+                "declined a form elicitation from %s: no field the gateway can ask, or one "
+                "it cannot take (fields: %s)",
+                self._provider.name,
+                sorted((mode.requested_schema.properties or {}).keys()),
+            )
+            return DeclineElicitationResponse(action="decline")
+        reply: asyncio.Future[CreateElicitationResponse] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._elicitations.add(reply)
+        try:
+            self._inbox.put_nowait(_Elicited(form, reply))
+            return await reply
+        finally:
+            self._elicitations.discard(reply)
+
     def _cancel_permissions(self) -> None:
         for reply in list(self._permissions):
             if not reply.done():
                 reply.set_result(
                     RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
                 )
+        for elicited in list(self._elicitations):
+            if not elicited.done():
+                elicited.set_result(CancelElicitationResponse(action="cancel"))
 
     # --- process lifecycle ----------------------------------------------------------------
 
@@ -192,6 +257,7 @@ class AcpSession(ProviderSession):
                     client_capabilities=ClientCapabilities(
                         fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
                         terminal=False,
+                        elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()),
                     ),
                     client_info=Implementation(
                         name="agent-gateway", title="Agent Gateway", version=__version__
@@ -428,6 +494,20 @@ class AcpSession(ProviderSession):
                         reply.set_result(RequestPermissionResponse(outcome=outcome))
 
                 loop.ask(approval, send)
+                return None
+            case _Elicited(form=form, reply=elicited):
+
+                async def answer(answers: Answers) -> None:
+                    if elicited.done():
+                        return
+                    content = accepted_content(form, answers)
+                    elicited.set_result(
+                        DeclineElicitationResponse(action="decline")
+                        if content is None
+                        else AcceptElicitationResponse(action="accept", content=content)
+                    )
+
+                loop.ask_question(form.request, answer)
                 return None
             case _Answered(task=task):
                 return await self._answered(live, loop, task)
