@@ -53,16 +53,18 @@ def _answer(
 
 
 def _tool_results(stub: StubLLM) -> list[str]:
-    """The text of every tool_result the CLI sent the model."""
-    texts = []
+    """The text of every tool_result the CLI sent the model, once per tool call (a later
+    request of the conversation, or a side query forked from it, repeats the history)."""
+    texts: dict[str, str] = {}
     for request in stub.main_message_requests():
         for message in request.body["messages"]:
             content = message.get("content")
             for block in content if isinstance(content, list) else []:
                 if block.get("type") == "tool_result":
                     inner = block.get("content")
-                    texts.append(inner if isinstance(inner, str) else json.dumps(inner))
-    return texts
+                    text = inner if isinstance(inner, str) else json.dumps(inner)
+                    texts.setdefault(str(block.get("tool_use_id")), text)
+    return list(texts.values())
 
 
 @pytest.mark.parametrize("mode", ["ask", "allow_all"])
@@ -397,20 +399,17 @@ def test_acp_elicitation_is_asked_answered_and_reaches_the_model(
             answered = _answer(client, sid, qid, [{"selected": ["Blue"]}])
             assert answered.status_code == 200, answered.text
             after = reader.until(is_turn_end)
-    assert [e["data"]["reason"] for e in after if e["type"] == "question.resolved"] == ["answered"]
-    assert any('"Which color?"="Blue"' in text for text in _tool_results(stub)), _tool_results(stub)
-    assert after[-1]["type"] == "turn.completed", after[-1]
+        assert [e["data"]["reason"] for e in after if e["type"] == "question.resolved"] == [
+            "answered"
+        ]
+        assert any('"Which color?"="Blue"' in t for t in _tool_results(stub)), _tool_results(stub)
+        assert after[-1]["type"] == "turn.completed", after[-1]
 
-
-def test_acp_elicitation_of_several_questions_carries_choices_and_text(
-    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, tmp_path: Path
-) -> None:
-    gateway = _acp_claude_gateway(make_gateway, stub, tmp_path / "home")
-    with gateway.client() as client:
-        session = create_session(client, workspace)
-        sid = session["id"]
+        # Several questions in one form: a choice answered in the user's own words, and a
+        # multi-select with picks and text.
+        last_seq = client.get(f"/v1/sessions/{sid}").json()["last_seq"]
         start_turn(client, sid, ASK)
-        asked = follow(client, sid, _is_asked, after=session["last_seq"])[-1]["data"]
+        asked = follow(client, sid, _is_asked, after=last_seq)[-1]["data"]
         assert [(q["prompt"], q["header"], q["multi_select"]) for q in asked["questions"]] == [
             ("Which color?", "Color", False),
             ("Which toppings?", "Toppings", True),
@@ -421,7 +420,7 @@ def test_acp_elicitation_of_several_questions_carries_choices_and_text(
         ]
         answered = _answer(client, sid, asked["question_id"], answers)
         assert answered.status_code == 200, answered.text
-        events = follow(client, sid, after=session["last_seq"])
+        events = follow(client, sid, after=last_seq)
     expected = '"Which color?"="teal", "Which toppings?"="Cheese, Basil, anchovies"'
     assert any(expected in text for text in _tool_results(stub)), _tool_results(stub)
     assert events[-1]["type"] == "turn.completed", events[-1]

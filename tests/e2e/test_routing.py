@@ -20,7 +20,7 @@ from tests.stub_llm import StubLLM
 pytestmark = pytest.mark.e2e
 
 CODEX_DELAY_S = 3.0
-MIN_TURNS = 2
+MIN_TURNS = 1
 
 
 def run(client: httpx.Client, workspace: Path) -> dict[str, Any]:
