@@ -10,7 +10,9 @@ for real users: with an API key the same 429 is a plain rate limit.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,22 @@ def check_scheduled(scheduled: dict[str, Any], started: datetime) -> datetime:
     return resume_at
 
 
+@contextlib.contextmanager
+def limited_turn(
+    client: httpx.Client, session: dict[str, Any]
+) -> Iterator[tuple[SseReader, dict[str, Any], dict[str, Any], datetime]]:
+    """Start the limited turn with a reader of the session's events open, read up to its
+    ``retry.scheduled``: ``(reader, turn, scheduled, resume_at)``."""
+    reader = events_after(client, session["id"], session["last_seq"])
+    try:
+        started = datetime.now().astimezone()
+        turn = start_turn(client, session["id"], LIMITED)
+        scheduled = reader.until(lambda e: e["type"] == "retry.scheduled")[-1]
+        yield reader, turn, scheduled, check_scheduled(scheduled, started)
+    finally:
+        reader.response.close()
+
+
 def check_continued_in_thread(stub: StubLLM, requests_before: int) -> None:
     """The stub saw the refused request, then one after the reset carrying the same
     conversation (same thread: the original prompt goes along)."""
@@ -80,19 +98,12 @@ def test_a_usage_limit_is_waited_out_and_the_turn_continues_in_its_thread(
         session = create_session(client, workspace)
         sid = session["id"]
         before = len(stub.model_requests())
-        reader = events_after(client, sid, session["last_seq"])
-        try:
-            started = datetime.now().astimezone()
-            turn = start_turn(client, sid, LIMITED)
-            scheduled = reader.until(lambda e: e["type"] == "retry.scheduled")[-1]
-            resume_at = check_scheduled(scheduled, started)
+        with limited_turn(client, session) as (reader, turn, _, resume_at):
             waiting = client.get(f"/v1/sessions/{sid}/turns/{turn['id']}").json()
             assert waiting["status"] == "retrying"
             assert datetime.fromisoformat(waiting["resume_at"]) == resume_at
             assert client.get(f"/v1/sessions/{sid}").json()["status"] == "retrying"
             events = reader.until(is_turn_end)
-        finally:
-            reader.response.close()
 
         assert events[-1]["type"] == "turn.completed", events[-1]
         assert events[-1]["attempt"] == 2
@@ -112,14 +123,8 @@ def test_the_wait_for_a_reset_survives_a_gateway_restart(
         session = create_session(client, workspace)
         sid = session["id"]
         before = len(stub.model_requests())
-        reader = events_after(client, sid, session["last_seq"])
-        try:
-            started = datetime.now().astimezone()
-            turn = start_turn(client, sid, LIMITED)
-            scheduled = reader.until(lambda e: e["type"] == "retry.scheduled")[-1]
-            resume_at = check_scheduled(scheduled, started)
-        finally:
-            reader.response.close()
+        with limited_turn(client, session) as (_, turn, scheduled, resume_at):
+            pass  # the turn waits for the reset
         thread = client.get(f"/v1/sessions/{sid}").json()["thread_id"]
 
     assert gateway.stop() == 0
