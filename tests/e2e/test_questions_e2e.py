@@ -39,6 +39,17 @@ TOPPINGS = {
         {"label": "Basil", "description": "fresh"},
     ],
 }
+COLOR_ASKED = {
+    "prompt": "Which color?",
+    "header": "Color",
+    "options": [
+        {"label": "Red", "description": "warm"},
+        {"label": "Blue", "description": "cool"},
+    ],
+    "multi_select": False,
+    "free_text": True,  # Claude Code's "Other"; the ACP adapter's question_0_custom field
+}
+"""``COLOR`` as the gateway asks it (``question.asked``)."""
 ASK = "[[call:AskUserQuestion " + json.dumps({"questions": [COLOR, TOPPINGS]}) + "]]"
 
 
@@ -89,16 +100,7 @@ def test_claude_question_is_answered_over_rest_and_reaches_the_model(
             qid = asked["question_id"]
             assert asked["tool_id"]
             assert asked["questions"] == [
-                {
-                    "prompt": "Which color?",
-                    "header": "Color",
-                    "options": [
-                        {"label": "Red", "description": "warm"},
-                        {"label": "Blue", "description": "cool"},
-                    ],
-                    "multi_select": False,
-                    "free_text": True,
-                },
+                COLOR_ASKED,
                 {
                     "prompt": "Which toppings?",
                     "header": "Toppings",
@@ -307,18 +309,7 @@ def test_opencode_question_is_answered_and_reaches_the_model(
             reader = SseReader(response)
             start_turn(client, sid, ask)
             asked = reader.until(_is_asked)[-1]["data"]
-            assert asked["questions"] == [
-                {
-                    "prompt": "Which color?",
-                    "header": "Color",
-                    "options": [
-                        {"label": "Red", "description": "warm"},
-                        {"label": "Blue", "description": "cool"},
-                    ],
-                    "multi_select": False,
-                    "free_text": True,
-                }
-            ]
+            assert asked["questions"] == [COLOR_ASKED]
             qid = asked["question_id"]
             refused = _answer(client, sid, qid, [{"selected": ["Green"]}])
             _assert_problem(refused, 422, "not offered")
@@ -381,18 +372,7 @@ def test_acp_elicitation_is_asked_answered_and_reaches_the_model(
             asked = before[-1]["data"]
             assert not [e for e in before if e["type"] == "approval.requested"]
             assert asked["tool_id"]
-            assert asked["questions"] == [
-                {
-                    "prompt": "Which color?",
-                    "header": "Color",
-                    "options": [
-                        {"label": "Red", "description": "warm"},
-                        {"label": "Blue", "description": "cool"},
-                    ],
-                    "multi_select": False,
-                    "free_text": True,  # the adapter's question_0_custom field
-                }
-            ]
+            assert asked["questions"] == [COLOR_ASKED]
             qid = asked["question_id"]
             refused = _answer(client, sid, qid, [{"selected": ["Green"]}])
             _assert_problem(refused, 422, "not offered")
