@@ -11,7 +11,13 @@ loop's own pipe transports and whose exit is a pidfd the loop watches, calling t
 ``pipe_connection_lost``, ``process_exited``, then ``connection_lost`` once the child has
 exited and every pipe is closed).
 
-Without ``os.pidfd_open`` (not Linux 5.3+) the loop's own ``subprocess_exec`` is used.
+Every child is forked from the one long-lived spawner thread and arms a parent-death signal
+before it runs the CLI (app/process/parentdeath.py): it dies with the gateway, even one killed
+with SIGKILL.
+
+Without ``os.pidfd_open`` (not Linux 5.3+) the loop's own ``subprocess_exec`` is used, from the
+loop's thread and without the parent-death signal (the start-up sweep still finds what a killed
+gateway left).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
+
+from app.process import parentdeath
 
 PIDFD_USABLE = hasattr(os, "pidfd_open")
 
@@ -45,7 +53,8 @@ async def start_child(
     the directory), as ``subprocess_exec`` does. The start runs on a worker thread, so the loop
     is not held while the child execs (uvloop's ``subprocess_exec`` holds it for the whole
     fork and exec); a caller cancelled meanwhile leaves no child behind. ``executor`` runs
-    the start (default: the loop's).
+    the start (default: the spawner thread, whose lifetime the children's parent-death
+    signal is tied to; see app/process/parentdeath.py).
     """
     loop = asyncio.get_running_loop()
     if not PIDFD_USABLE:
@@ -60,8 +69,8 @@ async def start_child(
             start_new_session=True,
         )
         return transport
-    # vfork + exec in a worker thread: the loop goes on serving while the child execs.
-    started = loop.run_in_executor(executor, _start, list(argv), cwd, env)
+    # vfork + exec in the spawner thread: the loop goes on serving while the child execs.
+    started = loop.run_in_executor(executor or parentdeath.SPAWNER, _start, list(argv), cwd, env)
     try:
         child = await asyncio.shield(started)
     except asyncio.CancelledError:
@@ -86,28 +95,40 @@ class _Started:
 
 def _start(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> _Started:
     """Start the child on pipes made here (not by Popen: its file objects would close the
-    descriptors a second time after the loop's transports did)."""
+    descriptors a second time after the loop's transports did), through the parent-death
+    shim when this interpreter can run it; return once the CLI itself has exec'd."""
     stdin, stdin_end = os.pipe()
     stdout_end, stdout = os.pipe()
     stderr_end, stderr = os.pipe()
     ours = (stdin_end, stdout_end, stderr_end)
+    report_end, report = os.pipe() if parentdeath.INTERPRETER else (-1, -1)
+    theirs = (stdin, stdout, stderr, report) if report >= 0 else (stdin, stdout, stderr)
     try:
         popen = subprocess.Popen(  # noqa: S603 - a ProcessSpec's argv, no shell
-            argv,
+            parentdeath.shim_argv(argv, report) if report >= 0 else argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             cwd=cwd,
             env=env,
             start_new_session=True,
+            pass_fds=(report,) if report >= 0 else (),
         )
     except BaseException:
         for fd in ours:
             os.close(fd)
+        if report_end >= 0:
+            os.close(report_end)
         raise
     finally:
-        for fd in (stdin, stdout, stderr):  # the child's ends: it has its own copies now
+        for fd in theirs:  # the child's ends: it has its own copies now
             os.close(fd)
+    failure = parentdeath.exec_error(report_end, argv[0]) if report_end >= 0 else None
+    if failure is not None:
+        popen.wait()  # the shim exits at once after reporting
+        for fd in ours:
+            os.close(fd)
+        raise failure
     return _Started(popen=popen, ends=ours)
 
 

@@ -10,6 +10,7 @@ restarts the gateway, or needs settings that would change what the others see.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
 from tests.gateway import SseReader, follow, is_turn_end
 from tests.integration.callers import new_session
 from tests.integration.cliprocs import (
@@ -114,6 +115,41 @@ def test_r3_t11_after_a_sigkilled_gateway_the_restart_sweeps_its_orphans(
     assert all(alive(p) for p in (escapee, *sleepers))
     gateway.start()
     wait_until(lambda: not any(alive(p) for p in (escapee, cli, *sleepers)), timeout=10)
+
+
+def server_pids(gateway: FakeGateway) -> dict[str, int]:
+    """The gateway's shared fake servers (``codex app-server``, ``opencode serve``) by name."""
+    found = {}
+    for pid in descendants(gateway_pid(gateway)):
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            for name in ("codex", "opencode"):
+                if f"fake_{name}_".encode() in cmdline:
+                    found[name] = pid
+    return found
+
+
+def test_t30_a_sigkilled_gateway_takes_its_clis_and_shared_servers_along(
+    make_cli_gateway: FakeGatewayFactory, tmp_path: Path
+) -> None:
+    servers = tmp_path / "servers"
+    gateway = make_cli_gateway(
+        codex={"enabled": True, "executable": str(fake_server_in(servers, "codex"))},
+        opencode={"enabled": True, "executable": str(fake_server_in(servers, "opencode"))},
+    ).start()
+    with gateway.client() as client:
+        client.get("/readyz")  # probes every provider: both shared servers start
+        sid = new_session(client, gateway.workspace)
+        # "hang" holds the turn open with the CLI running, its stdin still open.
+        assert client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hang"}).is_success
+        cli = wait_until(lambda: client.get(f"/v1/sessions/{sid}").json()["process"])["pid"]
+        started = wait_until(lambda: s if len(s := server_pids(gateway)) == 2 else None)
+    assert gateway.process is not None
+    gateway.process.send_signal(signal.SIGKILL)
+    gateway.process.wait(timeout=10)
+    # No restart, no sweep: each child got its parent-death signal when the gateway died.
+    wait_until(lambda: not any(alive(p) for p in (cli, *started.values())), timeout=10)
+    gateway.stop()
 
 
 # --- R4 / R5: crashes and hangs -------------------------------------------------------------
