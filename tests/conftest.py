@@ -6,6 +6,9 @@ boundary (subprocess transports, pipes) must work on both. A test, class or modu
 ``pytest.mark.uvloop`` runs each of its async tests once per loop (ids ``[asyncio]`` and
 ``[uvloop]``); every other async test runs on asyncio's loop only.
 
+The run ends with no process of its own left (tests/leftovers.py): what is still alive once
+the last fixture is torn down is killed, listed, and fails the run.
+
 The run's private PostgreSQL and Redis (``postgres``, ``redis_server``) are here too, started
 by the first test that asks for them, for the store's tests and the several-replica tests.
 """
@@ -13,6 +16,7 @@ by the first test that asks for them, for the store's tests and the several-repl
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ import pytest
 import uvloop
 
 from app.store.schema import upgrade
+from tests import leftovers
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_gateway_at
 
@@ -30,9 +35,47 @@ ASYNCIO_ONLY: Mapping[str, LoopFactory] = {"asyncio": asyncio.new_event_loop}
 BOTH_LOOPS: Mapping[str, LoopFactory] = {**ASYNCIO_ONLY, "uvloop": uvloop.new_event_loop}
 
 
+_TEMP_ROOT = pytest.StashKey[Path]()
+_LEFT = pytest.StashKey[dict[int, str]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here rather than in pyproject.toml so the marker lives next to its hook.
     config.addinivalue_line("markers", "uvloop: also run the async tests on uvloop")
+    # Before any test starts a process, so every one of them inherits it.
+    os.environ[leftovers.RUN_ENV] = leftovers.run_id()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_temp_root(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> None:
+    """Remembers the run's temp directory, where its gateways and workspaces live."""
+    request.config.stash[_TEMP_ROOT] = tmp_path_factory.getbasetemp()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Every fixture is torn down by now: a process of the run still alive fails it."""
+    config = session.config
+    left = leftovers.collect(
+        root_pid=os.getpid(),
+        run=os.environ[leftovers.RUN_ENV],
+        temp_root=config.stash.get(_TEMP_ROOT, None),
+    )
+    if left:
+        config.stash[_LEFT] = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left = config.stash.get(_LEFT, {})
+    if left:
+        terminalreporter.section("processes left behind", red=True)
+        for pid, what in sorted(left.items()):
+            terminalreporter.write_line(f"pid {pid} ({what}): killed")
+        terminalreporter.write_line(
+            f"{len(left)} process(es) outlived the test run; the run fails until none does"
+        )
 
 
 def pytest_asyncio_loop_factories(

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,34 @@ async def test_the_ledger_follows_the_runners_children(tmp_path: Path) -> None:
     assert not ledger.path.exists()
     # A live instance's children are never swept, even by a sweep of the same directory.
     assert ledger.owner == instance_id()
+
+
+def test_t30_the_sweep_kills_the_group_of_a_recorded_leader_that_died_first(
+    tmp_path: Path,
+) -> None:
+    """A shared server that got its parent-death signal leaves the members of its group
+    (the kernel signals only the direct child): the next start sweeps them by group."""
+    with subprocess.Popen(
+        ["sh", "-c", "sleep 1000 & sleep 1000 & echo ready; wait"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    ) as leader:
+        assert leader.stdout is not None
+        assert leader.stdout.readline() == b"ready\n"
+        table = proctree.snapshot()
+        members = sorted(s.pid for s in table.values() if s.pgrp == leader.pid)
+        members.remove(leader.pid)
+        assert len(members) == 2
+        ledgers = tmp_path / "data" / "processes"
+        ledgers.mkdir(parents=True)
+        recorded = {leader.pid: proctree.starttime(leader.pid)}
+        (ledgers / f"{DEAD_OWNER}.json").write_text(json.dumps(recorded))
+        leader.kill()
+        leader.wait()
+
+        assert sorted(sweep(tmp_path / "data")) == members
+    for pid in members:  # orphans now: whoever adopted them reaps them
+        deadline = time.monotonic() + 5
+        while (stat := proctree.read_stat(pid)) is not None and not stat.zombie:
+            assert time.monotonic() < deadline, f"pid {pid} survived the sweep"
+            time.sleep(0.01)
