@@ -144,8 +144,9 @@ class SessionOptions(_In):
     """When the provider fails for good (retries spent, usage limit, auth, CLI missing or
     unavailable), move the session to the next provider of its chain, which gets a hand-off
     of the conversation so far (README, "Failover"); default ``selection.failover``, or
-    true for scenarios in ``selection.failover_scenarios``. Runs always fall back unless
-    the provider is explicit; an explicit provider never moves."""
+    true for scenarios in ``selection.failover_scenarios``. An explicit provider moves
+    only with ``fallback: true`` (it serves first); runs always fall back unless the
+    provider is explicit."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None

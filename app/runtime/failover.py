@@ -51,11 +51,12 @@ Select = Callable[[str | None, Sequence[str], str, Sequence[str]], Awaitable[Sel
 
 def wants_failover(request: SessionRequest, settings: Settings) -> bool:
     """Whether a new session fails over: its own ``fallback``, else its scenario's, else the
-    gateway's default; never with an explicit provider."""
-    if request.provider is not None:
-        return False
+    gateway's default. An explicit provider moves only when ``fallback`` is true: it starts
+    there and, failing for good, goes on along the chain like any other session."""
     if request.fallback is not None:
         return request.fallback
+    if request.provider is not None:
+        return False
     scenario = request.scenario
     return settings.selection.failover or scenario in settings.selection.failover_scenarios
 

@@ -18,7 +18,8 @@ class SessionRequest:
 
     workspace: str
     provider: str | None = None
-    """An explicit provider (never falls back); else the scenario's chain, else the default."""
+    """An explicit provider (moves only with ``fallback`` true); else the scenario's chain,
+    else the default."""
     scenario: str | None = None
     model: str | None = None
     approval_mode: ApprovalMode | None = None
@@ -31,7 +32,7 @@ class SessionRequest:
     fallback: bool | None = None
     """Move to the next provider of the chain, with a hand-off, when this one fails for
     good; None: ``selection.failover`` (or the scenario's, ``selection.failover_scenarios``).
-    An explicit provider never moves."""
+    An explicit provider moves only when this is true."""
     metadata: dict[str, JsonValue] | None = None
     owner: str | None = None
     """The key that owns the session (None: the admin token's)."""

@@ -6,8 +6,8 @@
               whose first prompt is a hand-off of what the failed agent did (session
               failover, app/runtime/failover.py)
 
-A run's session always fails over unless its provider is explicit: an explicit provider never
-falls back.
+A run's session always fails over unless its provider is explicit: an explicit provider
+moves only when the run asks for ``fallback: true``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Run:
 
 async def start_run(manager: SessionManager, request: SessionRequest, prompt: str) -> Run:
     """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
-    fallback = request.provider is None
+    fallback = request.provider is None or request.fallback is True
     request = replace(request, metadata={"run": True}, fallback=fallback)
     session = await manager.create(request)
     return Run(manager=manager, session=session, prompt=prompt, request=request)

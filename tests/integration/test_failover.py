@@ -99,3 +99,43 @@ def test_when_nobody_is_left_to_take_over_the_failure_stands(tmp_path: Path) -> 
             assert client.get(f"/v1/sessions/{sid}").json()["provider"] == "claude_code"
     finally:
         gateway.stop()
+
+
+def test_an_explicit_provider_fails_over_only_when_fallback_is_asked(tmp_path: Path) -> None:
+    """Sessions and runs alike: the named provider first; with ``fallback: true`` a
+    persistent server error moves the turn along the chain, without it the failure stands."""
+    gateway = gateway_with_codex(tmp_path)
+    explicit = {"workspace": str(gateway.workspace), "provider": "claude_code"}
+    try:
+        with gateway.client() as client:
+            moving = client.post("/v1/sessions", json={**explicit, "fallback": True}).json()
+            staying = client.post("/v1/sessions", json=explicit).json()
+            assert (moving["provider"], moving["selection"]["fallback"]) == ("claude_code", True)
+            assert staying["selection"]["fallback"] is False
+
+            events = turn(client, moving["id"], "fail-retryable")
+            switched = [e["data"] for e in events if e["type"] == "provider.switched"]
+            assert [(s["from_provider"], s["to_provider"]) for s in switched] == [
+                ("claude_code", "codex")
+            ]
+            assert events[-1]["type"] == "turn.completed"
+            assert client.get(f"/v1/sessions/{moving['id']}").json()["provider"] == "codex"
+
+            events = turn(client, staying["id"], "fail-retryable")
+            assert events[-1]["type"] == "turn.failed"
+            assert "provider.switched" not in [e["type"] for e in events]
+
+            prompt = {"prompt": "fail-retryable"}
+            run = client.post("/v1/runs", json={**explicit, **prompt, "fallback": True}).json()
+            assert (run["status"], run["provider"]) == ("completed", "codex")
+            assert [(s["from_provider"], s["to_provider"]) for s in run["switches"]] == [
+                ("claude_code", "codex")
+            ]
+            run = client.post("/v1/runs", json={**explicit, **prompt}).json()
+            assert (run["status"], run["provider"], run["switches"]) == (
+                "failed",
+                "claude_code",
+                [],
+            )
+    finally:
+        gateway.stop()

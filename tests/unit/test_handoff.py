@@ -187,8 +187,9 @@ def test_which_failures_move_a_turn_to_another_provider(
         (
             SessionRequest(workspace="w", provider="codex", fallback=True),
             SelectionSettings(),
-            False,
+            True,
         ),
+        (SessionRequest(workspace="w", provider="codex"), SelectionSettings(failover=True), False),
     ],
 )
 def test_a_session_fails_over_when_it_asks_or_its_scenario_or_the_gateway_says_so(
