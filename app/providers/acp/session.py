@@ -54,6 +54,7 @@ from app.process.managed import ManagedProcess, SpawnError
 from app.providers.acp import faults
 from app.providers.acp.client import AgentClient, connect
 from app.providers.acp.elicitation import Form, accepted_content, read_form
+from app.providers.acp.options import ConfigOptions, apply_mode, apply_model
 from app.providers.acp.updates import TurnTranslator, option_for
 from app.providers.base import (
     Answers,
@@ -291,6 +292,7 @@ class AcpSession(ProviderSession):
         cwd = str(spec.workspace)
         caps = agent.agent_capabilities
         modes: SessionModeState | None = None
+        options: ConfigOptions = None
         thread = self._thread_id
         if thread is not None:
             resumable = bool(
@@ -300,12 +302,13 @@ class AcpSession(ProviderSession):
             why = "the agent can neither resume nor load a thread"
             try:
                 if resumable:
-                    modes = (await live.connection.resume_session(session_id=thread, cwd=cwd)).modes
-                    live.thread = thread
+                    reopened = await live.connection.resume_session(session_id=thread, cwd=cwd)
+                    modes, options, live.thread = reopened.modes, reopened.config_options, thread
                 elif loadable:
                     await self._before_load()
                     live.thread = thread  # its replay is dropped: no turn is running
-                    modes = (await live.connection.load_session(session_id=thread, cwd=cwd)).modes
+                    loaded = await live.connection.load_session(session_id=thread, cwd=cwd)
+                    modes, options = loaded.modes, loaded.config_options
                     if recipe.replays_after_load:
                         await self._replay_over(live.client)
             except RequestError as exc:
@@ -322,33 +325,20 @@ class AcpSession(ProviderSession):
         if live.thread is None:
             opened = await live.connection.new_session(cwd=cwd, mcp_servers=[])
             live.thread = opened.session_id
-            modes = opened.modes
+            modes, options = opened.modes, opened.config_options
             self._thread_since = datetime.now(UTC)
         if live.thread != self._thread_id:
             self._thread_id = live.thread
         await hooks.bind_thread(live.thread)
-        return await self._set_mode(live, modes)
-
-    async def _set_mode(self, live: _Live, modes: SessionModeState | None) -> TurnOutcome | None:
-        recipe = self._provider.recipe
-        wanted = recipe.modes.get(self._spec.approval_mode) or recipe.modes.get("ask")
-        if wanted is None or modes is None:
-            return None  # the agent's own default (recipes without modes ask by default)
-        available = {mode.id for mode in modes.available_modes}
-        if wanted not in available:
-            wanted = recipe.modes.get("ask")
-        if wanted is None or wanted == modes.current_mode_id:
-            return None
-        assert live.thread is not None
-        try:
-            await live.connection.set_session_mode(session_id=live.thread, mode_id=wanted)
-        except RequestError as exc:
-            return self._failed(
-                "agent_error",
-                f"{self._provider.cli} refused session mode {wanted!r}, the one that asks before "
-                f"running tools: {exc}",
-            )
-        return None
+        cli = self._provider.cli
+        refused = await apply_mode(
+            live.connection, live.thread, recipe, spec.approval_mode, modes, cli=cli
+        )
+        if refused is not None:
+            return self._failed("agent_error", refused)
+        # Known only now, from what the agent advertised: the process is closed by the caller.
+        refused = await apply_model(live.connection, live.thread, spec.model, options, cli=cli)
+        return None if refused is None else self._failed("invalid_request", refused)
 
     async def _before_load(self) -> None:
         """Gemini CLI 0.61 breaks a thread loaded in the UTC minute it was created in
