@@ -16,7 +16,7 @@ import pytest
 
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, fake_gateway_at
-from tests.gateway import SseReader
+from tests.gateway import CLUSTER_SECRET, SseReader
 from tests.integration.callers import create
 from tests.integration.streams import (
     contiguous,
@@ -52,6 +52,7 @@ def replicas(
                 "replica_id": name,
                 "lease_ttl_s": LEASE_TTL_S,
                 "command_timeout_s": 10,
+                "secret": CLUSTER_SECRET,
             },
         }
         if root is not None:
