@@ -12,6 +12,7 @@ GatewayError                 status, type, title, detail, extra fields
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
 ├── Gone                     410  the cursor is older than the events the gateway keeps
@@ -25,6 +26,9 @@ GatewayError                 status, type, title, detail, extra fields
 """
 
 from __future__ import annotations
+
+import logging
+import secrets
 
 from pydantic import JsonValue
 
@@ -46,6 +50,29 @@ class GatewayError(Exception):
         self.fields = fields
         self.retry_after_s = retry_after_s
         """Sent as ``Retry-After`` (whole seconds, at least 1) when set."""
+
+
+class InternalError(GatewayError):
+    """An unexpected failure. The client gets its ``error_id`` and nothing else about it:
+    the exception's text may hold anything (paths, a peer's answer, a secret), so it stays
+    in the log, under that id, with its traceback."""
+
+    def __init__(self, error_id: str) -> None:
+        super().__init__(
+            f"internal error, id {error_id}; the gateway's log has the details under this id",
+            error_id=error_id,
+        )
+        self.error_id = error_id
+
+
+def internal_error(logger: logging.Logger, what: str, exc: BaseException) -> InternalError:
+    """Log ``exc`` with its traceback under a new error id; return the error the client
+    gets, which holds only that id."""
+    error_id = secrets.token_hex(8)
+    logger.error(
+        "%s failed; error id %s", what, error_id, exc_info=exc, extra={"error_id": error_id}
+    )
+    return InternalError(error_id)
 
 
 class NotFound(GatewayError):

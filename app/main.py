@@ -8,9 +8,11 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from redis.asyncio import Redis
 
 from app import __version__
 from app.api import console, events, health, metrics, problems, runs, sessions, usage
@@ -29,6 +31,7 @@ from app.providers.registry import ProviderRegistry
 from app.redaction import SecretMask, secrets_of
 from app.runtime.cluster import Cluster
 from app.runtime.eventlog import EventLog
+from app.runtime.forwarded import run_forwarded
 from app.runtime.sessions import SessionManager
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
@@ -59,6 +62,14 @@ def begin_shutdown(app: FastAPI) -> None:
         begin()
 
 
+def _cluster(redis: Redis, settings: Settings, store: Store, metrics: GatewayMetrics) -> Cluster:
+    """This replica's part in the cluster; refused commands are counted by reason."""
+    refusals = metrics.cluster_refused
+    return Cluster(
+        redis, settings.cluster, store, refused=lambda reason: refusals.labels(reason=reason).inc()
+    )
+
+
 def create_app(
     settings: Settings,
     *,
@@ -77,7 +88,7 @@ def create_app(
         engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
         store = Store(engine)
-        cluster = None if redis is None else Cluster(redis, settings.cluster, store)
+        cluster = None if redis is None else _cluster(redis, settings, store, gateway_metrics)
         try:
             await check_schema(engine)
             providers = build_providers(settings, runner)
@@ -101,7 +112,7 @@ def create_app(
             )
             await manager.recover()
             if cluster is not None:
-                cluster.start(manager.run_forwarded, manager.lost, manager.adopt_orphans)
+                cluster.start(partial(run_forwarded, manager), manager.lost, manager.adopt_orphans)
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry

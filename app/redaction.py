@@ -132,6 +132,7 @@ def secrets_of(
     for provider in settings.providers.values():
         values.extend(v for name, v in provider.env.items() if SECRET_NAME.search(name))
     values.extend(cli_secrets)
+    values.extend(settings.cluster.secrets())
     return values
 
 

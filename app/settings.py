@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +34,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -303,31 +303,6 @@ class SessionSettings(_Section):
     handoff_max_chars: int = Field(default=24_000, ge=1_000, le=1_000_000)
     """The most a failover's hand-off (the conversation so far, for the new agent) may hold;
     the newest turns are kept whole, older ones summarized by truncation."""
-
-
-def _default_replica_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-class ClusterSettings(_Section):
-    redis_url: str | None = None
-    """``redis://host:6379/0``: replicas on one PostgreSQL coordinate through this Redis
-    (ownership leases, commands for another replica's session, live events, shared limits).
-    Unset: a single gateway."""
-    replica_id: str = Field(default_factory=_default_replica_id, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
-    """This replica's name in leases and ``GET /v1/sessions/{id}``'s ``owner``; unique."""
-    lease_ttl_s: float = Field(default=15.0, ge=1, le=600)
-    """A session's owner renews its lease every third of this; a replica that stops renewing
-    loses its sessions to another replica after about this long."""
-    command_timeout_s: float = Field(default=30.0, gt=0, le=600)
-    """How long a request for a session another replica owns waits for that replica's answer."""
-
-    @field_validator("redis_url")
-    @classmethod
-    def _redis_scheme(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("cluster.redis_url must start with redis://, rediss:// or unix://")
-        return url
 
 
 class LimitsSettings(_Section):

@@ -24,6 +24,7 @@ from benchmarks.relay import RelayResult, through_gateway, warm
 from benchmarks.settings import RunConfig
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway
+from tests.gateway import CLUSTER_SECRET
 
 LEASE_TTL_S = 3.0
 MEASURES = __doc__.split("\n\n", 1)[1].strip() if __doc__ else ""
@@ -34,7 +35,12 @@ def replicas(base: Path, url: str, redis_url: str) -> list[FakeGateway]:
     for name in ("gw-a", "gw-b"):
         overrides: dict[str, Any] = {
             "storage": {"url": url},
-            "cluster": {"redis_url": redis_url, "replica_id": name, "lease_ttl_s": LEASE_TTL_S},
+            "cluster": {
+                "redis_url": redis_url,
+                "replica_id": name,
+                "lease_ttl_s": LEASE_TTL_S,
+                "secret": CLUSTER_SECRET,
+            },
         }
         if made:
             overrides["workspaces"] = {"roots": [str(made[0].workspace.parent)]}

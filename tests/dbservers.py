@@ -23,6 +23,7 @@ import ctypes
 import os
 import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -474,12 +475,22 @@ def _read_reply(stream: IO[bytes]) -> RespValue:
     raise ConnectionError(f"not a RESP reply: {line!r}")
 
 
-def redis_command(port: int, *args: str | bytes, timeout: float = 5.0) -> RespValue:
+def redis_command(
+    port: int,
+    *args: str | bytes,
+    timeout: float = 5.0,
+    user: tuple[str, str] | None = None,
+) -> RespValue:
     """One command on a fresh connection to ``127.0.0.1:port`` over raw RESP (the venv has no
-    Redis client). A refused connection raises ``ConnectionRefusedError``."""
+    Redis client), authenticated as ``user`` (name, password) when given. A refused
+    connection raises ``ConnectionRefusedError``."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        if user is not None:
+            sock.sendall(_encode("AUTH", *user))
         sock.sendall(_encode(*args))
         with sock.makefile("rb") as stream:
+            if user is not None:
+                _read_reply(stream)
             return _read_reply(stream)
 
 
@@ -495,19 +506,31 @@ def find_redis_server() -> Path:
     return Path(found)
 
 
+GATEWAY_REDIS_USER = "gateway"
+GATEWAY_REDIS_ACL = ("~agw:*", "&agw:*", "+@all", "-@dangerous")
+"""What the gateway's Redis user may do: its own keys and channels, no administration
+(docker-compose.replicas.yml gives its replicas the same user)."""
+
+
 class RedisServer(_ServerProcess):
     """A private Redis on ``127.0.0.1:<port>``, database 0, nothing persisted: a restart
-    starts empty, as a Redis that lost its memory does."""
+    starts empty, as a Redis that lost its memory does.
+
+    Like a deployed one it refuses anyone who does not log in (the default user is off): the
+    gateways connect as the ``gateway`` user, with ``GATEWAY_REDIS_ACL`` (``url`` carries its
+    password); ``command`` runs as an ``operator`` user allowed everything (tests flush)."""
 
     name = "redis"
 
     def __init__(self, directory: Path, port: int | None = None) -> None:
         super().__init__(directory, port)
         self.binary = find_redis_server()
+        self.password = secrets.token_hex(16)
+        self._operator = ("operator", secrets.token_hex(16))
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{GATEWAY_REDIS_USER}:{self.password}@127.0.0.1:{self.port}/0"
 
     @property
     def log_path(self) -> Path:
@@ -519,6 +542,9 @@ class RedisServer(_ServerProcess):
             *("--port", str(self.port), "--bind", "127.0.0.1"),
             *("--save", "", "--appendonly", "no", "--dir", str(self.directory)),
             *("--daemonize", "no", "--protected-mode", "yes", "--logfile", str(self.log_path)),
+            *("--user", "default", "off"),
+            *("--user", GATEWAY_REDIS_USER, "on", f">{self.password}", *GATEWAY_REDIS_ACL),
+            *("--user", self._operator[0], "on", f">{self._operator[1]}", "~*", "&*", "+@all"),
         ]
 
     def _ready(self) -> bool:
@@ -531,4 +557,4 @@ class RedisServer(_ServerProcess):
         return _tail(self.output_path) + "\n" + _tail(self.log_path)
 
     def command(self, *args: str | bytes, timeout: float = 5.0) -> RespValue:
-        return redis_command(self.port, *args, timeout=timeout)
+        return redis_command(self.port, *args, timeout=timeout, user=self._operator)

@@ -26,6 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
+CLUSTER_SECRET = "test-cluster-secret-0123456789abcdefghijklmnop"
+"""``cluster.secret`` of the replicas the tests start (every replica of one cluster shares it)."""
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Match
 
 from app.api import contract
 from app.api.security import authentication_failure
-from app.errors import GatewayError, problem, problem_for
+from app.errors import GatewayError, internal_error, problem, problem_for
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +113,8 @@ def _allowed_methods(request: Request) -> list[str]:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return _response(
-        problem(
-            status=500,
-            type_="internal",
-            title="Internal error",
-            detail="the gateway failed to handle this request; see its log",
-        ),
-        500,
-    )
+    error = internal_error(log, f"{request.method} {request.url.path}", exc)
+    return _response(problem_for(error), error.status)
 
 
 def install(app: FastAPI) -> None:

@@ -111,6 +111,13 @@ class GatewayMetrics:
             ["from_provider", "to_provider"],
             registry=registry,
         )
+        self.cluster_refused = Counter(
+            "agent_gateway_cluster_refused",
+            "Commands and answers between replicas refused and not acted on (unsigned, bad "
+            "signature, malformed, misdirected, stale, replayed), by reason",
+            ["reason"],
+            registry=registry,
+        )
         self.approvals = Counter(
             "agent_gateway_approvals",
             "Approvals resolved, by provider, decision and who decided (client, policy, gateway)",

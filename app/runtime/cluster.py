@@ -15,9 +15,13 @@ that are busy in the store but whose lease has expired (their owner died) and ad
 ends the in-flight turn once, as ``interrupted`` with reason ``replica_lost``, and expires its
 approvals, as a restart does.
 
-Commands travel as JSON on a Redis list per replica (``agw:commands:<replica>``, ``BLPOP``),
-answers on a list per command (``agw:answer:<id>``); a command nobody answers within
-``cluster.command_timeout_s`` is ``cluster_unavailable``.
+Commands travel on a Redis list per replica (``agw:commands:<replica>``, ``BLPOP``), answers
+on a list per command (``agw:answer:<id>``), both signed with ``cluster.secret`` and carrying
+the key that asked (app/cluster/commands.py): a replica runs a command only as that key, and
+refuses (logs, counts, never runs, never answers) one that is unsigned, signed with another
+secret, stale or replayed. A command nobody answers within ``cluster.command_timeout_s`` is
+``cluster_unavailable``. A command that fails on its owner with an unexpected error is
+answered with that error's id only (the owner logs it).
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import secrets
 import time
@@ -37,11 +40,21 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from app.cluster.commands import (
+    Command,
+    Inbox,
+    Issuer,
+    Refused,
+    Signer,
+    encode_command,
+    open_answer,
+    seal_answer,
+)
 from app.cluster.fanout import Fanout
 from app.cluster.leases import Holder, Lease, Leases
 from app.cluster.redis import REDIS_TIMEOUT_S, cluster_errors, connect
-from app.errors import ClusterUnavailable, GatewayError, NotFound
-from app.settings import ClusterSettings
+from app.cluster_settings import ClusterSettings
+from app.errors import ClusterUnavailable, GatewayError, NotFound, internal_error
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
@@ -49,8 +62,11 @@ log = logging.getLogger(__name__)
 DEADLINE_GRACE_S = 5.0
 """Clock skew between replicas tolerated before a forwarded command counts as expired."""
 
-Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
-"""Runs a forwarded command (its op and arguments) here; returns what the API would get."""
+Handler = Callable[[str, dict[str, Any], Issuer], Awaitable[Any]]
+"""Runs a forwarded command (its op and arguments, as the key that asked) here; returns what
+the API would get."""
+Refusals = Callable[[str], None]
+"""Counts a refused command or answer by its reason (a metric)."""
 Lost = Callable[[str], Awaitable[None]]
 """Called with a session whose lease this replica has lost."""
 
@@ -65,6 +81,7 @@ class Cluster:
         store: Storage,
         *,
         waiting: Redis | None = None,
+        refused: Refusals | None = None,
     ) -> None:
         self.redis = redis
         self._waiting = waiting or connect(str(settings.redis_url), blocking=True)
@@ -81,6 +98,11 @@ class Cluster:
         self._closing = False
         self._handler: Handler | None = None
         self._lost: Lost | None = None
+        self._signer = Signer(settings.signing_secrets())
+        self._inbox = Inbox(
+            self._signer, replica_id=settings.replica_id, window_s=settings.command_window_s
+        )
+        self._count_refused = refused
 
     # --- leases ---------------------------------------------------------------------------
 
@@ -135,31 +157,57 @@ class Cluster:
 
     # --- commands ---------------------------------------------------------------------------
 
-    async def forward(self, replica_id: str, op: str, args: Mapping[str, Any]) -> Any:
-        """Run ``op`` on ``replica_id`` and return its answer, or raise its error."""
-        command_id = secrets.token_hex(12)
-        deadline = time.time() + self.settings.command_timeout_s
-        request = json.dumps(
-            {"id": command_id, "op": op, "args": args, "deadline": deadline},
-            default=_json_default,
+    async def forward(
+        self, replica_id: str, op: str, args: Mapping[str, Any], *, issuer: Issuer
+    ) -> Any:
+        """Run ``op`` on ``replica_id``, as the key ``issuer``, and return its answer, or
+        raise its error."""
+        now = time.time()
+        command = Command(
+            id=secrets.token_hex(16),
+            op=op,
+            args=dict(args),
+            issuer=issuer,
+            to=replica_id,
+            issued_at=now,
+            deadline=now + self.settings.command_timeout_s,
         )
-        answer_key = f"agw:answer:{command_id}"
-        timeout_s = self.settings.command_timeout_s
+        sealed = self._signer.seal("command", encode_command(command, _json_default))
+        answer_key = f"agw:answer:{command.id}"
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.settings.command_timeout_s
         with cluster_errors():
-            await self.redis.rpush(_commands_key(replica_id), request)
+            await self.redis.rpush(_commands_key(replica_id), sealed)
             await self.redis.expire(_commands_key(replica_id), 3600)
-            async with asyncio.timeout(timeout_s + REDIS_TIMEOUT_S):
-                reply = await self._waiting.blpop([answer_key], timeout=timeout_s)
-        if reply is None:
-            raise ClusterUnavailable(
-                f"replica {replica_id}, which runs this session, did not answer within "
-                f"cluster.command_timeout_s ({self.settings.command_timeout_s:g} s); retry",
-                retry_after_s=5,
-            )
-        body = json.loads(reply[1])
-        if "error" in body:
-            raise error_from(body["error"])
-        return body.get("result")
+            while (left := until - loop.time()) > 0:
+                async with asyncio.timeout(left + REDIS_TIMEOUT_S):
+                    reply = await self._waiting.blpop([answer_key], timeout=max(left, 0.01))
+                if reply is None:
+                    break
+                try:
+                    body = open_answer(self._signer, command.id, reply[1])
+                except Refused as refused:  # not from the owner: wait for the real one
+                    self._refused(refused, "an answer to a forwarded command")
+                    continue
+                if "error" in body:
+                    raise error_from(body["error"])
+                return body.get("result")
+        raise ClusterUnavailable(
+            f"replica {replica_id}, which runs this session, did not answer within "
+            f"cluster.command_timeout_s ({self.settings.command_timeout_s:g} s); retry",
+            retry_after_s=5,
+        )
+
+    def _refused(self, refused: Refused, what: str) -> None:
+        # Never the content: it may be anyone's, crafted for the log.
+        log.warning(
+            "refused %s from Redis (%s); it was not acted on",
+            what,
+            refused.reason,
+            extra={"event": "cluster.refused", "reason": refused.reason},
+        )
+        if self._count_refused is not None:
+            self._count_refused(refused.reason)
 
     def start(self, handler: Handler, lost: Lost, adopt: Callable[[], Awaitable[int]]) -> None:
         """Serve forwarded commands with ``handler``, renew leases (calling ``lost`` for one
@@ -194,29 +242,34 @@ class Cluster:
                     return
                 await asyncio.sleep(1)
                 continue
-            if item is not None:
-                task = asyncio.create_task(self._answer(json.loads(item[1])), name="command")
-                self._answering.add(task)
-                task.add_done_callback(self._answering.discard)
+            if item is None:
+                continue
+            try:
+                command = self._inbox.accept(item[1])
+            except Refused as refused:
+                self._refused(refused, "a forwarded command")
+                continue
+            task = asyncio.create_task(self._answer(command), name="command")
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
 
-    async def _answer(self, request: dict[str, Any]) -> None:
+    async def _answer(self, command: Command) -> None:
         assert self._handler is not None
-        if time.time() > float(request.get("deadline", 0)) + DEADLINE_GRACE_S:
+        if time.time() > command.deadline + DEADLINE_GRACE_S:
             # Its sender gave up long ago (this replica was down): running it now would
             # surprise everyone, a turn started an hour late.
-            log.warning("dropped a forwarded %s past its deadline", request.get("op"))
+            log.warning("dropped a forwarded %s past its deadline", command.op)
             return
         try:
-            result = await self._handler(request["op"], request["args"])
+            result = await self._handler(command.op, command.args, command.issuer)
             body: dict[str, Any] = {"result": result}
         except GatewayError as exc:
             body = {"error": error_body(exc)}
-        except Exception as exc:  # reported to the caller as a 500, logged here
-            log.exception("forwarded command %s failed", request.get("op"))
-            body = {"error": {"status": 500, "type": "internal", "detail": str(exc)}}
-        key = f"agw:answer:{request['id']}"
+        except Exception as exc:  # the caller gets its id, the log here the rest
+            body = {"error": error_body(internal_error(log, f"forwarded {command.op}", exc))}
+        key = f"agw:answer:{command.id}"
         with contextlib.suppress(ClusterUnavailable), cluster_errors():
-            await self.redis.rpush(key, json.dumps(body, default=_json_default))
+            await self.redis.rpush(key, seal_answer(self._signer, command.id, body, _json_default))
             await self.redis.expire(key, 60)
 
     async def _renew_loop(self) -> None:
@@ -252,6 +305,15 @@ class Cluster:
                 await adopt()
             except Exception:
                 log.exception("adopting sessions of lost replicas failed; trying again")
+
+
+def issuer_of(owner: str | None, by: str | None = None) -> Issuer:
+    """The key a command on a session came from, as the API passed it on: ``owner`` (the
+    owner filter) is None for an admin key, else the key's name; ``by`` names an admin key
+    when the command records who answered."""
+    if owner is None:
+        return Issuer(name=by or "admin", admin=True)
+    return Issuer(name=owner, admin=False)
 
 
 def _commands_key(replica_id: str) -> str:

@@ -18,7 +18,7 @@ from pydantic import JsonValue, ValidationError
 from app.errors import InvalidRequest, NotFound, QuestionNotPending
 from app.events import EventData, Question, QuestionAnswer
 from app.records import ApprovalRecord
-from app.runtime.cluster import record_from
+from app.runtime.cluster import issuer_of, record_from
 
 if typing.TYPE_CHECKING:
     from app.runtime.sessions import SessionManager
@@ -116,10 +116,9 @@ async def answer_question(
             "session_id": session_id,
             "question_id": question_id,
             "answers": [a.model_dump(mode="json") for a in answers],
-            "by": by,
-            "owner": owner,
         }
-        answer = await manager.cluster.forward(elsewhere, "answer_question", args)
+        issuer = issuer_of(owner, by)
+        answer = await manager.cluster.forward(elsewhere, "answer_question", args, issuer=issuer)
         return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
     if live is None:  # no turn of the session runs here: nothing waits for an answer
         pending = await manager.store.get_approval(session_id, question_id)

@@ -18,7 +18,6 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import JsonValue
 
@@ -36,7 +35,6 @@ from app.events import (
     ApprovalDecision,
     CandidateScore,
     EventData,
-    QuestionAnswer,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
@@ -64,13 +62,12 @@ from app.records import (
 )
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.choosing import Chooser
-from app.runtime.cluster import Cluster, record_from
+from app.runtime.cluster import Cluster, issuer_of, record_from
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import Failover, wants_failover
 from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
-from app.runtime.questions import answer_question
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
@@ -245,8 +242,10 @@ class SessionManager:
         if self.cluster is not None:
             elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
             if elsewhere is not None:
-                args = {"session_id": session_id, "owner": owner}
-                answer = await self.cluster.forward(elsewhere, "delete", args)
+                args = {"session_id": session_id}
+                answer = await self.cluster.forward(
+                    elsewhere, "delete", args, issuer=issuer_of(owner)
+                )
                 return typing.cast(SessionRecord, record_from(SessionRecord, answer))
         live = self._live.pop(session_id, None)
         if live is not None:
@@ -294,8 +293,10 @@ class SessionManager:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
             elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
             if elsewhere is not None:
-                args = {"session_id": session_id, "prompt": prompt, "retry": retry, "owner": owner}
-                answer = await self.cluster.forward(elsewhere, "start_turn", args)
+                args = {"session_id": session_id, "prompt": prompt, "retry": retry}
+                answer = await self.cluster.forward(
+                    elsewhere, "start_turn", args, issuer=issuer_of(owner)
+                )
                 return typing.cast(TurnRecord, record_from(TurnRecord, answer))
         async with self._guard:
             row = await self.get(session_id, owner=owner)
@@ -455,8 +456,9 @@ class SessionManager:
         await self.get(session_id, owner=owner)
         elsewhere = None if forwarded else await self._located_elsewhere(session_id)
         if elsewhere is not None and self.cluster is not None:
-            args = {"session_id": session_id, "owner": owner}
-            return str(await self.cluster.forward(elsewhere, "interrupt", args))
+            args = {"session_id": session_id}
+            issuer = issuer_of(owner)
+            return str(await self.cluster.forward(elsewhere, "interrupt", args, issuer=issuer))
         live = self._live.get(session_id)
         if live is None or not live.busy or live.turn_id is None:
             raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
@@ -491,10 +493,9 @@ class SessionManager:
                 "decision": decision,
                 "message": message,
                 "updated_input": updated_input,
-                "by": by,
-                "owner": owner,
             }
-            answer = await self.cluster.forward(elsewhere, "respond", args)
+            issuer = issuer_of(owner, by)
+            answer = await self.cluster.forward(elsewhere, "respond", args, issuer=issuer)
             return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
         live = self._live.get(session_id)
         if live is None:
@@ -582,43 +583,6 @@ class SessionManager:
         """The replica that runs the session (None on a single gateway, or when none holds
         it)."""
         return None if self.cluster is None else await self.cluster.owner(session_id)
-
-    async def run_forwarded(self, op: str, args: dict[str, Any]) -> Any:
-        """Run a command another replica forwarded, as if it had come here."""
-        if op == "start_turn":
-            return await self.start_turn(
-                args["session_id"],
-                args["prompt"],
-                retry=args.get("retry"),
-                owner=args.get("owner"),
-                forwarded=True,
-            )
-        if op == "interrupt":
-            return await self.interrupt(args["session_id"], owner=args.get("owner"), forwarded=True)
-        if op == "respond":
-            return await self.respond(
-                args["session_id"],
-                args["approval_id"],
-                decision=args["decision"],
-                message=args.get("message"),
-                updated_input=args.get("updated_input"),
-                by=args["by"],
-                owner=args.get("owner"),
-                forwarded=True,
-            )
-        if op == "answer_question":
-            return await answer_question(
-                self,
-                args["session_id"],
-                args["question_id"],
-                answers=[QuestionAnswer.model_validate(a) for a in args["answers"]],
-                by=args["by"],
-                owner=args.get("owner"),
-                forwarded=True,
-            )
-        if op == "delete":
-            return await self.delete(args["session_id"], owner=args.get("owner"), forwarded=True)
-        raise NotFound(f"no command {op!r}")
 
     async def lost(self, session_id: str) -> None:
         """Another replica took the session over: stop what runs it here, write nothing."""

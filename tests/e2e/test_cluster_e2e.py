@@ -19,7 +19,7 @@ import pytest
 from app.providers.catalog import present_by_default
 from tests.dbservers import PostgresServer, RedisServer
 from tests.e2e.providers import CONFIGS
-from tests.gateway import GatewayProcess, SseReader, is_turn_end
+from tests.gateway import CLUSTER_SECRET, GatewayProcess, SseReader, is_turn_end
 from tests.stub_llm import StubLLM
 
 LEASE_TTL_S = 3.0
@@ -58,6 +58,7 @@ def replicas(
                 "redis_url": redis_server.url,
                 "replica_id": name,
                 "lease_ttl_s": LEASE_TTL_S,
+                "secret": CLUSTER_SECRET,
             },
         }
         made.append(GatewayProcess(data_dir=tmp_path / name, config=config))

@@ -5,7 +5,6 @@ subscribers on every replica), and a replica killed mid-turn has its sessions ad
 
 from __future__ import annotations
 
-import itertools
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,10 @@ import httpx
 import pytest
 
 from tests.dbservers import PostgresServer, RedisServer
-from tests.fakes.gateway import FakeGateway, fake_gateway_at
+from tests.fakes.gateway import FakeGateway
 from tests.gateway import SseReader
 from tests.integration.callers import create
+from tests.integration.replicas import two_replicas
 from tests.integration.streams import (
     contiguous,
     envelopes,
@@ -30,45 +30,14 @@ from tests.integration.streams import (
     wait_until,
 )
 
-LEASE_TTL_S = 3.0
-_DATABASES = itertools.count(1)
-
 
 @pytest.fixture
 def replicas(
     tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
 ) -> Iterator[dict[str, FakeGateway]]:
-    """Replicas gw-a and gw-b (not started) on a fresh database and an empty Redis, sharing
-    one workspace root and the CLI's state."""
-    redis_server.command("FLUSHALL")
-    url = postgres.create_database(f"cluster{next(_DATABASES)}")
-    made: dict[str, FakeGateway] = {}
-    root: str | None = None
-    for name in ("gw-a", "gw-b"):
-        overrides: dict[str, Any] = {
-            "storage": {"url": url},
-            "cluster": {
-                "redis_url": redis_server.url,
-                "replica_id": name,
-                "lease_ttl_s": LEASE_TTL_S,
-                "command_timeout_s": 10,
-            },
-        }
-        if root is not None:
-            # One workspace, and one CLI state (the fake's threads; Claude Code's config
-            # directory on a shared volume), as replicas of one deployment have.
-            overrides["workspaces"] = {"roots": [root]}
-            overrides["claude_code"] = {"env": {"FAKE_CLAUDE_LOG": str(made["gw-a"].spawn_log)}}
-        gateway = fake_gateway_at(tmp_path / name, **overrides)
-        if root is None:
-            root = str(gateway.workspace.parent)
-        else:
-            gateway.workspace = made["gw-a"].workspace
-            gateway.spawn_log = made["gw-a"].spawn_log
-        made[name] = gateway
-    yield made
-    for gateway in made.values():
-        gateway.stop()
+    """Replicas gw-a and gw-b (not started) on a fresh database and an empty Redis."""
+    with two_replicas(tmp_path, postgres, redis_server) as made:
+        yield made
 
 
 def turn_events(client: httpx.Client, sid: str, after: int = 0) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dbservers import PostgresServer, RedisError, RedisServer
+from tests.dbservers import PostgresServer, RedisError, RedisServer, redis_command
 from tests.gateway import wait_until
 
 
@@ -122,8 +122,16 @@ def test_the_postgres_data_of_root_lives_in_a_directory_removed_on_exit(tmp_path
 def test_redis_is_a_private_server_that_comes_back_empty(tmp_path: Path) -> None:
     with RedisServer(tmp_path) as redis:
         assert redis.port not in (5432, 6379)
-        assert redis.url == f"redis://127.0.0.1:{redis.port}/0"
+        assert redis.url == f"redis://gateway:{redis.password}@127.0.0.1:{redis.port}/0"
         assert redis.command("PING") == "PONG"
+        with pytest.raises(RedisError, match="NOAUTH"):  # nobody gets in without a login
+            redis_command(redis.port, "PING")
+        gateway = ("gateway", redis.password)
+        assert redis_command(redis.port, "SET", "agw:key", "value", user=gateway) == "OK"
+        with pytest.raises(RedisError, match="NOPERM"):  # only the gateway's own keys
+            redis_command(redis.port, "SET", "key", "value", user=gateway)
+        with pytest.raises(RedisError, match="NOPERM"):  # and no administration
+            redis_command(redis.port, "FLUSHALL", user=gateway)
         assert redis.command("SET", "key", "value") == "OK"
         assert redis.command("GET", "key") == b"value"
         assert redis.command("CONFIG", "GET", "save") == [b"save", b""]

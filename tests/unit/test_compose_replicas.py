@@ -4,6 +4,7 @@ accepts."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from app.settings import load_settings
+from tests.dbservers import GATEWAY_REDIS_ACL, GATEWAY_REDIS_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICAS = ("gateway-1", "gateway-2")
@@ -27,7 +29,8 @@ def test_replicas_share_one_database_one_redis_and_the_clis_state(
     services: dict[str, Any],
 ) -> None:
     environments = [services[name]["environment"] for name in REPLICAS]
-    for key in ("GATEWAY_STORAGE__URL", "GATEWAY_CLUSTER__REDIS_URL", "GATEWAY_TOKEN"):
+    alike = ("GATEWAY_STORAGE__URL", "GATEWAY_CLUSTER__REDIS_URL", "GATEWAY_CLUSTER__SECRET")
+    for key in (*alike, "GATEWAY_TOKEN"):
         assert len({env[key] for env in environments}) == 1, key
     assert environments[0]["GATEWAY_STORAGE__URL"].startswith("postgresql+asyncpg://")
     ids = {env["GATEWAY_CLUSTER__REPLICA_ID"] for env in environments}
@@ -43,11 +46,34 @@ def test_the_replicas_settings_are_ones_the_gateway_accepts(
 ) -> None:
     env = services["gateway-1"]["environment"]
     url = env["GATEWAY_STORAGE__URL"].replace("${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", "pw")
+    redis_url = env["GATEWAY_CLUSTER__REDIS_URL"].replace(
+        "${REDIS_PASSWORD:?set REDIS_PASSWORD}", "redis-pw"
+    )
+    assert env["GATEWAY_CLUSTER__SECRET"].startswith("${GATEWAY_CLUSTER_SECRET:?")
+    secret = "0123456789abcdef" * 4
     settings = load_settings(
         storage={"url": url},
-        cluster={"redis_url": env["GATEWAY_CLUSTER__REDIS_URL"], "replica_id": "gw-1"},
+        cluster={"redis_url": redis_url, "replica_id": "gw-1", "secret": secret},
     )
-    assert settings.cluster.redis_url == "redis://redis:6379/0"
+    assert settings.cluster.redis_url == f"redis://{GATEWAY_REDIS_USER}:redis-pw@redis:6379/0"
+
+
+def test_redis_lets_in_only_the_gateway_user_with_the_rules_the_tests_run_under(
+    services: dict[str, Any],
+) -> None:
+    redis = services["redis"]
+    assert redis["environment"]["REDIS_PASSWORD"] == "${REDIS_PASSWORD:?set REDIS_PASSWORD}"
+    argv = shlex.split(redis["command"][-1].replace("$$", "$"))
+    assert argv[:2] == ["exec", "redis-server"]
+    users = " ".join(argv).split("--user ")[1:]
+    assert [u.split() for u in users] == [
+        ["default", "off"],
+        [GATEWAY_REDIS_USER, "on", ">$REDIS_PASSWORD", *GATEWAY_REDIS_ACL],
+    ]
+    check = " ".join(redis["healthcheck"]["test"])
+    assert f"--user {GATEWAY_REDIS_USER}" in check
+    assert "REDISCLI_AUTH" in check
+    assert "--requirepass" not in argv  # a password for the default user would let it in
 
 
 def test_the_proxy_spreads_requests_without_stickiness_and_passes_streams_through() -> None:

@@ -369,11 +369,13 @@ def test_an_unknown_approval_mode_is_refused() -> None:
 # --- cluster ------------------------------------------------------------------------------------
 
 POSTGRES = {"url": "postgresql+asyncpg://gateway@db:5432/gateway"}
+SECRET = "0123456789abcdef" * 4
 
 
 def test_a_cluster_on_postgresql_takes_the_documented_names() -> None:
     settings = load_settings(
-        storage=POSTGRES, cluster={"redis_url": "redis://redis:6379/0", "replica_id": "gw-1"}
+        storage=POSTGRES,
+        cluster={"redis_url": "redis://redis:6379/0", "replica_id": "gw-1", "secret": SECRET},
     )
     assert settings.cluster.redis_url == "redis://redis:6379/0"
     assert settings.cluster.replica_id == "gw-1"
@@ -388,7 +390,7 @@ def test_without_a_cluster_the_replica_id_defaults_to_host_and_pid() -> None:
 
 def test_a_cluster_on_a_sqlite_file_is_refused_saying_what_to_configure() -> None:
     with pytest.raises(ConfigError) as raised:
-        load_settings(cluster={"redis_url": "redis://redis:6379/0"})
+        load_settings(cluster={"redis_url": "redis://redis:6379/0", "secret": SECRET})
     assert "cluster.redis_url" in str(raised.value)
     assert "postgresql+asyncpg://" in str(raised.value)
 
@@ -396,9 +398,9 @@ def test_a_cluster_on_a_sqlite_file_is_refused_saying_what_to_configure() -> Non
 @pytest.mark.parametrize(
     ("cluster", "named"),
     [
-        ({"redis_url": "http://redis:6379"}, "redis_url"),
-        ({"redis_url": "redis://r", "replica_id": "gw 1"}, "replica_id"),
-        ({"redis_url": "redis://r", "lease_ttl_s": 0.5}, "lease_ttl_s"),
+        ({"redis_url": "http://redis:6379", "secret": SECRET}, "redis_url"),
+        ({"redis_url": "redis://r", "replica_id": "gw 1", "secret": SECRET}, "replica_id"),
+        ({"redis_url": "redis://r", "lease_ttl_s": 0.5, "secret": SECRET}, "lease_ttl_s"),
     ],
 )
 def test_bad_cluster_settings_are_refused_by_name(cluster: dict[str, object], named: str) -> None:
