@@ -25,10 +25,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
-    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -36,6 +34,7 @@ from pydantic_settings import (
 
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
+from app.settingsenv import EnvSource
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
@@ -332,34 +331,10 @@ class LimitsSettings(_Section):
     """Processes in one CLI's tree (itself, its tools, their children) before it is killed."""
     watch_interval_s: float = Field(default=1.0, gt=0)
     """How often the memory and process-count limits are checked."""
-
-
-class _EnvSource(EnvSettingsSource):
-    """``GATEWAY_*`` variables, keeping the case of names under ``providers.<name>.env``.
-
-    pydantic-settings matches variable names case-insensitively by lower-casing them, which
-    would turn ``GATEWAY_PROVIDERS__CLAUDE_CODE__ENV__ANTHROPIC_API_KEY`` into a child
-    variable named ``anthropic_api_key``; the names the CLI sees are taken from the environment
-    as written.
-    """
-
-    def explode_env_vars(
-        self, field_name: str, field: FieldInfo, env_vars: Mapping[str, str | None]
-    ) -> dict[str, Any]:
-        exploded = super().explode_env_vars(field_name, field, env_vars)
-        if field_name != "providers":
-            return exploded
-        written = {name.lower(): name for name in os.environ}
-        for provider, values in exploded.items():
-            overlay = values.get("env") if isinstance(values, dict) else None
-            if isinstance(overlay, dict):
-                nest = self.env_nested_delimiter
-                prefix = f"{self.env_prefix}providers{nest}{provider}{nest}env{nest}".lower()
-                values["env"] = {
-                    written.get(prefix + key, prefix + key)[len(prefix) :]: value
-                    for key, value in overlay.items()
-                }
-        return exploded
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=1024, le=1024 * 1024)
+    """A session's ``metadata`` as compact UTF-8 JSON; a larger one is refused (422)."""
+    max_page_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
+    """A list page's items, encoded; a page ends early there (at least one item)."""
 
 
 class Settings(BaseSettings):
@@ -397,7 +372,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = init_settings.init_kwargs.pop("_toml_file", None)  # type: ignore[attr-defined]
-        sources: list[PydanticBaseSettingsSource] = [init_settings, _EnvSource(settings_cls)]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, EnvSource(settings_cls)]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)

@@ -12,6 +12,9 @@ route shares is added here, from the route itself, so a new route cannot forget 
 
 Every error is ``application/problem+json`` with the ``Problem`` schema (``ValidationProblem``
 for 422). ``app.openapi()`` answers the completed document once ``install`` has run.
+
+A request's ``provider`` is stated as this gateway accepts it: the document of an app lists
+the providers its settings enable (``enum``), not every name the catalog knows.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic.json_schema import models_json_schema
 
-from app.api.schemas import Problem, ValidationProblem
+from app.api.schemas import Problem, ValidationProblem, provider_name_schema
 from app.api.security import AUTH_DEPENDENCIES
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -170,8 +173,29 @@ def install(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         raw = FastAPI.openapi(app)  # FastAPI caches it until the routes change
         if not built or built[0][0] is not raw:
-            built[:] = [(raw, complete(copy.deepcopy(raw), list(app.routes)))]
+            document = complete(copy.deepcopy(raw), list(app.routes))
+            enabled = [n for n, p in app.state.settings.providers.items() if p.enabled]
+            built[:] = [(raw, accepted_providers(document, enabled))]
         return built[0][1]
 
     # Replacing ``app.openapi`` is FastAPI's documented way to extend the document.
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def accepted_providers(document: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``document`` with each provider name of a request (the catalog's schema) narrowed to
+    ``names``, the providers this gateway serves."""
+    catalog = provider_name_schema()
+    accepted = {"type": "string", "enum": names}
+
+    def narrow(node: Any) -> Any:
+        if node == catalog:
+            return copy.deepcopy(accepted)
+        if isinstance(node, dict):
+            return {key: narrow(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [narrow(item) for item in node]
+        return node
+
+    narrowed: dict[str, Any] = narrow(document)
+    return narrowed

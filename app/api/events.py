@@ -47,7 +47,7 @@ from app.api.schemas import (
 from app.api.security import StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
-from app.runtime import questions
+from app.runtime import questions, reads
 from app.runtime.sessions import SessionManager
 from app.runtime.subscription import (
     DIRECT_WRITER,
@@ -158,12 +158,15 @@ async def get_events(
     ] = None,
 ) -> Response:
     """Events after a cursor: a JSON page, or with ``Accept: text/event-stream`` a live SSE
-    stream (browsers' EventSource may send the key as ``?access_token=``)."""
+    stream (browsers' EventSource may send the key as ``?access_token=``). A page holds up to
+    ``limit`` events, fewer where it would pass ``limits.max_page_bytes`` (at least one):
+    continue with ``after`` = ``next_after`` while it is below ``last_seq``."""
     row = await manager.get(session_id, owner=principal.owner_filter)
     cursor = last_event_id if last_event_id is not None else after or 0
     last = await _checked_cursor(manager, session_id, cursor)
     if "text/event-stream" not in request.headers.get("accept", ""):
-        page = await manager.events.page(session_id, after=cursor, limit=limit)
+        length = await reads.event_page_length(manager, session_id, after=cursor, limit=limit)
+        page = await manager.events.page(session_id, after=cursor, limit=length or limit)
         _check_kept(page, cursor, last)
         next_after = page[-1].seq if page else cursor
         # Events stored while the page was read are in it: last_seq is never behind it.
@@ -345,7 +348,13 @@ async def _receive_commands(
             )
             continue
         try:
-            frame = _frames.validate_json(text)
+            # Decoded like a request body (json.loads), so text that is not valid Unicode is
+            # refused by the frame's own validator, which names the field (app/api/text.py).
+            frame = _frames.validate_python(json.loads(text))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = "nests too deeply" if isinstance(exc, RecursionError) else f"is not JSON ({exc})"
+            await _send_error(websocket, None, InvalidRequest(f"invalid frame: the frame {why}"))
+            continue
         except ValidationError as exc:
             detail = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'frame'}: {e['msg']}"

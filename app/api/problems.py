@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Match
 
 from app.api import contract
 from app.api.security import authentication_failure
+from app.api.text import printable
 from app.errors import GatewayError, internal_error, problem, problem_for
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         return _response(problem_for(refused), refused.status, error_headers(refused))
     errors = [
         {
-            "location": ".".join(str(p) for p in e.get("loc", ()))[:MAX_LOCATION_CHARS],
-            "message": str(e.get("msg", ""))[:300],
+            "location": printable(".".join(str(p) for p in e.get("loc", ())))[:MAX_LOCATION_CHARS],
+            "message": printable(str(e.get("msg", "")))[:300],
         }
         for e in exc.errors()[:MAX_REPORTED_ERRORS]
     ]

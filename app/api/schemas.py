@@ -17,8 +17,10 @@ from pydantic import (
     JsonValue,
     StringConstraints,
     WithJsonSchema,
+    model_validator,
 )
 
+from app.api.text import check_text
 from app.events import (
     ApprovalDecision,
     ApprovalMode,
@@ -112,7 +114,16 @@ Timestamp = Annotated[AwareDatetime, BeforeValidator(_timestamp_text), AfterVali
 
 
 class _In(BaseModel):
+    """A request body or WebSocket frame: unknown fields and text that is not valid Unicode
+    (app/api/text.py) are refused before any field is read."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_text(cls, data: Any) -> Any:
+        check_text(cls.__name__, data)
+        return data
 
 
 class RetryPolicyIn(_In):

@@ -95,7 +95,8 @@ async def list_sessions(
     ] = None,
 ) -> SessionList:
     """Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
-    last ``created_at`` you got."""
+    last ``created_at`` you got, until a page is empty. A page may hold fewer than ``limit``
+    sessions: it ends where it would pass ``limits.max_page_bytes``."""
     rows = await reads.list_sessions(
         manager, owner=principal.owner_filter, status=status_, limit=limit, before=before
     )
@@ -153,8 +154,15 @@ async def list_turns(
     manager: Manager,
     principal: Authenticated,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    before: Annotated[
+        int | None, Query(ge=1, le=2**31, description="Only turns numbered below this one")
+    ] = None,
 ) -> TurnList:
-    rows = await reads.list_turns(manager, session_id, owner=principal.owner_filter, limit=limit)
+    """Turns, newest first; page with ``before`` = the last ``number`` you got, until a page
+    is empty (a page ends early where it would pass ``limits.max_page_bytes``)."""
+    rows = await reads.list_turns(
+        manager, session_id, owner=principal.owner_filter, limit=limit, before=before
+    )
     return TurnList(turns=[turn_public(row) for row in rows])
 
 
@@ -177,9 +185,19 @@ async def list_approvals(
     principal: Authenticated,
     status_: Annotated[ApprovalStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    before: Annotated[
+        Timestamp | None, Query(description="Only approvals requested before this time")
+    ] = None,
 ) -> ApprovalList:
+    """Approvals, newest first; page with ``before`` = the last ``created_at`` you got, until
+    a page is empty (a page ends early where it would pass ``limits.max_page_bytes``)."""
     rows = await reads.list_approvals(
-        manager, session_id, owner=principal.owner_filter, status=status_, limit=limit
+        manager,
+        session_id,
+        owner=principal.owner_filter,
+        status=status_,
+        limit=limit,
+        before=before,
     )
     return ApprovalList(approvals=[approval_public(row) for row in rows])
 
@@ -224,10 +242,20 @@ async def list_questions(
     principal: Authenticated,
     status_: Annotated[QuestionStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    before: Annotated[
+        Timestamp | None, Query(description="Only questions asked before this time")
+    ] = None,
 ) -> QuestionList:
-    """The questions the agent asked in this session (``status=pending``: the open ones)."""
+    """The questions the agent asked in this session (``status=pending``: the open ones),
+    newest first; page with ``before`` = the last ``created_at`` you got, until a page is
+    empty (a page ends early where it would pass ``limits.max_page_bytes``)."""
     rows = await reads.list_questions(
-        manager, session_id, owner=principal.owner_filter, status=status_, limit=limit
+        manager,
+        session_id,
+        owner=principal.owner_filter,
+        status=status_,
+        limit=limit,
+        before=before,
     )
     return QuestionList(questions=[question_public(row) for row in rows])
 

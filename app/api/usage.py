@@ -32,7 +32,7 @@ router = APIRouter(prefix="/v1/usage", tags=["usage"])
         notes={
             403: "Host or Origin not allowed, or the key is not an admin key",
             422: "`from` or `to` is not an RFC 3339 date-time with a time zone, or `from` is "
-            "not before `to`",
+            "after `to` (`from` = `to` is an empty range: zero totals)",
             503: "The database cannot be read now",
         }
     ),
@@ -52,7 +52,7 @@ async def get_usage(
     ] = None,
 ) -> UsageReport:
     """Token counts and cost of the turns that ended in ``[from, to)``, by key, provider
-    and model."""
+    and model; ``from`` = ``to`` is the empty range (no groups, zero totals)."""
     if not principal.admin:
         raise Forbidden(
             "usage covers every key's sessions: ask with an admin key "
@@ -61,10 +61,10 @@ async def get_usage(
         )
     until = to if to is not None else manager.clock()
     since = from_ if from_ is not None else _before(until, DEFAULT_RANGE)
-    if since >= until:
+    if since > until:
         raise InvalidRequest(
-            f"from ({since.isoformat()}) must be before to ({until.isoformat()}): the range "
-            "is [from, to)",
+            f"from ({since.isoformat()}) must not be after to ({until.isoformat()}): the "
+            "range is [from, to)",
             range_from=since.isoformat(),
             range_to=until.isoformat(),
         )

@@ -7,6 +7,11 @@ expiry (a deny with reason ``expired``) resolves it exactly once; whichever come
 If the CLI withdraws the request, the waiting task is cancelled and the approval is recorded
 as ``cancelled``. Questions (``ask_question`` → ``ask``, answered by ``answer``) follow the
 same rules with ``question.asked`` / ``question.resolved``; an expired question has no answers.
+
+A client's answer is all-or-nothing: the row and its ``*.resolved`` event are written first
+(the event encoded before either write), and only then does the CLI get the answer; a failed
+write puts the row back to pending and the CLI never hears of it. Answers and expiry take
+turns on one lock, so an expiry never overtakes an answer being recorded.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
@@ -45,6 +50,34 @@ Emit = Callable[[EventData], Awaitable[None]]
 ResolutionReason = Literal[
     "expired", "cancelled", "session_closed", "gateway_restart", "replica_lost"
 ]
+UNDECIDED: dict[str, Any] = {
+    "status": "pending",
+    "decision": None,
+    "message": None,
+    "decided_by": None,
+    "decided_at": None,
+    "updated_input": None,
+    "updated_by": None,
+    "answers": None,
+}
+"""What a pending approval or question row holds in the fields an answer writes."""
+
+
+async def _whole(step: Coroutine[Any, Any, A]) -> A:
+    """Run ``step`` to its end even when the caller is cancelled meanwhile (an answer is
+    recorded whole or not at all); the cancellation is raised once it has finished."""
+    task = asyncio.ensure_future(step)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.cancelled():
+                raise
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
 
 
 class ApprovalBroker:
@@ -69,6 +102,8 @@ class ApprovalBroker:
         self._on_change = on_change
         self._waiting: dict[str, asyncio.Future[Any]] = {}
         """The pending approvals and questions, by id."""
+        self._resolving = asyncio.Lock()
+        """Held while an answer is recorded, and by an expiry deciding to happen."""
         self.cancel_reason: ResolutionReason = "cancelled"
         """Recorded for approvals withdrawn by cancellation; the session sets it when closing."""
 
@@ -187,9 +222,10 @@ class ApprovalBroker:
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self._timeout_s)
             except TimeoutError:
-                if future.done():  # answered in the same tick as the deadline
-                    return future.result()
-                future.set_result(expired)
+                async with self._resolving:  # an answer being recorded goes first
+                    if future.done():  # answered meanwhile
+                        return future.result()
+                    future.set_result(expired)
                 await finish("expired")
                 return expired
             except asyncio.CancelledError:
@@ -206,6 +242,12 @@ class ApprovalBroker:
     ) -> ApprovalRecord:
         """Apply a client's answers to a pending question: 404 if there is no such question,
         409 once it is no longer pending, 422 (it stays pending) unless the answers fit."""
+        async with self._resolving:
+            return await _whole(self._answer(question_id, answers, emit, by=by))
+
+    async def _answer(
+        self, question_id: str, answers: Sequence[QuestionAnswer], emit: Emit, *, by: str
+    ) -> ApprovalRecord:
         row = await self._store.get_approval(self._session_id, question_id)
         if row is None or row.kind != "question":
             raise NotFound(f"question {question_id} does not exist in this session")
@@ -215,7 +257,14 @@ class ApprovalBroker:
                 f"question {question_id} is already {row.status}", question_status=row.status
             )
         check_answers(question_id, asked_questions(row.input), answers)
-        future.set_result(tuple(answers))
+        resolved = QuestionResolved(
+            question_id=question_id,
+            answers=list(answers),
+            by="client",
+            reason="answered",
+            answered_by=by,
+        )
+        resolved.model_dump_json()  # what the event log cannot encode fails before any write
         row = await self._store.update_approval(
             question_id,
             status="answered",
@@ -224,16 +273,20 @@ class ApprovalBroker:
             decided_at=self._clock(),
             updated_by=by,
         )
-        await emit(
-            QuestionResolved(
-                question_id=question_id,
-                answers=list(answers),
-                by="client",
-                reason="answered",
-                answered_by=by,
-            )
-        )
+        await self._announce(question_id, resolved, emit)
+        if not future.done():  # the CLI may have withdrawn the question meanwhile
+            future.set_result(tuple(answers))
         return row
+
+    async def _announce(self, request_id: str, resolved: EventData, emit: Emit) -> None:
+        """Emit ``resolved`` for an answer already on its row; when that fails the row is put
+        back to pending (the answer is not given) and the failure raised."""
+        try:
+            await emit(resolved)
+        except Exception:
+            log.warning("the answer to %s could not be recorded; it stays pending", request_id)
+            await self._store.update_approval(request_id, **UNDECIDED)
+            raise
 
     async def respond(
         self,
@@ -251,6 +304,20 @@ class ApprovalBroker:
         ``approval.resolved`` event, or refused with ``edit_refusal`` (422) while the approval
         stays pending. An ``updated_input`` equal to the asked input, or on a deny, is no edit.
         """
+        async with self._resolving:
+            return await _whole(
+                self._respond(approval_id, answer, emit, by=by, edit_refusal=edit_refusal)
+            )
+
+    async def _respond(
+        self,
+        approval_id: str,
+        answer: ApprovalAnswer,
+        emit: Emit,
+        *,
+        by: str,
+        edit_refusal: str | None,
+    ) -> ApprovalRecord:
         row = await self._store.get_approval(self._session_id, approval_id)
         if row is None or row.kind != "tool":
             raise NotFound(f"approval {approval_id} does not exist in this session")
@@ -268,7 +335,16 @@ class ApprovalBroker:
             raise InvalidRequest(edit_refusal, approval_id=approval_id)
         if not edited:
             answer = dataclasses.replace(answer, updated_input=None)
-        future.set_result(answer)
+        resolved = ApprovalResolved(
+            approval_id=approval_id,
+            decision=answer.decision,
+            by="client",
+            reason="decided",
+            message=answer.message,
+            updated_input=answer.updated_input,
+            updated_by=by if edited else None,
+        )
+        resolved.model_dump_json()  # what the event log cannot encode fails before any write
         row = await self._store.update_approval(
             approval_id,
             status="denied" if answer.decision == "deny" else "allowed",
@@ -279,17 +355,9 @@ class ApprovalBroker:
             updated_input=self._mask.values(answer.updated_input),
             updated_by=by if edited else None,
         )
-        await emit(
-            ApprovalResolved(
-                approval_id=approval_id,
-                decision=answer.decision,
-                by="client",
-                reason="decided",
-                message=answer.message,
-                updated_input=answer.updated_input,
-                updated_by=by if edited else None,
-            )
-        )
+        await self._announce(approval_id, resolved, emit)
+        if not future.done():  # the CLI may have withdrawn the request meanwhile
+            future.set_result(answer)
         return row
 
     async def _finish(self, approval_id: str, reason: ResolutionReason, emit: Emit) -> None:

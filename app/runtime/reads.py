@@ -1,7 +1,8 @@
 """What the API reads about sessions, through the runtime: ownership checked, records back.
 
 The routes never reach storage themselves; each read here checks that the session exists and
-is the caller's (``owner``: None for an admin key) before it reads anything of it.
+is the caller's (``owner``: None for an admin key) before it reads anything of it. Every list
+is a page bounded in bytes (``limits.max_page_bytes``, app/store/pages.py) as well as in count.
 """
 
 from __future__ import annotations
@@ -30,15 +31,38 @@ async def list_sessions(
     before: datetime | None,
 ) -> list[SessionRecord]:
     """Newest first."""
-    return await manager.store.list_sessions(owner=owner, status=status, limit=limit, before=before)
+    return await manager.store.list_sessions(
+        owner=owner, status=status, limit=limit, before=before, max_bytes=_page_bytes(manager)
+    )
+
+
+def _page_bytes(manager: SessionManager) -> int:
+    return manager.settings.limits.max_page_bytes
+
+
+async def event_page_length(
+    manager: SessionManager, session_id: str, *, after: int, limit: int
+) -> int:
+    """How many events after ``after`` the next JSON page holds: ``limit``, or fewer where
+    they would pass ``limits.max_page_bytes`` (never none when there is one)."""
+    return await manager.store.events_within(
+        session_id, after=after, limit=limit, max_bytes=_page_bytes(manager)
+    )
 
 
 async def list_turns(
-    manager: SessionManager, session_id: str, *, owner: str | None, limit: int
+    manager: SessionManager,
+    session_id: str,
+    *,
+    owner: str | None,
+    limit: int,
+    before: int | None = None,
 ) -> list[TurnRecord]:
-    """Newest first."""
+    """Newest first, numbered below ``before``."""
     await manager.get(session_id, owner=owner)
-    return await manager.store.list_turns(session_id, limit=limit)
+    return await manager.store.list_turns(
+        session_id, limit=limit, before=before, max_bytes=_page_bytes(manager)
+    )
 
 
 async def get_turn(
@@ -58,10 +82,13 @@ async def list_approvals(
     owner: str | None,
     status: ApprovalStatus | None,
     limit: int,
+    before: datetime | None = None,
 ) -> list[ApprovalRecord]:
-    """Newest first."""
+    """Newest first, created before ``before``."""
     await manager.get(session_id, owner=owner)
-    return await manager.store.list_approvals(session_id, status=status, limit=limit)
+    return await manager.store.list_approvals(
+        session_id, status=status, limit=limit, before=before, max_bytes=_page_bytes(manager)
+    )
 
 
 async def session_usage(
@@ -88,11 +115,17 @@ async def list_questions(
     owner: str | None,
     status: ApprovalStatus | None,
     limit: int,
+    before: datetime | None = None,
 ) -> list[ApprovalRecord]:
-    """The agent's questions, newest first."""
+    """The agent's questions, newest first, asked before ``before``."""
     await manager.get(session_id, owner=owner)
     return await manager.store.list_approvals(
-        session_id, status=status, limit=limit, kind="question"
+        session_id,
+        status=status,
+        limit=limit,
+        kind="question",
+        before=before,
+        max_bytes=_page_bytes(manager),
     )
 
 

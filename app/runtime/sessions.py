@@ -24,7 +24,6 @@ from pydantic import JsonValue
 from app.errors import (
     ApprovalNotPending,
     ClusterUnavailable,
-    InvalidRequest,
     NotFound,
     NoTurnRunning,
     ProviderUnavailable,
@@ -33,18 +32,14 @@ from app.errors import (
 )
 from app.events import (
     ApprovalDecision,
-    CandidateScore,
     EventData,
-    SessionCreated,
-    SessionProviderSelected,
-    SkippedProvider,
 )
 from app.events import (
     SessionClosed as SessionClosedEvent,
 )
 from app.observability.logs import bind_ids
 from app.observability.metrics import GatewayMetrics
-from app.process.workspaces import recheck_workspace, resolve_workspace
+from app.process.workspaces import recheck_workspace
 from app.providers.base import (
     ApprovalAnswer,
     ProcessInfo,
@@ -58,21 +53,18 @@ from app.records import (
     SessionRecord,
     SessionStatus,
     TurnRecord,
-    json_dict,
 )
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.choosing import Chooser
 from app.runtime.cluster import Cluster, issuer_of, record_from
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
+from app.runtime.creation import create_session
 from app.runtime.eventlog import EventLog
-from app.runtime.failover import Failover, wants_failover
+from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import (
-    resolve_strategy,
-)
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
 from app.settings import Settings
 from app.store.interface import Storage
@@ -140,77 +132,9 @@ class SessionManager:
     # --- sessions -------------------------------------------------------------------------
 
     async def create(self, request: SessionRequest) -> SessionRecord:
-        """Validate everything, then store the session; nothing is spawned here."""
-        mode = request.approval_mode or self.settings.sessions.default_approval_mode
-        allowed = self.settings.sessions.allowed_approval_modes
-        if mode not in allowed:
-            raise InvalidRequest(
-                f"approval_mode {mode!r} is not enabled on this gateway; "
-                f"use one of {', '.join(allowed)} "
-                "(operators enable more in sessions.allowed_approval_modes)",
-                allowed=list(allowed),
-            )
-        if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
-            resolve_policy(request.retry, None, self.settings.retry)
-        strategy = resolve_strategy(request.strategy, request.scenario, self.settings.selection)
-        selection = await self.chooser.choose(
-            request.provider, request.scenario, request.requires, strategy=strategy
-        )
-        chosen, reason = selection.provider, selection.reason
-        skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
-        scores = [
-            CandidateScore(provider=r.provider, score=r.score, turns=r.turns, exploring=r.exploring)
-            for r in selection.ranking
-        ]
-        resolved = resolve_workspace(request.workspace, self.settings.workspaces.roots)
-        now = self.clock()
-        row = SessionRecord(
-            id="ses_" + secrets.token_hex(16),
-            owner=request.owner,
-            provider=chosen,
-            workspace=str(resolved),
-            model=request.model or self.settings.providers[chosen].model,
-            approval_mode=mode,
-            status="idle",
-            retry=request.retry,
-            metadata=request.metadata,
-            selection={
-                "reason": reason,
-                "skipped": [json_dict(p) for p in skipped],
-                "strategy": strategy,
-                "scores": [json_dict(score) for score in scores],
-                # What failover selects again with (app/runtime/failover.py).
-                "fallback": wants_failover(request, self.settings),
-                "scenario": request.scenario,
-                "requires": list(request.requires),
-            },
-            last_seq=0,
-            created_at=now,
-            updated_at=now,
-        )
-        await self.store.create_session(row)
-        await self.events.append(
-            row.id,
-            SessionCreated(
-                provider=chosen, workspace=row.workspace, model=row.model, approval_mode=mode
-            ),
-            provider=chosen,
-        )
-        await self.events.append(
-            row.id,
-            SessionProviderSelected(
-                provider=chosen, reason=reason, skipped=skipped, strategy=strategy, scores=scores
-            ),
-            provider=chosen,
-        )
-        log.info(
-            "session %s created on %s (%s)",
-            row.id,
-            chosen,
-            reason,
-            extra={"session_id": row.id, "provider": chosen, "reason": reason},
-        )
-        return await self.get(row.id)
+        """Validate everything, then store the session whole; nothing is spawned here
+        (app/runtime/creation.py)."""
+        return await create_session(self, request)
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
         row = await self.store.get_session(session_id)

@@ -42,11 +42,21 @@ class Storage(Protocol):
 
     async def create_session(self, session: SessionRecord) -> None: ...
 
+    async def discard_session(self, session_id: str) -> None:
+        """Delete a session that was never handed out, with whatever of it was stored."""
+
     async def get_session(self, session_id: str) -> SessionRecord | None: ...
 
     async def list_sessions(
-        self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
-    ) -> list[SessionRecord]: ...
+        self,
+        *,
+        owner: str | None,
+        status: str | None,
+        limit: int,
+        before: datetime | None,
+        max_bytes: int | None = None,
+    ) -> list[SessionRecord]:
+        """Newest first; ``max_bytes`` bounds the page's stored size (app/store/pages.py)."""
 
     async def session_status_counts(self) -> dict[str, int]: ...
 
@@ -68,7 +78,15 @@ class Storage(Protocol):
 
     async def get_turn(self, session_id: str, turn_id: str) -> TurnRecord | None: ...
 
-    async def list_turns(self, session_id: str, *, limit: int) -> list[TurnRecord]: ...
+    async def list_turns(
+        self,
+        session_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        max_bytes: int | None = None,
+    ) -> list[TurnRecord]:
+        """Newest first, numbered below ``before``; ``max_bytes`` as for sessions."""
 
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord: ...
 
@@ -81,8 +99,16 @@ class Storage(Protocol):
     async def get_approval(self, session_id: str, approval_id: str) -> ApprovalRecord | None: ...
 
     async def list_approvals(
-        self, session_id: str, *, status: str | None, limit: int, kind: RequestKind = "tool"
-    ) -> list[ApprovalRecord]: ...
+        self,
+        session_id: str,
+        *,
+        status: str | None,
+        limit: int,
+        kind: RequestKind = "tool",
+        before: datetime | None = None,
+        max_bytes: int | None = None,
+    ) -> list[ApprovalRecord]:
+        """Newest first, created before ``before``; ``max_bytes`` as for sessions."""
 
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord: ...
 
@@ -93,6 +119,12 @@ class Storage(Protocol):
         prune_through: Mapping[str, int] | None = None,
         fences: Mapping[str, int] | None = None,
     ) -> None: ...
+
+    async def events_within(
+        self, session_id: str, *, after: int, limit: int, max_bytes: int
+    ) -> int:
+        """How many of the next ``limit`` events after ``after`` fit in ``max_bytes``
+        (at least one when there is one)."""
 
     async def claim_session(self, session_id: str) -> int | None: ...
 

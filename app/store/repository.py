@@ -11,15 +11,13 @@ and return the fresh record.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import functools
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.events import encode_event
@@ -37,6 +35,7 @@ from app.records import (
     UsageTotals,
 )
 from app.store.bindings import touch_binding
+from app.store.calls import run_to_completion, uninterrupted
 from app.store.db import session_factory, sqlite_file, storage_errors
 from app.store.eventfile import EventFile
 from app.store.eventtable import EventTable
@@ -49,6 +48,7 @@ from app.store.mapping import (
     turn_record,
     turn_row,
 )
+from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded, fitting, stored_size
 from app.store.retention import CleanupReport, cleanup
 from app.store.tables import (
     ApprovalRow,
@@ -58,47 +58,6 @@ from app.store.tables import (
     TurnRow,
 )
 from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-async def run_to_completion(step: Coroutine[Any, Any, T]) -> T:
-    """Run ``step`` to its end even if the caller is cancelled meanwhile; the cancellation is
-    raised once it has finished."""
-    task = asyncio.ensure_future(step)
-    cancelled: asyncio.CancelledError | None = None
-    while True:
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError as exc:
-            if task.done():
-                raise
-            cancelled = exc
-        else:
-            break
-    if cancelled is not None:
-        raise cancelled
-    return result
-
-
-def uninterrupted(
-    method: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """A store call that a cancelled caller waits for rather than abandons half-way.
-
-    SQLAlchemy and aiosqlite do not survive a cancellation that lands inside a statement or
-    a commit: the connection can go back to the pool still inside its transaction, holding
-    SQLite's write lock, and every other writer then waits out the busy timeout (seen when
-    sessions were deleted while their turns were writing). So each call runs whole in a
-    task of its own; the caller's cancellation is raised when it is done.
-    """
-
-    @functools.wraps(method)
-    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        return await run_to_completion(method(*args, **kwargs))
-
-    return call
 
 
 class Store:
@@ -166,6 +125,12 @@ class Store:
             db.add(session_row(session))
 
     @uninterrupted
+    async def discard_session(self, session_id: str) -> None:
+        async with self._write() as db:
+            await db.execute(delete(EventRow).where(EventRow.session_id == session_id))
+            await db.execute(delete(SessionRow).where(SessionRow.id == session_id))
+
+    @uninterrupted
     async def get_session(self, session_id: str) -> SessionRecord | None:
         async with self._read() as db:
             row = await db.get(SessionRow, session_id)
@@ -173,7 +138,13 @@ class Store:
 
     @uninterrupted
     async def list_sessions(
-        self, *, owner: str | None, status: str | None, limit: int, before: datetime | None
+        self,
+        *,
+        owner: str | None,
+        status: str | None,
+        limit: int,
+        before: datetime | None,
+        max_bytes: int | None = None,
     ) -> list[SessionRecord]:
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if owner is not None:
@@ -183,7 +154,8 @@ class Store:
         if before is not None:
             query = query.where(SessionRow.created_at < before)
         async with self._read() as db:
-            return [session_record(row) for row in await db.scalars(query)]
+            rows = await bounded(db, query, SessionRow.id, SESSION_SIZE, max_bytes)
+        return [session_record(row) for row in rows]
 
     @uninterrupted
     async def session_status_counts(self) -> dict[str, int]:
@@ -271,15 +243,25 @@ class Store:
         return turn_record(row) if row is not None and row.session_id == session_id else None
 
     @uninterrupted
-    async def list_turns(self, session_id: str, *, limit: int) -> list[TurnRecord]:
+    async def list_turns(
+        self,
+        session_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        max_bytes: int | None = None,
+    ) -> list[TurnRecord]:
         query = (
             select(TurnRow)
             .where(TurnRow.session_id == session_id)
             .order_by(TurnRow.seq_no.desc())
             .limit(limit)
         )
+        if before is not None:
+            query = query.where(TurnRow.seq_no < before)
         async with self._read() as db:
-            return [turn_record(row) for row in await db.scalars(query)]
+            rows = await bounded(db, query, TurnRow.id, TURN_SIZE, max_bytes)
+        return [turn_record(row) for row in rows]
 
     @uninterrupted
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord:
@@ -322,7 +304,14 @@ class Store:
 
     @uninterrupted
     async def list_approvals(
-        self, session_id: str, *, status: str | None, limit: int, kind: RequestKind = "tool"
+        self,
+        session_id: str,
+        *,
+        status: str | None,
+        limit: int,
+        kind: RequestKind = "tool",
+        before: datetime | None = None,
+        max_bytes: int | None = None,
     ) -> list[ApprovalRecord]:
         query = (
             select(ApprovalRow)
@@ -332,8 +321,11 @@ class Store:
         )
         if status is not None:
             query = query.where(ApprovalRow.status == status)
+        if before is not None:
+            query = query.where(ApprovalRow.created_at < before)
         async with self._read() as db:
-            return [approval_record(row) for row in await db.scalars(query)]
+            rows = await bounded(db, query, ApprovalRow.id, APPROVAL_SIZE, max_bytes)
+        return [approval_record(row) for row in rows]
 
     @uninterrupted
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord:
@@ -401,6 +393,20 @@ class Store:
             )
             for seq, turn_id, attempt, provider, at, kind, data in rows
         ]
+
+    @uninterrupted
+    async def events_within(
+        self, session_id: str, *, after: int, limit: int, max_bytes: int
+    ) -> int:
+        """How many of the next ``limit`` events after ``after`` fit in ``max_bytes``."""
+        query = (
+            select(EventRow.seq, stored_size(EventRow.data))
+            .where(EventRow.session_id == session_id, EventRow.seq > after)
+            .order_by(EventRow.seq)
+            .limit(limit)
+        )
+        async with self._read() as db:
+            return len(fitting((await db.execute(query)).tuples().all(), max_bytes))
 
     @uninterrupted
     async def claim_session(self, session_id: str) -> int | None:

@@ -70,7 +70,7 @@ def _nonempty_range(query: dict[str, Any]) -> None:
     if until is not None and until < datetime.min.replace(tzinfo=UTC) + timedelta(days=31):
         query["to"] = "2000-01-01T00:00:00Z"
         until = _moment(query["to"])
-    if since is not None and since >= (until or datetime.now(UTC)):
+    if since is not None and since > (until or datetime.now(UTC)):
         del query["from"]
 
 

@@ -1,4 +1,5 @@
-"""Schemathesis fuzzes a live gateway (the fake ``claude``) from the committed OpenAPI document.
+"""Schemathesis fuzzes a live gateway (the fake ``claude``) from the OpenAPI document it serves
+(the committed one, with the providers this gateway enables).
 
 Two seeded runs of the ``schemathesis`` CLI against one gateway:
 
@@ -31,7 +32,6 @@ import pytest
 from tests.fakes.gateway import FakeGateway, fake_gateway_at, fake_server_in
 from tests.gateway import ROOT, TOKEN
 
-DOCUMENT = ROOT / "docs" / "openapi.json"
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 SEED = 4242
 MAX_EXAMPLES = 12
@@ -90,6 +90,11 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
 def _schemathesis(gateway: FakeGateway, tmp_path: Path, *args: str) -> str:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
+    with gateway.client() as client:
+        served = client.get("/openapi.json")
+    assert served.status_code == 200, served.text
+    document = tmp_path / "openapi.json"
+    document.write_bytes(served.content)
     env = {
         **os.environ,
         "SCHEMATHESIS_HOOKS": "tests.integration.schemathesis_hooks",
@@ -104,7 +109,7 @@ def _schemathesis(gateway: FakeGateway, tmp_path: Path, *args: str) -> str:
             "--config-file",
             str(config),
             "run",
-            str(DOCUMENT),
+            str(document),
             "--url",
             gateway.base_url,
             "--seed",

@@ -20,7 +20,7 @@ import pytest
 
 from app.events import EventType
 from app.providers.base import Capabilities, Capability
-from app.providers.catalog import CATALOG
+from app.providers.catalog import CATALOG, present_by_default
 from app.settings import NAME_PATTERN
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import ROOT
@@ -103,7 +103,17 @@ def test_served_document_is_the_committed_one(fake_gateway: FakeGateway) -> None
     with fake_gateway.client() as client:
         response = client.get("/openapi.json")
     assert response.status_code == 200, response.text
-    assert_same_contract(_committed(), response.json())
+    served = response.json()
+    # The one difference: a request's provider names the providers this gateway enables.
+    enabled = [n for n, p in fake_gateway.config["providers"].items() if p.get("enabled", True)]
+    committed = _committed()
+    for name in ("SessionCreate", "RunCreate"):
+        provider = served["components"]["schemas"][name]["properties"]["provider"]
+        assert provider["anyOf"][0] == {"type": "string", "enum": enabled}
+        provider["anyOf"][0] = committed["components"]["schemas"][name]["properties"]["provider"][
+            "anyOf"
+        ][0]
+    assert_same_contract(committed, served)
     refused = httpx.get(fake_gateway.base_url + "/openapi.json")
     assert refused.status_code == 401
     assert refused.headers["content-type"] == PROBLEM
@@ -456,17 +466,16 @@ def test_the_committed_copy_is_pretty_printed_with_sorted_keys() -> None:
 
 
 def test_the_document_states_the_names_the_server_accepts() -> None:
-    """Clients generated from the contract can know the valid values: the provider names of
-    the registry and the capabilities as enums, a strategy name and a workspace as patterns."""
+    """Clients generated from the contract can know the valid values: the provider names a
+    gateway with default settings enables and the capabilities as enums, a strategy name and a
+    workspace as patterns."""
     schemas = _committed()["components"]["schemas"]
     capability_fields = {f.name for f in dataclasses.fields(Capabilities)}
     assert set(get_args(Capability)) == capability_fields
     for name in ("SessionCreate", "RunCreate"):
         properties = schemas[name]["properties"]
         [provider] = [s for s in properties["provider"]["anyOf"] if s.get("type") == "string"]
-        names, members = provider["anyOf"]  # the providers, then any member of a family
-        assert names["enum"] == [n for n, d in CATALOG.items() if not d.family]
-        assert re.fullmatch(members["pattern"], "acp:goose")
+        assert provider["enum"] == present_by_default(CATALOG)
         assert set(properties["requires"]["items"]["enum"]) == capability_fields
         assert properties["workspace"]["pattern"].startswith("^(/+")
     [strategy] = [

@@ -1,0 +1,126 @@
+"""Creating a session: validate the request, choose its provider, store it whole.
+
+A session is its row plus its first two events (``session.created``,
+``session.provider.selected``); they are separate writes (the event log has its own writer), so
+a write that fails after the row was stored takes the row back out: the request either created
+the session with its events or left nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import typing
+
+from app.errors import InvalidRequest
+from app.events import (
+    CandidateScore,
+    EventData,
+    SessionCreated,
+    SessionProviderSelected,
+    SkippedProvider,
+)
+from app.process.workspaces import resolve_workspace
+from app.records import SessionRecord, json_dict
+from app.runtime.coordinator import resolve_policy
+from app.runtime.failover import wants_failover
+from app.runtime.requests import SessionRequest
+from app.runtime.selector import resolve_strategy
+
+if typing.TYPE_CHECKING:
+    from app.runtime.sessions import SessionManager
+
+log = logging.getLogger(__name__)
+
+
+def metadata_bytes(metadata: object) -> int:
+    """The size of a session's metadata as compact UTF-8 JSON (what is stored and listed)."""
+    return len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def create_session(manager: SessionManager, request: SessionRequest) -> SessionRecord:
+    """Validate everything, then store the session with its first events, or nothing."""
+    settings = manager.settings
+    if request.metadata is not None:
+        size, limit = metadata_bytes(request.metadata), settings.limits.max_metadata_bytes
+        if size > limit:
+            raise InvalidRequest(
+                f"metadata is {size} bytes as JSON; this gateway keeps at most {limit} per "
+                "session (limits.max_metadata_bytes): store large data elsewhere and keep "
+                "a reference to it",
+                size=size,
+                limit=limit,
+            )
+    mode = request.approval_mode or settings.sessions.default_approval_mode
+    allowed = settings.sessions.allowed_approval_modes
+    if mode not in allowed:
+        raise InvalidRequest(
+            f"approval_mode {mode!r} is not enabled on this gateway; "
+            f"use one of {', '.join(allowed)} "
+            "(operators enable more in sessions.allowed_approval_modes)",
+            allowed=list(allowed),
+        )
+    if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
+        resolve_policy(request.retry, None, settings.retry)
+    strategy = resolve_strategy(request.strategy, request.scenario, settings.selection)
+    selection = await manager.chooser.choose(
+        request.provider, request.scenario, request.requires, strategy=strategy
+    )
+    chosen, reason = selection.provider, selection.reason
+    skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
+    scores = [
+        CandidateScore(provider=r.provider, score=r.score, turns=r.turns, exploring=r.exploring)
+        for r in selection.ranking
+    ]
+    resolved = resolve_workspace(request.workspace, settings.workspaces.roots)
+    now = manager.clock()
+    row = SessionRecord(
+        id="ses_" + secrets.token_hex(16),
+        owner=request.owner,
+        provider=chosen,
+        workspace=str(resolved),
+        model=request.model or settings.providers[chosen].model,
+        approval_mode=mode,
+        status="idle",
+        retry=request.retry,
+        metadata=request.metadata,
+        selection={
+            "reason": reason,
+            "skipped": [json_dict(p) for p in skipped],
+            "strategy": strategy,
+            "scores": [json_dict(score) for score in scores],
+            # What failover selects again with (app/runtime/failover.py).
+            "fallback": wants_failover(request, settings),
+            "scenario": request.scenario,
+            "requires": list(request.requires),
+        },
+        last_seq=0,
+        created_at=now,
+        updated_at=now,
+    )
+    first: list[EventData] = [
+        SessionCreated(
+            provider=chosen, workspace=row.workspace, model=row.model, approval_mode=mode
+        ),
+        SessionProviderSelected(
+            provider=chosen, reason=reason, skipped=skipped, strategy=strategy, scores=scores
+        ),
+    ]
+    encoded = [event.model_dump_json() for event in first]  # fails before anything is stored
+    await manager.store.create_session(row)
+    try:
+        for event, data_json in zip(first, encoded, strict=True):
+            await manager.events.append(row.id, event, provider=chosen, data_json=data_json)
+    except Exception:
+        log.warning("session %s could not be stored whole; nothing of it is kept", row.id)
+        await manager.store.discard_session(row.id)
+        raise
+    log.info(
+        "session %s created on %s (%s)",
+        row.id,
+        chosen,
+        reason,
+        extra={"session_id": row.id, "provider": chosen, "reason": reason},
+    )
+    return await manager.get(row.id)
