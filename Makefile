@@ -34,7 +34,8 @@ lint: setup
 	$(BIN)/lint-imports
 
 ## The newest release of every pinned agent, in a scratch prefix, against the contract suite:
-## pinned and newest version, pass/fail and the protocol differences per agent.
+## one row per pinned package of agents/package.json and provider it serves, with the pinned
+## and newest version, pass/fail (or why not run) and the protocol differences.
 agents-latest: setup
 	$(BIN)/python scripts/agents_latest.py
 

@@ -4,8 +4,15 @@ No model traffic; ``claude_code`` is the fake or missing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.fakes.gateway import FakeGatewayFactory
 
+PINS: dict[str, str] = json.loads(
+    (Path(__file__).resolve().parents[2] / "agents" / "package.json").read_text()
+)["dependencies"]
+"""What agents/package.json pins, read here so a bump needs no edit of this file."""
 MISSING = {"executable": "claude-not-installed"}
 REAL_CLIS = {"codex": {"enabled": True}, "opencode": {"enabled": True}}
 
@@ -26,7 +33,7 @@ def test_a_missing_cli_makes_only_its_provider_unavailable(
         assert "claude-not-installed" in claude["health"]["reason"]
         assert "make setup" in claude["health"]["reason"]
         assert claude["installed_version"] is None
-        assert claude["pinned_version"] == "2.1.330"
+        assert claude["pinned_version"] == PINS["@anthropic-ai/claude-code"]
         for name in ("codex", "opencode"):
             info = listed[name]
             assert info["health"]["available"] is True, info
@@ -65,7 +72,8 @@ def test_doctor_prints_the_fix_and_fails_for_an_unusable_default(
     claude = next(line for line in lines if line.startswith("claude_code *"))
     assert "FAIL" in claude
     assert "make setup" in claude
-    assert any(line.startswith("codex ") and "0.169.0" in line for line in lines)
+    codex = PINS["@openai/codex"]
+    assert any(line.startswith("codex ") and codex in line for line in lines)
 
     gateway.config["selection"] = {"default": "codex"}
     result = gateway.command("doctor", check=False)

@@ -31,6 +31,7 @@ from app.providers.codex.classifier import (
         ("flexUnavailable", "overloaded", True),
         ("modelNotFound", "invalid_request", False),
         ("cyberPolicy", "agent_error", False),
+        ("bioPolicy", "agent_error", False),
         ("policyCapacityUnavailable", "agent_error", False),
         ("internalServerError", "server_error", True),
         ("unauthorized", "auth", False),

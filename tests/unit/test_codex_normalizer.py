@@ -434,6 +434,17 @@ def test_a_tool_turn_counts_both_requests() -> None:
     assert accepted.outcome.final_text.startswith("Tool said:")
 
 
+def test_a_bio_policy_refusal_is_final_and_never_handed_to_another_agent() -> None:
+    # Codex 0.171.0 refusing a request as a possible biological risk: a failure of the
+    # request itself, like `cyberPolicy`, so a failover session does not pass it on.
+    (refused,) = turns_of("bio-policy").values()
+    error = refused.outcome.error
+    assert refused.outcome.status == "failed"
+    assert error is not None
+    assert (error.kind, error.retryable) == ("agent_error", False)
+    assert error.message == "This content was flagged for possible biological risk."
+
+
 def test_a_plan_update_becomes_the_whole_plan_with_our_status_names() -> None:
     plan = [
         {"step": "Read the code", "status": "completed"},

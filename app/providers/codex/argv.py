@@ -4,12 +4,12 @@ Configuration reaches Codex only as ``-c key=value`` overrides (reference §2.1)
 ``$CODEX_HOME/config.toml`` is read by Codex as usual and never written by the gateway.
 
 Codex's own retry budgets (``request_max_retries``, ``stream_max_retries``) are settings of a
-model provider, not top-level keys: codex-cli 0.169.0 rejects ``-c request_max_retries=…`` with
-``--strict-config`` ("unknown configuration field") and refuses ``model_providers.openai.…``
-("Built-in providers cannot be overridden"). So the gateway's budgets
-(``retry.cli_request_retries`` / ``retry.cli_stream_retries``) can only reach a custom provider
-that ``providers.codex.config`` defines (``model_providers.<id>``) and selects
-(``model_provider = "<id>"``); with the built-in OpenAI provider Codex keeps its defaults
+model provider, not top-level keys: codex-cli 0.171.0 (like 0.169.0) rejects
+``-c request_max_retries=…`` with ``--strict-config`` ("unknown configuration field") and
+refuses ``model_providers.openai.…`` ("Built-in providers cannot be overridden"). So the
+gateway's budgets (``retry.cli_request_retries`` / ``retry.cli_stream_retries``) can only
+reach a custom provider that ``providers.codex.config`` defines (``model_providers.<id>``) and
+selects (``model_provider = "<id>"``); with the built-in OpenAI provider Codex keeps its defaults
 (4 HTTP retries, 5 stream reconnects).
 """
 

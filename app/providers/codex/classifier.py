@@ -41,9 +41,11 @@ _INFO_KINDS: dict[str, FailureKind] = {
     "flexUnavailable": "overloaded",
     "serverOverloaded": "overloaded",
     "modelNotFound": "invalid_request",
-    # The reference counts the policy errors as final: another attempt meets the same policy.
+    # The reference counts the policy errors as final: another attempt meets the same policy,
+    # and handing the refused request to another agent would route around the refusal.
     "policyCapacityUnavailable": "agent_error",
     "cyberPolicy": "agent_error",
+    "bioPolicy": "agent_error",  # new in 0.171.0: a Responses error code `bio_policy`
     "misalignmentPolicyViolation": "agent_error",
     "inferenceHookDenied": "agent_error",
     "tooManyDenials": "agent_error",

@@ -52,9 +52,10 @@ CLIENT_METHODS = frozenset(
 )
 """The only requests the gateway ever sends (threat model T15).
 
-codex-cli 0.169.0's app-server accepts 109 client methods (``app-server
-generate-json-schema``), among them ``command/exec``, ``thread/shellCommand``, ``fs/*``,
-``config/value/write`` and ``config/batchWrite`` (which could mark a project trusted),
+codex-cli 0.171.0's app-server accepts 110 client methods (``app-server
+generate-json-schema``; 0.169.0 had 109, without ``modelProvider/default/set``), among them
+``command/exec``, ``thread/shellCommand``, ``fs/*``, ``config/value/write`` and
+``config/batchWrite`` (which could mark a project trusted), ``modelProvider/default/set``,
 ``plugin/install`` and ``mcpServer/tool/call``: each runs code or changes state outside a
 thread's sandbox and approvals. Every outgoing request is encoded here, so a method outside
 this set cannot reach the server.
