@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,17 @@ def events_after(client: httpx.Client, session_id: str, after: int) -> SseReader
     return SseReader(client.send(request, stream=True))
 
 
-def check_scheduled(scheduled: dict[str, Any], started: datetime) -> datetime:
-    """The ``retry.scheduled`` of a usage limit: when it resumes, a few seconds on."""
+def check_scheduled(scheduled: dict[str, Any], started: datetime, seen: datetime) -> datetime:
+    """The ``retry.scheduled`` of a usage limit: it resumes at the stub's reset (``RESET_S``
+    after the refused request, which came between ``started`` and ``seen``) plus the one
+    second the gateway waits past it; the CLI's start-up time, however long, is not in it."""
     data = scheduled["data"]
     assert (data["kind"], data["source"], data["attempt"]) == ("usage_limit", "gateway", 2)
     resume_at = datetime.fromisoformat(data["resume_at"])
-    assert 0 < (resume_at - started).total_seconds() <= RESET_S + 3, (resume_at, started)
+    # Resets are given in whole seconds: one more second of rounding either way.
+    earliest = started + timedelta(seconds=RESET_S - 1)
+    latest = seen + timedelta(seconds=RESET_S + 2)
+    assert earliest <= resume_at <= latest, (resume_at, started, seen)
     return resume_at
 
 
@@ -75,7 +80,8 @@ def limited_turn(
         started = datetime.now().astimezone()
         turn = start_turn(client, session["id"], LIMITED)
         scheduled = reader.until(lambda e: e["type"] == "retry.scheduled")[-1]
-        yield reader, turn, scheduled, check_scheduled(scheduled, started)
+        seen = datetime.now().astimezone()
+        yield reader, turn, scheduled, check_scheduled(scheduled, started, seen)
     finally:
         reader.response.close()
 
