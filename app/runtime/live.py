@@ -79,7 +79,7 @@ async def make_room(
         and (other.busy or other.handle.process is not None)
     ]
     mine = [h for h in holders if h.holder.key == live.holder.key]
-    closing = _idlest(mine, len(mine) + 1 - cap.per_key)
+    closing = _idlest(mine, len(mine) + 1 - cap.per_key) if cap.divided else []
     if closing is None:
         raise cap.over_share(live.holder, held=len(mine))
     others = [h for h in holders if h not in closing]

@@ -84,6 +84,11 @@ class SharedCap:
         return max(1, math.floor(self.cap * self.key_share))
 
     @property
+    def divided(self) -> bool:
+        """One key may hold less than the whole cap (else only the cap itself refuses)."""
+        return self.per_key < self.cap
+
+    @property
     def reserve(self) -> int:
         """The top of the cap only admin keys may take."""
         return math.floor(self.cap * self.admin_reserve)
@@ -98,10 +103,9 @@ class SharedCap:
             f"gateway may have (limits.{self.setting}); one key may hold {self.per_key} of "
             f"them (limits.max_key_share = {self.key_share:g}): close one or retry later",
             retry_after_s=self.retry_after_s,
-            limit="max_key_share",
+            limit=self.per_key,
             cap=self.setting,
             share=self.key_share,
-            key_limit=self.per_key,
             held=held,
         )
 
@@ -117,18 +121,18 @@ class SharedCap:
                 f"(limits.{self.setting}) are taken and the last {self.reserve} are kept for "
                 f"admin keys (limits.admin_reserve_share = {self.admin_reserve:g}); retry later"
             )
-        reserved = total < self.cap
         return AtCapacity(
             detail,
             retry_after_s=self.retry_after_s,
-            limit="admin_reserve_share" if reserved else self.setting,
+            limit=self.cap if total >= self.cap else self.cap - self.reserve,
             cap=self.setting,
+            reserve=0 if total >= self.cap else self.reserve,
             held=held,
         )
 
     def refusal(self, holder: Holder, *, total: int, held: int) -> GatewayError | None:
         """Why ``holder``, holding ``held`` of ``total``, may not take one more; None if it may."""
-        if held >= self.per_key:
+        if self.divided and held >= self.per_key:
             return self.over_share(holder, held=held)
         if total >= self.limit_for(holder):
             return self.full(holder, total=total, held=held)

@@ -43,7 +43,7 @@ def test_t28_a_key_takes_its_share_then_the_others_fill_up_to_the_admin_reserve(
         tally.add(BOB)
     with pytest.raises(AtCapacity) as reserved:
         tally.check(BOB)
-    assert reserved.value.fields["limit"] == "admin_reserve_share"
+    assert (reserved.value.fields["limit"], reserved.value.fields["reserve"]) == (9, 1)
     tally.check(ADMIN)
     tally.add(ADMIN)
     with pytest.raises(AtCapacity):
@@ -73,3 +73,12 @@ def test_t28_admin_keys_are_the_admin_key_and_the_admin_api_keys() -> None:
     assert holder_of("ops", admins) == Holder(key="ops", admin=True)
     assert holder_of("alice", admins) == Holder(key="alice", admin=False)
     assert holder_of(None, admins) == Holder(key="admin", admin=True)
+
+
+def test_t28_an_undivided_cap_refuses_at_the_cap_not_at_a_share() -> None:
+    tally = Tally(SharedCap(setting="max_subscribers", noun="streams", cap=2))
+    for _ in range(2):
+        tally.check(ALICE)
+        tally.add(ALICE)
+    with pytest.raises(AtCapacity):
+        tally.check(ALICE)
