@@ -18,6 +18,7 @@ GatewayError                 status, type, title, detail, extra fields
 ├── Gone                     410  the cursor is older than the events the gateway keeps
 ├── PayloadTooLarge          413  body over the limit
 ├── TooManyRequests          429  a rate or subscriber limit was reached (Retry-After)
+│   └── KeyShareExceeded          the key holds its share of a global cap
 └── Unavailable              503  the gateway cannot serve the request now (Retry-After)
     ├── ProviderUnavailable       the provider cannot serve the request now
     │   └── NoProviderAvailable   no candidate is available (selector)
@@ -151,6 +152,13 @@ class TooManyRequests(GatewayError):
     status = 429
     type = "rate_limited"
     title = "Too many requests"
+
+
+class KeyShareExceeded(TooManyRequests):
+    """The key already holds its share of a cap every key shares; other keys still get theirs."""
+
+    type = "key_share_exceeded"
+    title = "Key share exceeded"
 
 
 class Unavailable(GatewayError):

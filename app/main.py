@@ -33,6 +33,7 @@ from app.runtime.cluster import Cluster
 from app.runtime.eventlog import EventLog
 from app.runtime.forwarded import run_forwarded
 from app.runtime.sessions import SessionManager
+from app.runtime.shares import stream_cap
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
 from app.store.interface import Storage
@@ -230,7 +231,7 @@ def _event_log(
         max_events_per_session=settings.storage.max_events_per_session,
         max_lag_events=settings.limits.subscriber_max_lag_events,
         max_subscribers_per_session=settings.limits.max_subscribers_per_session,
-        max_subscribers=settings.limits.max_subscribers,
+        max_subscribers=stream_cap(settings),
         observer=EventObserver(metrics),
         metrics=metrics,
         mask=SecretMask(secrets),

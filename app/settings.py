@@ -34,6 +34,7 @@ from pydantic_settings import (
 
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
+from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
 from app.settingsenv import EnvSource
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -302,39 +303,6 @@ class SessionSettings(_Section):
     handoff_max_chars: int = Field(default=24_000, ge=1_000, le=1_000_000)
     """The most a failover's hand-off (the conversation so far, for the new agent) may hold;
     the newest turns are kept whole, older ones summarized by truncation."""
-
-
-class LimitsSettings(_Section):
-    """Bounds that keep one client, session or CLI from starving the others."""
-
-    max_live_processes: int = Field(default=64, ge=1)
-    """Live per-session CLI processes; at the cap the longest-idle is closed, else 503."""
-    max_open_sessions_per_key: int = Field(default=500, ge=1)
-    """Sessions a key may hold open (not closed or failed); beyond this creation gets 429."""
-    session_creates_per_minute: int = Field(default=60, ge=1)
-    """Session creations per key per minute; beyond this 429 with Retry-After."""
-    auth_failures_per_minute: int = Field(default=30, ge=1)
-    """Failed authentications per client address per minute before it gets 429."""
-    max_subscribers_per_session: int = Field(default=64, ge=1)
-    """SSE and WebSocket subscribers of one session; beyond this 429."""
-    max_subscribers: int = Field(default=4096, ge=1)
-    """SSE and WebSocket subscribers in all; beyond this 503."""
-    subscriber_max_lag_events: int = Field(default=10_000, ge=100)
-    """A subscriber this many events behind the newest is sent ``evicted`` and closed."""
-    max_line_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
-    """Longest line a CLI may print; a longer one fails the turn as ``resource_limit``."""
-    max_turn_output_bytes: int = Field(default=256 * 1024 * 1024, ge=64 * 1024)
-    """Bytes a CLI may print (and events a turn may record) in one turn."""
-    max_process_rss_bytes: int = Field(default=8 * 1024**3, ge=16 * 1024**2)
-    """Resident memory of one CLI's whole process tree before it is killed."""
-    max_process_count: int = Field(default=512, ge=2)
-    """Processes in one CLI's tree (itself, its tools, their children) before it is killed."""
-    watch_interval_s: float = Field(default=1.0, gt=0)
-    """How often the memory and process-count limits are checked."""
-    max_metadata_bytes: int = Field(default=64 * 1024, ge=1024, le=1024 * 1024)
-    """A session's ``metadata`` as compact UTF-8 JSON; a larger one is refused (422)."""
-    max_page_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
-    """A list page's items, encoded; a page ends early there (at least one item)."""
 
 
 class Settings(BaseSettings):

@@ -14,7 +14,8 @@ kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell
 ``limits.subscriber_max_lag_events`` behind; the stream ends, reconnect from
 ``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012). A JSON page whose
 cursor is older than the events kept is ``410 cursor_expired``. Subscribers are capped per
-session (429) and in all (503), both with ``Retry-After``.
+session (429), per key (429 ``key_share_exceeded``: ``limits.max_key_share`` of the cap in
+all) and in all (503), each with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ from app.api.schemas import (
     WsTurnInterrupt,
     WsTurnStart,
 )
-from app.api.security import StreamAuthenticated, require_ws_token
+from app.api.security import Principal, StreamAuthenticated, require_ws_token
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime import questions, reads
 from app.runtime.sessions import SessionManager
+from app.runtime.shares import Holder
 from app.runtime.subscription import (
     DIRECT_WRITER,
     DirectWrite,
@@ -87,6 +89,11 @@ def _cursor_text(value: object) -> object:
 
 Cursor = Annotated[Annotated[int, Field(ge=0, le=MAX_CURSOR)] | None, BeforeValidator(_cursor_text)]
 """A ``Last-Event-ID`` / ``after`` value: an event seq, or nothing (from the start)."""
+
+
+def stream_holder(principal: Principal) -> Holder:
+    """The key a stream counts for in the subscriber caps' shares (``limits.max_key_share``)."""
+    return Holder(key=principal.name, admin=principal.admin)
 
 
 def parse_cursor(raw: str | None, *, name: str) -> int | None:
@@ -137,10 +144,12 @@ async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int)
                 410: "The cursor is older than the events kept (`first_seq` is the oldest "
                 "kept one)",
                 422: "Invalid request, or a cursor past the session's newest event",
-                429: "The session has its maximum of subscribers, or too many failed "
+                429: "The session has its maximum of subscribers, this key holds its share "
+                "of the gateway's subscribers (`key_share_exceeded`), or too many failed "
                 "authentications from this address (see Retry-After)",
-                503: "The gateway has its maximum of subscribers, or the database cannot be "
-                "read now (see Retry-After)",
+                503: "The gateway has its maximum of subscribers (for a key that is not an "
+                "admin key: all but the admin reserve), or the database cannot be read now "
+                "(see Retry-After)",
             }
         ),
     },
@@ -184,7 +193,11 @@ async def get_events(
             return Response(status_code=204)
     keepalive = request.app.state.settings.server.sse_keepalive_s
     subscription = await manager.events.open(
-        session_id, after=cursor, heartbeat_s=keepalive, transport="sse"
+        session_id,
+        after=cursor,
+        heartbeat_s=keepalive,
+        transport="sse",
+        holder=stream_holder(principal),
     )
     return SubscriptionResponse(
         _sse(subscription, request.scope.get("extensions", {}).get(DIRECT_WRITER)),
@@ -269,7 +282,9 @@ async def session_ws(
         await manager.get(session_id, owner=principal.owner_filter)
         cursor = parse_cursor(after, name="after") or 0
         await _checked_cursor(manager, session_id, cursor)
-        subscription = await manager.events.open(session_id, after=cursor, transport="ws")
+        subscription = await manager.events.open(
+            session_id, after=cursor, transport="ws", holder=stream_holder(principal)
+        )
     except GatewayError as exc:
         log.info(
             "refused websocket for session %s: %s (%d)",

@@ -21,9 +21,9 @@ from pydantic import BaseModel, StringConstraints
 
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session
-from app.api.events import SubscriptionResponse, sse_message
+from app.api.events import SubscriptionResponse, sse_message, stream_holder
 from app.api.schemas import SessionOptions, TurnStatus
-from app.api.security import Authenticated
+from app.api.security import Authenticated, Principal
 from app.errors import GatewayError
 from app.events import TurnError, Usage
 from app.runtime.runs import Run, start_run
@@ -90,8 +90,10 @@ def _result(run: Run) -> RunResult:
         **problems(
             notes={
                 422: "Invalid request: a workspace outside the roots or missing, an unknown "
-                "provider or capability, an approval mode or retry strategy not enabled",
-                429: "Creation rate or open-session cap of this key reached, (SSE) the "
+                "provider or capability, an approval mode or retry strategy not enabled, a "
+                "usage-limit wait above the gateway's ceiling",
+                429: "Creation rate or open-session cap of this key reached, this key's share "
+                "of the live processes or (SSE) subscribers (`key_share_exceeded`), (SSE) the "
                 "session's subscriber cap, or too many failed authentications from this "
                 "address (see Retry-After)",
                 503: "No provider available, every live-process or (SSE) subscriber slot is "
@@ -106,14 +108,14 @@ async def create_run(
     """Select a provider, run one turn; a provider that fails for good hands over to the next."""
     streaming = "text/event-stream" in request.headers.get("accept", "")
     if streaming:  # refused before any session is created or CLI started
-        manager.events.check_capacity()
+        manager.events.check_capacity(stream_holder(principal))
     async with admit_session(request, manager, principal):
         run = await start_run(manager, body.session_request(owner=principal.name), body.prompt)
     if not streaming:
         await run.finish()
         return Response(_result(run).model_dump_json(), media_type="application/json")
     keepalive = request.app.state.settings.server.sse_keepalive_s
-    subscription = await _subscribe(run, heartbeat_s=min(keepalive, 1.0))
+    subscription = await _subscribe(run, principal, heartbeat_s=min(keepalive, 1.0))
     task = asyncio.create_task(run.finish(), name=f"run:{run.session.id}")
     task.add_done_callback(_log_failure)
     return SubscriptionResponse(
@@ -123,12 +125,16 @@ async def create_run(
     )
 
 
-async def _subscribe(run: Run, *, heartbeat_s: float) -> Subscription:
+async def _subscribe(run: Run, principal: Principal, *, heartbeat_s: float) -> Subscription:
     """The stream's subscription; if it is refused, the new session is closed again (no turn
     has started in it): another stream took the last slot, or shutdown began, meanwhile."""
     try:
         return await run.manager.events.open(
-            run.session.id, after=0, heartbeat_s=heartbeat_s, transport="runs"
+            run.session.id,
+            after=0,
+            heartbeat_s=heartbeat_s,
+            transport="runs",
+            holder=stream_holder(principal),
         )
     except GatewayError:
         try:

@@ -64,7 +64,8 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
         **problems(
             notes={
                 422: "Invalid request: a workspace outside the roots or missing, an unknown "
-                "provider or capability, an approval mode or retry strategy not enabled",
+                "provider or capability, an approval mode or retry strategy not enabled, a "
+                "usage-limit wait above the gateway's ceiling (`ceiling_s`)",
                 429: "Creation rate or open-session cap of this key reached, or too many failed "
                 "authentications from this address (see Retry-After)",
                 503: "No provider available (`candidates` says why for each), or the database "
@@ -129,8 +130,14 @@ async def delete_session(
             notes={
                 404: NO_SESSION,
                 409: "A turn is already running (`turn_id` names it), or the session is closed",
-                503: "The provider is disabled, every live-process slot is busy, or the database "
-                "cannot be written now",
+                422: "Invalid request, or a usage-limit wait above the gateway's ceiling "
+                "(`ceiling_s`)",
+                429: "The session's owner holds its share of the live processes "
+                "(`key_share_exceeded`), or too many failed authentications from this address "
+                "(see Retry-After)",
+                503: "The provider is disabled, every live-process slot is busy (for a key that "
+                "is not an admin key: all but the admin reserve), or the database cannot be "
+                "written now",
             }
         ),
     },

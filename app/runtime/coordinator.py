@@ -130,7 +130,9 @@ def resolve_policy(
     session: dict[str, JsonValue] | None,
     settings: RetrySettings,
 ) -> RetryPolicy:
-    """Turn override, else the session's policy, else the settings; 422 for unknown strategy."""
+    """Turn override, else the session's policy, else the settings; 422 for an unknown
+    strategy, and for a usage-limit wait in ``turn`` (the request) longer than the operator's
+    ``retry.usage_limit_max_wait_s``, which bounds every wait."""
     turn, session = turn or {}, session or {}
 
     def pick(key: str) -> JsonValue:
@@ -151,15 +153,24 @@ def resolve_policy(
         raise InvalidRequest(
             f"unknown usage_limit action {action!r}; use one of {', '.join(USAGE_LIMIT_ACTIONS)}"
         )
+    ceiling = settings.usage_limit_max_wait_s
+    asked = turn.get("usage_limit_max_wait_s")
+    if isinstance(asked, int | float) and asked > ceiling:
+        raise InvalidRequest(
+            f"retry.usage_limit_max_wait_s {asked:g} s is more than this gateway allows: ask "
+            f"for at most {ceiling:g} s (retry.usage_limit_max_wait_s in its configuration)",
+            ceiling_s=ceiling,
+        )
     max_wait = pick("usage_limit_max_wait_s")
     return RetryPolicy(
         enabled=enabled if isinstance(enabled, bool) else settings.enabled,
         strategy=name,
         delays_s=tuple(chosen.delays_s),
         usage_limit=action or settings.usage_limit,
-        usage_limit_max_wait_s=float(max_wait)
+        # A session's own wait, asked for under an earlier, higher ceiling, is cut to this one.
+        usage_limit_max_wait_s=min(float(max_wait), ceiling)
         if isinstance(max_wait, int | float)
-        else settings.usage_limit_max_wait_s,
+        else ceiling,
     )
 
 

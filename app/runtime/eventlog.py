@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.errors import AtCapacity, StorageUnavailable, TooManyRequests, Unavailable
+from app.errors import StorageUnavailable, TooManyRequests, Unavailable
 from app.events import EventData, StreamedText, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
@@ -23,6 +23,7 @@ from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
 from app.runtime.coalesce import Coalescer, Origin
 from app.runtime.replicas import Replicas
+from app.runtime.shares import Holder, SharedCap, Tally, subscriber_cap
 from app.runtime.subscription import (
     Channel,
     Evicted,
@@ -88,7 +89,7 @@ class EventLog:
         max_events_per_session: int | None = None,
         max_lag_events: int | None = None,
         max_subscribers_per_session: int | None = None,
-        max_subscribers: int | None = None,
+        max_subscribers: int | SharedCap | None = None,
         observer: Callable[[Sequence[EventRecord]], None] | None = None,
         metrics: GatewayMetrics | None = None,
         mask: SecretMask | None = None,
@@ -110,10 +111,9 @@ class EventLog:
         self._max_events = max_events_per_session
         self._max_lag = max_lag_events
         self._max_per_session = max_subscribers_per_session
-        self._max_total = max_subscribers
+        self._streams = Tally(subscriber_cap(max_subscribers))
         self._channels: dict[str, Channel] = {}
         self._channels_lock = asyncio.Lock()
-        self._total = 0
         self._stopping: ShuttingDown | None = None
         self._pending: list[_Pending] = []
         self._wake = asyncio.Event()
@@ -464,35 +464,39 @@ class EventLog:
         heartbeat_s: float | None = None,
         check_limits: bool = True,
         transport: str = "internal",
+        holder: Holder | None = None,
     ) -> Subscription:
-        """Register a subscriber of the session's events with ``seq > after``.
+        """Register a subscriber of the session's events with ``seq > after``, held by the
+        key ``holder`` (app/runtime/shares.py).
 
-        Raises ``TooManyRequests`` at ``max_subscribers_per_session``, ``AtCapacity`` at
-        ``max_subscribers`` (both with ``Retry-After``), ``Unavailable`` once shutdown began.
+        Raises ``TooManyRequests`` at ``max_subscribers_per_session``, ``KeyShareExceeded`` at
+        the key's share of ``max_subscribers``, ``AtCapacity`` at ``max_subscribers`` (all with
+        ``Retry-After``), ``Unavailable`` once shutdown began.
         """
         channel = await self._channel(session_id)
         self._refuse_while_stopping()
         if check_limits:
-            self._refuse_at_caps(len(channel.subscribers))
+            self._refuse_at_caps(len(channel.subscribers), holder)
         subscriber = Subscriber(
             queue=asyncio.Queue(self._queue_size),
             baseline=channel.last_seq,
             cursor=after,
             transport=transport,
+            holder=holder,
         )
         channel.subscribers.add(subscriber)
-        self._total += 1
+        self._streams.add(holder)
         if self._replicas is not None:
             self._replicas.follow(channel)
         return Subscription(
             self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
         )
 
-    def check_capacity(self) -> None:
-        """Raise what ``open()`` would for a subscriber of a session that has none yet,
-        registering nothing: lets a request be refused before it creates that session."""
+    def check_capacity(self, holder: Holder | None = None) -> None:
+        """Raise what ``open()`` would for ``holder``'s subscriber of a session that has none
+        yet, registering nothing: lets a request be refused before it creates that session."""
         self._refuse_while_stopping()
-        self._refuse_at_caps(0)
+        self._refuse_at_caps(0, holder)
 
     def _refuse_while_stopping(self) -> None:
         if self._stopping is not None:
@@ -501,7 +505,7 @@ class EventLog:
                 retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
             )
 
-    def _refuse_at_caps(self, session_subscribers: int) -> None:
+    def _refuse_at_caps(self, session_subscribers: int, holder: Holder | None) -> None:
         if self._max_per_session is not None and session_subscribers >= self._max_per_session:
             raise TooManyRequests(
                 f"this session already has {session_subscribers} event subscribers "
@@ -509,18 +513,12 @@ class EventLog:
                 retry_after_s=CAP_RETRY_AFTER_S,
                 limit=self._max_per_session,
             )
-        if self._max_total is not None and self._total >= self._max_total:
-            raise AtCapacity(
-                f"the gateway serves its maximum of {self._max_total} event subscribers "
-                "(limits.max_subscribers); retry later",
-                retry_after_s=CAP_RETRY_AFTER_S,
-                limit=self._max_total,
-            )
+        self._streams.check(holder)
 
     def _unregister(self, channel: Channel, subscriber: Subscriber) -> None:
         if subscriber in channel.subscribers:
             channel.subscribers.discard(subscriber)
-            self._total -= 1
+            self._streams.remove(subscriber.holder)
 
     async def subscribe(
         self, session_id: str, *, after: int, heartbeat_s: float | None = None
@@ -565,7 +563,7 @@ class EventLog:
 
     def subscriber_count(self, session_id: str | None = None) -> int:
         if session_id is None:
-            return self._total
+            return self._streams.total
         channel = self._channels.get(session_id)
         return len(channel.subscribers) if channel else 0
 

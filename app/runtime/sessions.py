@@ -65,6 +65,7 @@ from app.runtime.figures import FigureBook
 from app.runtime.live import LiveSession, make_room
 from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
+from app.runtime.shares import admin_keys, holder_of, process_cap
 from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
 from app.settings import Settings
 from app.store.interface import Storage
@@ -234,13 +235,13 @@ class SessionManager:
                     "wait for it to end or interrupt it",
                     turn_id=live.turn_id,
                 )
+            policy = resolve_policy(retry, row.retry, self.settings.retry)
             await make_room(
                 live,
                 self._live.values(),
                 providers=self.providers,
-                max_live_processes=self.settings.limits.max_live_processes,
+                cap=process_cap(self.settings),
             )
-            policy = resolve_policy(retry, row.retry, self.settings.retry)
             now = self.clock()
             turn = TurnRecord(
                 id="trn_" + secrets.token_hex(16),
@@ -356,6 +357,7 @@ class SessionManager:
                 mask=self.events.mask,
             ),
             thread_id=spec.thread_id,
+            holder=holder_of(row.owner, admin_keys(self.settings)),
             model=row.model,
         )
         self._live[row.id] = live

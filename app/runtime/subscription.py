@@ -29,6 +29,7 @@ from prometheus_client import Histogram
 
 from app.events import EventType
 from app.process.queues import next_item
+from app.runtime.shares import Holder
 
 if TYPE_CHECKING:
     from app.runtime.eventlog import EventLog
@@ -136,6 +137,8 @@ class Subscriber:
     at its own pace; only events appended since count towards its lag."""
     transport: str = "internal"
     """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
+    holder: Holder | None = None
+    """The key the subscriber counts for (``limits.max_key_share``); None: internal."""
     cursor: int = 0
     """The last seq handed to the client's transport."""
     lag: Histogram | None = None

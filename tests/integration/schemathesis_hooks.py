@@ -30,6 +30,8 @@ from typing import Any
 import schemathesis
 from schemathesis import Case, CheckContext, Response
 
+from app.settings import RetrySettings
+
 
 @schemathesis.hook
 def map_case(context: Any, case: Case[Any]) -> Case[Any]:
@@ -42,6 +44,11 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
         retry = case.body.get("retry")
         if isinstance(retry, dict) and isinstance(retry.get("strategy"), str):
             retry["strategy"] = "default"
+        wait = retry.get("usage_limit_max_wait_s") if isinstance(retry, dict) else None
+        if isinstance(retry, dict) and isinstance(wait, int | float):
+            # The document allows what any gateway may be configured to; this one's ceiling
+            # (retry.usage_limit_max_wait_s, the default; more is a 422) is its own fact.
+            retry["usage_limit_max_wait_s"] = min(wait, RetrySettings().usage_limit_max_wait_s)
         provider, requires = case.body.get("provider"), case.body.get("requires")
         capabilities: dict[str, list[str]] = json.loads(os.environ["FUZZ_CAPABILITIES"])
         if isinstance(provider, str) and provider not in capabilities:
