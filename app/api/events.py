@@ -31,6 +31,7 @@ from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisco
 from fastapi.responses import JSONResponse, Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
+from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
 from app.api.contract import problems
@@ -44,7 +45,13 @@ from app.api.schemas import (
     WsTurnInterrupt,
     WsTurnStart,
 )
-from app.api.security import StreamAuthenticated, require_ws_token
+from app.api.security import (
+    KEY_RETIRED,
+    StreamAuthenticated,
+    key_still_valid,
+    require_ws_token,
+    watch_key,
+)
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime import questions
@@ -71,6 +78,9 @@ WS_EVICTED = 4000
 WS_SERVICE_RESTART = 1012
 WS_UNSUPPORTED_DATA = 1003
 """Close code for a binary frame: commands are JSON text frames."""
+WS_POLICY = 1008
+"""Close code of a WebSocket whose key was rotated away: reconnect with a valid key."""
+RETIRED_REASON = "the key this connection was opened with is no longer valid; reconnect"
 _CURSOR = re.compile(r"[0-9]{1,16}")
 """ASCII digits only: ``str.isdigit`` also accepts other scripts' digits and superscripts."""
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
@@ -204,8 +214,9 @@ def _check_kept(page: list[LoggedEvent], cursor: int, last: int) -> None:
 
 
 class SubscriptionResponse(EventSourceResponse):
-    """An SSE response that gives its subscriber slot back however the response ends
-    (also the ``POST /v1/runs`` stream's)."""
+    """An SSE response that gives its subscriber slot back however the response ends, and
+    ends when the key it was opened with stops being valid (also the ``POST /v1/runs``
+    stream's)."""
 
     def __init__(
         self, content: AsyncIterator[bytes], subscription: Subscription, **kwargs: Any
@@ -214,9 +225,12 @@ class SubscriptionResponse(EventSourceResponse):
         self._subscription = subscription
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A stream opened with a key that is rotated away ends (``evicted``, key_retired).
+        unwatch = watch_key(HTTPConnection(scope), lambda: self._subscription.end(KEY_RETIRED))
         try:
             await super().__call__(scope, receive, send)
         finally:
+            unwatch()
             self._subscription.release()
 
 
@@ -293,11 +307,13 @@ async def session_ws(
                 DirectWrite(writer, lambda events: b"".join(frame(e.utf8) for e in events))
             )
         sender = asyncio.create_task(_send_events(websocket, subscription))
+        unwatch = watch_key(websocket, lambda: subscription.end(KEY_RETIRED))
         try:
             await _receive_commands(websocket, manager, session_id, principal.name)
         except WebSocketDisconnect:
             pass
         finally:
+            unwatch()
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await sender
@@ -314,7 +330,10 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
                 await websocket.send_text(_control("resync_required", first_seq=first, after=after))
             case Evicted(last_seq_sent=sent, reason=reason):
                 await websocket.send_text(_control("evicted", last_seq_sent=sent, reason=reason))
-                await websocket.close(code=WS_EVICTED, reason=f"evicted ({reason}); reconnect")
+                if reason == KEY_RETIRED:
+                    await websocket.close(code=WS_POLICY, reason=RETIRED_REASON)
+                else:
+                    await websocket.close(code=WS_EVICTED, reason=f"evicted ({reason}); reconnect")
                 return
             case ShuttingDown(retry_ms=retry_ms):
                 await websocket.send_text(
@@ -353,6 +372,10 @@ async def _receive_commands(
             )
             await _send_error(websocket, None, InvalidRequest(f"invalid frame: {detail}"))
             continue
+        if not key_still_valid(websocket):  # rotated away since the socket opened
+            log.info("closing a websocket of session %s: its key was rotated away", session_id)
+            await websocket.close(code=WS_POLICY, reason=RETIRED_REASON)
+            return
         try:
             reply = await _dispatch(manager, session_id, frame, by)
         except GatewayError as exc:
@@ -395,6 +418,5 @@ async def _dispatch(
 
 
 async def _send_error(websocket: WebSocket, request: str | None, exc: GatewayError) -> None:
-    await websocket.send_text(
-        json.dumps({"type": "error", "request": request, "problem": problem_for(exc)})
-    )
+    shown = websocket.app.state.mask.values(problem_for(exc))  # a problem may quote a secret
+    await websocket.send_text(json.dumps({"type": "error", "request": request, "problem": shown}))
