@@ -16,8 +16,8 @@ form the masker can know it by:
 All forms of all secrets are one compiled pattern (a trie of the literals, so the regular
 expression engine tries a handful of characters at a position, not every form): masking a
 text is one pass over it, whatever the number of secrets. ``add`` makes a new secret known
-(a rotated token) from then on; ``watch`` registers a check run before each use (one that
-notices a token file changed and calls ``add``).
+(a rotated token) from then on; ``watch`` registers a check run before a use (at most once a
+millisecond; one that notices a token file changed and calls ``add``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import base64
 import json
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter configured values are not masked (they would blank common words)."""
 MAX_PADDING = 2
+WATCH_EVERY_S = 0.001
+"""How often, at most, the checks given to ``watch`` run: before a use, once a millisecond
+has passed since the last (a stat of the token file is dearer than masking an event)."""
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _URL_SAFE = str.maketrans("+/", "-_")
@@ -181,11 +185,15 @@ class SecretMask:
     compiled state whole.
     """
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, secrets: Iterable[str] = (), *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self._state = _Compiled(frozenset(_usable(secrets)))
         self._watchers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._watching = threading.local()
+        self._monotonic = monotonic
+        self._checked = -WATCH_EVERY_S
 
     def __bool__(self) -> bool:
         return bool(self._current().secrets)
@@ -200,8 +208,8 @@ class SecretMask:
         return bool(fresh)
 
     def watch(self, check: Callable[[], None]) -> None:
-        """Run ``check`` before each use (cheap: it runs on every event and log record); it
-        calls ``add`` when it finds a new secret (a token file that changed)."""
+        """Run ``check`` before a use, at most every ``WATCH_EVERY_S`` (it runs on the event
+        path); it calls ``add`` when it finds a new secret (a token file that changed)."""
         self._watchers.append(check)
 
     def text(self, value: str) -> str:
@@ -220,7 +228,13 @@ class SecretMask:
         return _values(value, state)
 
     def _current(self) -> _Compiled:
-        if self._watchers and not getattr(self._watching, "busy", False):
+        if not self._watchers:
+            return self._state
+        now = self._monotonic()
+        if now - self._checked < WATCH_EVERY_S:
+            return self._state
+        self._checked = now
+        if not getattr(self._watching, "busy", False):
             self._watching.busy = True  # a check that logs comes back here: once is enough
             try:
                 for check in self._watchers:

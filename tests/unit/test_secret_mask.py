@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.masking import WATCH_EVERY_S
 from app.redaction import REDACTED, SecretMask
 
 KEY = "sk-live-0123456789abcdef"
@@ -152,17 +153,23 @@ def test_a_secret_added_later_is_masked_from_then_on_and_the_old_ones_stay() -> 
     assert mask.text(shown) == f"{REDACTED} {REDACTED} {REDACTED}"
 
 
-def test_a_watch_runs_before_each_use_and_may_add_a_secret() -> None:
-    mask = SecretMask()
+def test_a_watch_runs_before_a_use_once_a_millisecond_and_may_add_a_secret() -> None:
+    now = [100.0]
+    mask = SecretMask(monotonic=lambda: now[0])
     issued: list[str] = []
+    checks: list[float] = []
 
     def check() -> None:
+        checks.append(now[0])
         mask.add(issued)
 
     mask.watch(check)
     assert not mask
     issued.append("issued-after-start-0123456789")
+    assert mask.text("x issued-after-start-0123456789 y") == "x issued-after-start-0123456789 y"
+    now[0] += WATCH_EVERY_S
     assert mask.text("x issued-after-start-0123456789 y") == f"x {REDACTED} y"
+    assert checks == [100.0, 100.0 + WATCH_EVERY_S]
 
 
 def test_many_secrets_are_masked_in_one_pass_over_a_long_text() -> None:
