@@ -7,14 +7,16 @@ ends after its last event, and a reconnect past the end gets ``204`` (EventSourc
 
 WebSocket: ``/v1/sessions/{id}/ws?after=<seq>``; the server sends one envelope per frame,
 and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``).
-A dropped connection never cancels a turn.
+A dropped connection never cancels a turn. A WebSocket checks its key again before each
+command: one rotated away closes the socket (1008) and the command is not run.
 
 Control frames, never a silent gap: ``resync_required`` (the cursor is older than the events
 kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell more than
-``limits.subscriber_max_lag_events`` behind; the stream ends, reconnect from
-``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012). A JSON page whose
-cursor is older than the events kept is ``410 cursor_expired``. Subscribers are capped per
-session (429) and in all (503), both with ``Retry-After``.
+``limits.subscriber_max_lag_events`` behind, or the key the stream was opened with was
+rotated away, reason ``key_retired``, a WebSocket then closed with 1008; the stream ends,
+reconnect from ``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012).
+A JSON page whose cursor is older than the events kept is ``410 cursor_expired``.
+Subscribers are capped per session (429) and in all (503), both with ``Retry-After``.
 """
 
 from __future__ import annotations
