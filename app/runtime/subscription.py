@@ -82,7 +82,7 @@ class ResyncRequired:
 @dataclass(frozen=True, kw_only=True)
 class Evicted:
     """The stream ended early (``reason``: ``lagging``, it fell too far behind; or why
-``Subscription.end`` ended it); the client reconnects after ``last_seq_sent``."""
+    ``Subscription.end`` ended it); the client reconnects after ``last_seq_sent``."""
 
     last_seq_sent: int
     reason: str
