@@ -20,7 +20,7 @@ import httpx
 
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
 from tests.gateway import TOKEN, SseReader, follow, is_turn_end
-from tests.integration.callers import ALICE, BOB, KEYS, assert_problem, create
+from tests.integration.callers import ALICE, BOB, KEYS, assert_problem, create, ws_refusal
 
 PROVIDER_SECRET = "provider-env-secret-0123456789"
 GATEWAY_ENV_SECRET = "gateway-env-secret-9876543210"
@@ -188,3 +188,10 @@ def test_t22_a_problem_document_that_would_quote_a_secret_shows_it_masked(
             assert int(response.headers["content-length"]) == len(response.content)
             assert PROVIDER_SECRET not in response.text
             assert encoded[4:-4] not in response.text
+    # The HTTP answer that refuses a WebSocket upgrade is a problem document too.
+    url = f"{gateway.ws_url}/v1/sessions/{PROVIDER_SECRET}/ws?access_token={TOKEN}"
+    refused = ws_refusal(url, {}).response
+    assert refused.status_code == 404
+    assert refused.body is not None
+    assert b"[redacted]" in refused.body
+    assert PROVIDER_SECRET.encode() not in refused.body
