@@ -26,7 +26,7 @@ from app.admin import (
 from app.api.security import load_or_create_token, read_token_file, token_path
 from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
-from app.redaction import Redactor, install_log_redaction, secrets_of
+from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
 from app.store.files import private_directory
@@ -345,10 +345,11 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     _prepare_database(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, generated = load_or_create_token(configured, settings.storage.data_dir)
-    redactor = Redactor(secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ)))
+    mask = SecretMask(secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ)))
+    redactor = Redactor(mask)  # shared: a token the app reads later is masked in the log too
     install_log_redaction(redactor)
     configure_logging(level=settings.log_level, log_format=settings.log_format, redactor=redactor)
-    app = create_app(settings)
+    app = create_app(settings, mask=mask)
     _announce(settings, token, generated=generated, configured=configured is not None)
     run(app, settings)
     return 0

@@ -18,7 +18,8 @@ from app import __version__
 from app.api import console, events, health, metrics, problems, runs, sessions, usage
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
-from app.api.security import install_access_control, load_or_create_token, token_path
+from app.api.problemmask import ProblemMaskMiddleware
+from app.api.security import TokenFile, install_access_control, load_or_create_token, token_path
 from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 MAINTENANCE_PERIOD_S = 30.0
 SHUTDOWN_RETRY_MS = 5000
 """The ``retry:`` hint of the SSE ``shutdown`` frame: when a client should reconnect."""
+TOKEN_CHECK_S = 1.0
+"""How often the admin token file is looked at between requests (a rotation then ends the
+streams opened with the old token, and the new token joins the mask)."""
 TURNS_FIRST_S = 1.0
 """At shutdown, how long streams wait for running turns to record their end before they
 are closed (so clients usually see ``turn.interrupted`` live); the turns keep the rest of
@@ -75,11 +79,16 @@ def create_app(
     settings: Settings,
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    mask: SecretMask | None = None,
 ) -> FastAPI:
-    """The gateway as an ASGI app; start-up fails on an unknown schema."""
+    """The gateway as an ASGI app; start-up fails on an unknown schema.
+
+    ``mask``: the secret mask to share (the log's redactor holds it too); the gateway adds
+    its keys, the providers' credentials and every admin token it reads to it."""
     settings = resolve(settings)
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, _ = load_or_create_token(configured, settings.storage.data_dir)
+    mask, token_file = _secrets(settings, token, mask, from_file=not configured)
     # Several replicas: the one Redis client (it connects on first use) of the limits and
     # the cluster.
     redis = connect(settings.cluster.redis_url) if settings.cluster.redis_url else None
@@ -100,7 +109,7 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = _event_log(settings, store, clock, gateway_metrics, token, cluster)
+            event_log = _event_log(settings, store, clock, gateway_metrics, mask, cluster)
             manager = SessionManager(
                 settings=settings,
                 store=store,
@@ -123,6 +132,7 @@ def create_app(
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
                 asyncio.create_task(_retention(settings, store, clock), name="retention"),
                 asyncio.create_task(watchdog.run(), name="process-watchdog"),
+                asyncio.create_task(_watch_token(token_file), name="token-file"),
                 asyncio.create_task(
                     watch_loop_lag(
                         gateway_metrics.loop_lag.observe, settings.server.loop_lag_probe_s
@@ -158,20 +168,35 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.state.settings = settings
+    app.state.settings, app.state.mask = settings, mask
     app.state.metrics = gateway_metrics = GatewayMetrics()
-    # A token from the file follows the file (a rotation needs no restart); a configured
-    # one changes with the configuration only.
-    token_file = None if configured else token_path(settings.storage.data_dir)
     install_access_control(app.state, settings, token, token_file=token_file, redis=redis)
     problems.install(app)
     _include_routers(app, settings)
-    _add_middleware(app, settings)
+    _add_middleware(app, settings, mask)
     return app
 
 
-def _add_middleware(app: FastAPI, settings: Settings) -> None:
-    """CORS (only for ``server.allowed_origins``), then the gate, which runs first."""
+def _secrets(
+    settings: Settings, token: str, mask: SecretMask | None, *, from_file: bool
+) -> tuple[SecretMask, TokenFile | None]:
+    """Add the configured secrets to ``mask``; with ``from_file``, the admin token file that
+    the admin key follows (a rotation needs no restart; a configured token changes with the
+    configuration only), each token read from it masked from then on."""
+    mask = SecretMask() if mask is None else mask
+    mask.add(secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ)))
+    if not from_file:
+        return mask, None
+    token_file = TokenFile(
+        token_path(settings.storage.data_dir), token, issued=lambda new: mask.add([new])
+    )
+    mask.watch(token_file.check)
+    return mask, token_file
+
+
+def _add_middleware(app: FastAPI, settings: Settings, mask: SecretMask) -> None:
+    """CORS (only for ``server.allowed_origins``), then the gate, then the problem mask,
+    which runs first (every problem document passes it)."""
     if settings.server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -185,6 +210,7 @@ def _add_middleware(app: FastAPI, settings: Settings) -> None:
         allowed_origins=settings.server.allowed_origins,
         max_body_bytes=settings.server.max_body_bytes,
     )
+    app.add_middleware(ProblemMaskMiddleware, mask=mask)
 
 
 def _include_routers(app: FastAPI, settings: Settings) -> None:
@@ -218,11 +244,10 @@ def _event_log(
     store: Storage,
     clock: Callable[[], datetime],
     metrics: GatewayMetrics,
-    token: str,
+    mask: SecretMask,
     cluster: Cluster | None = None,
 ) -> EventLog:
     """The event log; configured secrets (keys, provider credentials) masked in payloads."""
-    secrets = secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ))
     return EventLog(
         store,
         queue_size=settings.server.subscriber_queue_size,
@@ -234,7 +259,7 @@ def _event_log(
         max_subscribers=stream_cap(settings),
         observer=EventObserver(metrics),
         metrics=metrics,
-        mask=SecretMask(secrets),
+        mask=mask,
         cluster=cluster,
     )
 
@@ -280,6 +305,19 @@ async def _maintain(manager: SessionManager, period_s: float) -> None:
             await manager.suspend_idle()
         except Exception:
             log.exception("idle-process maintenance failed")
+
+
+async def _watch_token(token_file: TokenFile | None) -> None:
+    """Look at the admin token file now and then: a rotation takes effect even while no
+    request comes (streams opened with the old token end; the new one is masked)."""
+    if token_file is None:
+        return
+    while True:
+        await asyncio.sleep(TOKEN_CHECK_S)
+        try:
+            token_file.check()
+        except Exception:
+            log.exception("could not look at the admin token file")
 
 
 async def _retention(settings: Settings, store: Storage, clock: Callable[[], datetime]) -> None:

@@ -11,18 +11,24 @@ formatted and redacted too. Request bodies are never logged.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from app.masking import MIN_SECRET_LENGTH, REDACTED, SecretMask
 from app.settings import Settings
 
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 8
-"""Shorter configured values are not redacted by value (they would blank common words)."""
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "SECRET_NAME",
+    "Redactor",
+    "SecretMask",
+    "install_log_redaction",
+    "secrets_of",
+]
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 """Provider ``env`` variables whose values are treated as secrets."""
@@ -37,15 +43,18 @@ _PATTERNS = [
 
 
 class Redactor:
-    """Removes known secret values and secret-shaped substrings from text."""
+    """Removes known secrets (in every form ``SecretMask`` knows) and secret-shaped
+    substrings from text.
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
-        self._values = re.compile("|".join(map(re.escape, values))) if values else None
+    Given a ``SecretMask``, it shares it: a secret added to the mask later (a rotated token)
+    is removed from the log from then on as well.
+    """
+
+    def __init__(self, secrets: Iterable[str] | SecretMask) -> None:
+        self.mask = secrets if isinstance(secrets, SecretMask) else SecretMask(secrets)
 
     def __call__(self, text: str) -> str:
-        if self._values is not None:
-            text = self._values.sub(REDACTED, text)
+        text = self.mask.text(text)
         for pattern, replacement in _PATTERNS:
             text = pattern.sub(replacement, text)
         return text
@@ -74,52 +83,6 @@ class Redactor:
             record.exc_text = self(record.exc_text)
         if record.stack_info:
             record.stack_info = self(record.stack_info)
-
-
-class SecretMask:
-    """Replaces configured secret values with ``[redacted]`` in what the gateway stores and
-    sends: event payloads (already JSON) and turn texts.
-
-    By value only, and only values of at least ``MIN_SECRET_LENGTH`` characters with a letter
-    in them (a number could be part of another number in a JSON document).
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        values = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH and _has_letter(s)}
-        self._text = sorted(values, key=len, reverse=True)
-        # As each value appears inside a JSON string, with and without \u escapes.
-        forms = {json.dumps(v, ensure_ascii=a)[1:-1] for v in values for a in (False, True)}
-        self._json = sorted(forms, key=len, reverse=True)
-
-    def __bool__(self) -> bool:
-        return bool(self._text)
-
-    def text(self, value: str) -> str:
-        for secret in self._text:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-
-    def json(self, encoded: str) -> str:
-        """``encoded`` (a JSON document) with each secret inside its strings replaced."""
-        for form in self._json:
-            if form in encoded:
-                encoded = encoded.replace(form, REDACTED)
-        return encoded
-
-    def values(self, value: Any) -> Any:
-        """``value`` (JSON-like: dicts, lists, strings) with its strings masked."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {k: self.values(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.values(v) for v in value]
-        return value
-
-
-def _has_letter(value: str) -> bool:
-    return any(c.isalpha() for c in value)
 
 
 def secrets_of(

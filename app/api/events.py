@@ -7,15 +7,17 @@ ends after its last event, and a reconnect past the end gets ``204`` (EventSourc
 
 WebSocket: ``/v1/sessions/{id}/ws?after=<seq>``; the server sends one envelope per frame,
 and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``).
-A dropped connection never cancels a turn.
+A dropped connection never cancels a turn. A WebSocket checks its key again before each
+command: one rotated away closes the socket (1008) and the command is not run.
 
 Control frames, never a silent gap: ``resync_required`` (the cursor is older than the events
 kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell more than
-``limits.subscriber_max_lag_events`` behind; the stream ends, reconnect from
-``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012). A JSON page whose
-cursor is older than the events kept is ``410 cursor_expired``. Subscribers are capped per
-session (429), per key (429 ``key_share_exceeded``: ``limits.max_key_share`` of the cap in
-all) and in all (503), each with ``Retry-After``.
+``limits.subscriber_max_lag_events`` behind, or the key the stream was opened with was
+rotated away, reason ``key_retired``, a WebSocket then closed with 1008; the stream ends,
+reconnect from ``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012).
+A JSON page whose cursor is older than the events kept is ``410 cursor_expired``.
+Subscribers are capped per session (429), per key (429 ``key_share_exceeded``:
+``limits.max_key_share`` of the cap in all) and in all (503), each with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisco
 from fastapi.responses import JSONResponse, Response
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
+from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
 from app.api.contract import problems
@@ -45,7 +48,14 @@ from app.api.schemas import (
     WsTurnInterrupt,
     WsTurnStart,
 )
-from app.api.security import Principal, StreamAuthenticated, require_ws_token
+from app.api.security import (
+    KEY_RETIRED,
+    Principal,
+    StreamAuthenticated,
+    key_still_valid,
+    require_ws_token,
+    watch_key,
+)
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime import questions, reads
@@ -73,6 +83,9 @@ WS_EVICTED = 4000
 WS_SERVICE_RESTART = 1012
 WS_UNSUPPORTED_DATA = 1003
 """Close code for a binary frame: commands are JSON text frames."""
+WS_POLICY = 1008
+"""Close code of a WebSocket whose key was rotated away: reconnect with a valid key."""
+RETIRED_REASON = "the key this connection was opened with is no longer valid; reconnect"
 _CURSOR = re.compile(r"[0-9]{1,16}")
 """ASCII digits only: ``str.isdigit`` also accepts other scripts' digits and superscripts."""
 _frames: TypeAdapter[WsClientFrame] = TypeAdapter(WsClientFrame)
@@ -220,8 +233,9 @@ def _check_kept(page: list[LoggedEvent], cursor: int, last: int) -> None:
 
 
 class SubscriptionResponse(EventSourceResponse):
-    """An SSE response that gives its subscriber slot back however the response ends
-    (also the ``POST /v1/runs`` stream's)."""
+    """An SSE response that gives its subscriber slot back however the response ends, and
+    ends when the key it was opened with stops being valid (also the ``POST /v1/runs``
+    stream's)."""
 
     def __init__(
         self, content: AsyncIterator[bytes], subscription: Subscription, **kwargs: Any
@@ -230,9 +244,12 @@ class SubscriptionResponse(EventSourceResponse):
         self._subscription = subscription
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A stream opened with a key that is rotated away ends (``evicted``, key_retired).
+        unwatch = watch_key(HTTPConnection(scope), lambda: self._subscription.end(KEY_RETIRED))
         try:
             await super().__call__(scope, receive, send)
         finally:
+            unwatch()
             self._subscription.release()
 
 
@@ -311,11 +328,13 @@ async def session_ws(
                 DirectWrite(writer, lambda events: b"".join(frame(e.utf8) for e in events))
             )
         sender = asyncio.create_task(_send_events(websocket, subscription))
+        unwatch = watch_key(websocket, lambda: subscription.end(KEY_RETIRED))
         try:
             await _receive_commands(websocket, manager, session_id, principal.name)
         except WebSocketDisconnect:
             pass
         finally:
+            unwatch()
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await sender
@@ -332,7 +351,10 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
                 await websocket.send_text(_control("resync_required", first_seq=first, after=after))
             case Evicted(last_seq_sent=sent, reason=reason):
                 await websocket.send_text(_control("evicted", last_seq_sent=sent, reason=reason))
-                await websocket.close(code=WS_EVICTED, reason=f"evicted ({reason}); reconnect")
+                if reason == KEY_RETIRED:
+                    await websocket.close(code=WS_POLICY, reason=RETIRED_REASON)
+                else:
+                    await websocket.close(code=WS_EVICTED, reason=f"evicted ({reason}); reconnect")
                 return
             case ShuttingDown(retry_ms=retry_ms):
                 await websocket.send_text(
@@ -377,6 +399,10 @@ async def _receive_commands(
             )
             await _send_error(websocket, None, InvalidRequest(f"invalid frame: {detail}"))
             continue
+        if not key_still_valid(websocket):  # rotated away since the socket opened
+            log.info("closing a websocket of session %s: its key was rotated away", session_id)
+            await websocket.close(code=WS_POLICY, reason=RETIRED_REASON)
+            return
         try:
             reply = await _dispatch(manager, session_id, frame, by)
         except GatewayError as exc:
@@ -419,6 +445,5 @@ async def _dispatch(
 
 
 async def _send_error(websocket: WebSocket, request: str | None, exc: GatewayError) -> None:
-    await websocket.send_text(
-        json.dumps({"type": "error", "request": request, "problem": problem_for(exc)})
-    )
+    shown = websocket.app.state.mask.values(problem_for(exc))  # a problem may quote a secret
+    await websocket.send_text(json.dumps({"type": "error", "request": request, "problem": shown}))

@@ -16,6 +16,7 @@ still pass) once it is over ``limits.auth_failures_per_minute``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -134,16 +135,24 @@ def _digest(value: str) -> bytes:
 class TokenFile:
     """The admin token as the token file says it now: re-read when the file changes.
 
-    ``digest()`` stats the file on every call and re-reads it when its (inode, mtime, size)
-    differ from the last look, so ``agent-gateway token rotate`` takes effect on the next
-    request. A file that is gone, unreadable or too short keeps the last good token (never
-    none, never any) and logs a warning once per change.
+    ``digest()`` (and ``check()``) stats the file on every call and re-reads it when its
+    (inode, mtime, size) differ from the last look, so ``agent-gateway token rotate`` takes
+    effect on the next request. A file that is gone, unreadable or too short keeps the last
+    good token (never none, never any) and logs a warning once per change.
+
+    A new token is handed to ``issued`` before anything else sees it (the secret mask: it is
+    masked from the moment the gateway knows it), then the connections opened with the old
+    one are told (``watch``), on the event loop they were opened on.
     """
 
-    def __init__(self, path: Path, token: str) -> None:
+    def __init__(
+        self, path: Path, token: str, *, issued: Callable[[str], object] | None = None
+    ) -> None:
         self.path = path
         self._digest = _digest(token)
         self._seen = self._signature()
+        self._issued = issued
+        self._watchers: dict[bytes, list[tuple[asyncio.AbstractEventLoop, Callable[[], None]]]] = {}
 
     def _signature(self) -> tuple[int, int, int] | None:
         try:
@@ -151,6 +160,10 @@ class TokenFile:
         except OSError:
             return None
         return status.st_ino, status.st_mtime_ns, status.st_size
+
+    def check(self) -> None:
+        """Look at the file now (a periodic task and the mask call this between requests)."""
+        self.digest()
 
     def digest(self) -> bytes:
         """The SHA-256 of the current admin token."""
@@ -167,11 +180,37 @@ class TokenFile:
                     MIN_TOKEN_CHARS,
                 )
             else:
-                fresh = _digest(token)
-                if not hmac.compare_digest(fresh, self._digest):
-                    log.info("admin token changed in %s; the old one is refused", self.path)
-                self._digest = fresh
+                self._replace(token)
         return self._digest
+
+    def watch(self, digest: bytes, retired: Callable[[], None]) -> Callable[[], None]:
+        """Call ``retired`` (on the running loop) once the token of ``digest`` is replaced;
+        returns what stops watching. A digest that is not the current token's is retired
+        already: ``retired`` is called soon."""
+        loop = asyncio.get_running_loop()
+        if not hmac.compare_digest(digest, self.digest()):
+            loop.call_soon(retired)
+            return lambda: None
+        entry = (loop, retired)
+        self._watchers.setdefault(digest, []).append(entry)
+
+        def unwatch() -> None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._watchers[digest].remove(entry)
+
+        return unwatch
+
+    def _replace(self, token: str) -> None:
+        if self._issued is not None:
+            self._issued(token)
+        fresh, old = _digest(token), self._digest
+        self._digest = fresh
+        if hmac.compare_digest(fresh, old):
+            return
+        log.info("admin token changed in %s; the old one is refused", self.path)
+        for loop, retired in self._watchers.pop(old, []):
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nothing to end
+                loop.call_soon_threadsafe(retired)
 
 
 class KeyRing:
@@ -191,18 +230,26 @@ class KeyRing:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, admin_token: str, *, token_file: Path | None = None
+        cls, settings: Settings, admin_token: str, *, token_file: TokenFile | None = None
     ) -> KeyRing:
         """``server.api_keys`` and the admin key; ``token_file``: the admin key follows it."""
         keys: dict[str, tuple[str, bool]] = {}
-        admin_file = None
         if token_file is None:
             keys[ADMIN] = (admin_token, True)
-        else:
-            admin_file = TokenFile(token_file, admin_token)
         for key in settings.server.api_keys:
             keys[key.name] = (key.token.get_secret_value(), key.admin)
-        return cls(keys, admin_file=admin_file)
+        return cls(keys, admin_file=token_file)
+
+    def watch(self, presented: str, retired: Callable[[], None]) -> Callable[[], None]:
+        """Call ``retired`` once ``presented`` is no longer a valid key (the admin token file
+        replaced it); returns what stops watching. Configured keys change with the
+        configuration only, so for them nothing is ever called."""
+        if self._admin_file is None:
+            return lambda: None
+        digest = _digest(presented)
+        if any(hmac.compare_digest(digest, expected) for expected, _ in self._keys):
+            return lambda: None
+        return self._admin_file.watch(digest, retired)
 
     def authenticate(self, presented: str) -> Principal | None:
         if not presented:
@@ -232,12 +279,12 @@ def install_access_control(
     settings: Settings,
     admin_token: str,
     *,
-    token_file: Path | None = None,
+    token_file: TokenFile | None = None,
     redis: Redis | None = None,
 ) -> None:
     """Put the key ring and the limiters on ``app.state.access``.
 
-    ``token_file``: where ``admin_token`` was read from, when it came from a file (not
+    ``token_file``: the file ``admin_token`` was read from, when it came from a file (not
     ``server.token``); the admin key then follows that file without a restart. With
     ``redis`` (several replicas), the limits are counted there, once for all replicas.
     """
@@ -319,8 +366,29 @@ async def require_stream_token(request: Request) -> Principal:
 
 async def require_ws_token(websocket: WebSocket) -> Principal:
     """WebSocket dependency: the header or ``?access_token=``; raises like ``require_token``."""
-    presented = _bearer(websocket.headers.get("authorization"))
-    return await _authenticate(websocket, presented or websocket.query_params.get(TOKEN_QUERY, ""))
+    return await _authenticate(websocket, presented_key(websocket))
+
+
+KEY_RETIRED = "key_retired"
+"""Why a stream ended when the key it was opened with stopped being valid (rotated away)."""
+
+
+def presented_key(connection: HTTPConnection) -> str:
+    """The key a stream's request presented: its bearer header, else ``?access_token=``."""
+    presented = _bearer(connection.headers.get("authorization"))
+    return presented or connection.query_params.get(TOKEN_QUERY, "")
+
+
+def key_still_valid(connection: HTTPConnection) -> bool:
+    """Whether the key ``connection`` was opened with is still accepted (a WebSocket checks
+    it before each command)."""
+    return access_of(connection).keys.authenticate(presented_key(connection)) is not None
+
+
+def watch_key(connection: HTTPConnection, retired: Callable[[], None]) -> Callable[[], None]:
+    """Call ``retired`` once the key ``connection`` was opened with is rotated away; returns
+    what stops watching."""
+    return access_of(connection).keys.watch(presented_key(connection), retired)
 
 
 AUTH_DEPENDENCIES = frozenset({require_token, require_stream_token, require_ws_token})

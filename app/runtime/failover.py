@@ -28,7 +28,7 @@ from app.providers.base import Provider, SessionSpec
 from app.records import SessionRecord, TurnRecord
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.eventlog import EventLog
-from app.runtime.handoff import Handoff, build_handoff
+from app.runtime.handoff import SUMMARY_CHARS, Handoff, build_handoff
 from app.runtime.live import LiveSession
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import NoProviderAvailable, Selection
@@ -43,7 +43,14 @@ NEVER_FAIL_OVER: frozenset[FailureKind] = frozenset(
 """Failures another agent would meet too (the request's own), or that a person caused."""
 
 HANDOFF_EVENTS = 100_000
-"""The most events of a session read to build a hand-off."""
+"""The most events of a session read to build a hand-off (the newest ones)."""
+HANDOFF_PAGE = 1_000
+"""Events read at a time, from the log's end back."""
+NO_SEQ_YET = 2**62
+"""Greater than any event seq: reading backwards from it starts at the newest event."""
+TURN_FLOOR_CHARS = 30
+"""Less than an earlier turn's summary adds to a hand-off besides its prompt (its heading,
+``User:`` and the blank line)."""
 
 Select = Callable[[str | None, Sequence[str], str, Sequence[str]], Awaitable[Selection]]
 """``(scenario, requires, strategy, exclude)`` → the next provider (raises when none)."""
@@ -202,19 +209,34 @@ class Failover:
     async def _handoff(
         self, row: SessionRecord, turn: TurnRecord, provider: str, error: TurnError
     ) -> Handoff:
+        """The hand-off, from the log read backwards: the newest turns are the ones it
+        carries, and reading stops once the turns read could not all fit anyway."""
         await self.events.flush()  # what the failed attempt said is in the store
-        logged = await self.events.page(row.id, after=0, limit=HANDOFF_EVENTS)
-        envelopes: list[dict[str, Any]] = []
-        for event in logged:
-            if event.type in _HANDOFF_TYPES:
-                envelopes.append(json.loads(event.json))
+        max_chars = self.settings.sessions.handoff_max_chars
+        newest_first: list[dict[str, Any]] = []
+        before, floor = NO_SEQ_YET, 0
+        while len(newest_first) < HANDOFF_EVENTS and floor < max_chars:
+            page = await self.store.events_before(
+                row.id, before=before, types=_HANDOFF_TYPES, limit=HANDOFF_PAGE
+            )
+            for event in page:
+                envelope = json.loads(event.json)
+                newest_first.append(envelope)
+                if event.type == "turn.started" and event.turn_id != turn.id:
+                    words = str(envelope.get("data", {}).get("prompt", "")).split()
+                    floor += TURN_FLOOR_CHARS + min(len(" ".join(words)), SUMMARY_CHARS)
+            if len(page) < HANDOFF_PAGE:
+                break
+            before = page[-1].seq
         return build_handoff(
-            envelopes,
+            reversed(newest_first),
             current_turn_id=turn.id,
             prompt=turn.prompt,
             from_provider=provider,
             reason=f"{error.kind}: {error.message}",
-            max_chars=self.settings.sessions.handoff_max_chars,
+            max_chars=max_chars,
+            earlier=turn.number - 1,
+            mask=self.events.mask.text,
         )
 
     async def _switch(
@@ -237,18 +259,16 @@ class Failover:
         await self.store.update_turn(turn.id, provider=to)
 
 
-_HANDOFF_TYPES = frozenset(
-    {
-        "turn.started",
-        "turn.completed",
-        "turn.failed",
-        "turn.interrupted",
-        "message.completed",
-        "tool.started",
-        "tool.completed",
-    }
+_HANDOFF_TYPES = (
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "turn.interrupted",
+    "message.completed",
+    "tool.started",
+    "tool.completed",
 )
-"""The events a hand-off is built from (deltas and the rest are skipped unparsed)."""
+"""The events a hand-off is built from (the store skips deltas and the rest)."""
 
 
 def _str(value: object) -> str | None:

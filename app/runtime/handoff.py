@@ -2,23 +2,31 @@
 
 A session that fails over (app/runtime/failover.py) starts a fresh thread on another
 provider, which has never seen the conversation. Its first prompt is built here, from the
-event log alone (pure, no I/O)::
+event log alone (pure, no I/O; the caller reads the log from its end, newest turns first)::
 
     preamble (which agent stopped, and why)
-    ## Turn 1 … ## Turn n      each: the user's prompt, the tools the agent ran and how they
+    ## Turn k … ## Turn n      each: the user's prompt, the tools the agent ran and how they
                                ended, the files it changed, its final text
     ## Now                     what the failed turn had done before the failure, then its
                                prompt, which the new agent answers
 
-Bounded by ``max_chars``: the newest turns are kept whole while they fit; older ones are
-summarized by truncation (their prompt and final text cut short, their tool list dropped), and
-the oldest are left out (counted in the preamble) once even that does not fit. The failed
-turn's prompt is always whole.
+``max_chars`` is a hard bound on the whole prompt. The preamble (its reason cut to
+``REASON_CHARS``) and the failed turn's prompt come first; then, while they fit, what the
+failed turn had done; then the earlier turns from the newest back: each whole while it
+fits, else summarized (prompt and final text cut to ``SUMMARY_CHARS``, tool list dropped),
+and once not even the summary fits, it and every older turn are left out (counted in the
+preamble). The failed turn's prompt is never cut: when the preamble and it alone do not fit
+in ``max_chars``, the new agent gets that prompt as it is and nothing else (the request is
+never changed, and it is what the agent would have got without a hand-off).
+
+Every text taken from the conversation goes through ``mask`` (the gateway's ``SecretMask``)
+before it is measured: nothing a secret was seen in leaves for the other vendor, and the
+bound holds for what is sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +34,9 @@ SUMMARY_CHARS = 400
 """What an older turn's prompt and final text are cut to when the whole turn does not fit."""
 INPUT_CHARS = 160
 """What a tool call's input is cut to in the tool list."""
+REASON_CHARS = 300
+"""What the failure's message is cut to in the preamble."""
+INTRO = "Before it stopped, the previous agent had, in this request:"
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path")
 
 
@@ -60,6 +71,15 @@ class _Turn:
             lines.append(f"({self.outcome})")
         return "\n".join(lines)
 
+    def progress(self) -> list[str]:
+        """What this (the failed) turn had done, one line each, for the "Now" section."""
+        lines = [f"- ran {tool}" for tool in self.tools]
+        if self.files:
+            lines.append(f"- changed {', '.join(dict.fromkeys(self.files))}")
+        if self.text:
+            lines.append(f"- said: {_cut(self.text, SUMMARY_CHARS)}")
+        return lines
+
     def summary(self, number: int) -> str:
         lines = [f"## Turn {number} (summarized)", f"User: {_cut(self.prompt, SUMMARY_CHARS)}"]
         if self.tools:
@@ -71,6 +91,10 @@ class _Turn:
         return "\n".join(lines)
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
 def build_handoff(
     events: Iterable[Mapping[str, Any]],
     *,
@@ -79,24 +103,46 @@ def build_handoff(
     from_provider: str,
     reason: str,
     max_chars: int,
+    earlier: int = 0,
+    mask: Callable[[str], str] = _unchanged,
 ) -> Handoff:
     """The hand-off prompt for the turn ``current_turn_id`` (whose prompt is ``prompt``),
-    from the session's event envelopes (``{type, turn_id, data}``) in order."""
-    turns, current = _turns(events, current_turn_id)
+    from the session's event envelopes (``{type, turn_id, data}``) in order, at most
+    ``max_chars`` long unless ``prompt`` alone is longer (then it is ``prompt`` alone).
+
+    ``earlier``: how many turns the session had before this one (the events may begin after
+    the oldest); turns are numbered from it back."""
+    turns, current = _turns(events, current_turn_id, mask)
+    prompt, reason = mask(prompt), _cut(mask(reason), REASON_CHARS)
+    total = max(earlier, len(turns))
+    progress = current.progress() if current is not None else []
+    alone = Handoff(prompt=prompt, turns=0, chars=len(prompt))
+    if not turns and not progress:
+        return alone  # nothing to hand over: the new agent gets the request as it is
+    ask = f"User: {prompt}"
+    longest_preamble = _preamble(from_provider, reason, total, total)
+    budget = max_chars - len(longest_preamble) - len("\n\n## Now\n") - len(ask)
+    if budget < 0:
+        return alone
     now = ["## Now"]
-    if current is not None and (current.tools or current.text):
-        now.append("Before it stopped, the previous agent had, in this request:")
-        now += [f"- ran {tool}" for tool in current.tools]
-        if current.files:
-            now.append(f"- changed {', '.join(dict.fromkeys(current.files))}")
-        if current.text:
-            now.append(f"- said: {_cut(current.text, SUMMARY_CHARS)}")
-    now.append(f"User: {prompt}")
-    tail = "\n".join(now)
+    share = budget // 2  # the rest is for the earlier turns
+    if progress and len(INTRO) + 1 <= share:
+        now.append(INTRO)
+        share -= len(INTRO) + 1
+        for shown, line in enumerate(progress):
+            rest = f"- and {len(progress) - shown} more (left out for length)"
+            room = share if shown == len(progress) - 1 else share - len(rest) - 1
+            if len(line) + 1 > room:
+                if len(rest) + 1 <= share:
+                    now.append(rest)
+                break
+            now.append(line)
+            share -= len(line) + 1
+        budget -= sum(len(line) + 1 for line in now[1:])
+    now.append(ask)
     kept: list[str] = []  # newest first
-    budget = max_chars - len(tail) - len(_preamble(from_provider, reason, len(turns), 0))
-    for number in range(len(turns), 0, -1):
-        turn = turns[number - 1]
+    for index, turn in enumerate(reversed(turns)):
+        number = total - index
         for text in (turn.whole(number), turn.summary(number)):
             if len(text) + 2 <= budget:
                 kept.append(text)
@@ -104,12 +150,12 @@ def build_handoff(
                 break
         else:
             break  # this one and every older one are left out
-    omitted = len(turns) - len(kept)
-    if not turns and len(now) == 2:
-        text = prompt  # nothing to hand over: the new agent gets the request as it is
-    else:
-        parts = [_preamble(from_provider, reason, len(turns), omitted), *reversed(kept), tail]
-        text = "\n\n".join(parts)
+    if len(now) == 2 and not kept:
+        return alone  # nothing of the conversation fits: the request as it is
+    parts = [_preamble(from_provider, reason, total, total - len(kept)), *reversed(kept)]
+    text = "\n\n".join([*parts, "\n".join(now)])
+    if len(text) > max_chars:  # pragma: no cover - the budget above holds it
+        return alone
     return Handoff(prompt=text, turns=len(kept), chars=len(text))
 
 
@@ -126,7 +172,7 @@ def _preamble(from_provider: str, reason: str, total: int, omitted: int) -> str:
 
 
 def _turns(
-    events: Iterable[Mapping[str, Any]], current_turn_id: str
+    events: Iterable[Mapping[str, Any]], current_turn_id: str, mask: Callable[[str], str]
 ) -> tuple[list[_Turn], _Turn | None]:
     """The session's earlier turns in order, and what the current one did so far."""
     by_id: dict[str, _Turn] = {}
@@ -135,24 +181,25 @@ def _turns(
         if not isinstance(turn_id, str) or not isinstance(data, dict):
             continue
         if kind == "turn.started":
-            by_id[turn_id] = _Turn(prompt=_str(data.get("prompt")))
+            by_id[turn_id] = _Turn(prompt=mask(_str(data.get("prompt"))))
             continue
         turn = by_id.get(turn_id)
         if turn is None:
             continue
         if kind == "tool.started":
             turn._started[_str(data.get("tool_id"))] = data
-            turn.files += _paths(data)
+            turn.files += [mask(path) for path in _paths(data)]
         elif kind == "tool.completed":
             started = turn._started.get(_str(data.get("tool_id")))
             name = _str(started.get("name")) if started else _str(data.get("tool_id"))
-            shown = _cut(_input(started.get("input")), INPUT_CHARS) if started else ""
+            shown = _cut(mask(_input(started.get("input"))), INPUT_CHARS) if started else ""
             status = _str(data.get("status"))
+            name = mask(name)
             turn.tools.append(f"{name} {shown} → {status}" if shown else f"{name} → {status}")
         elif kind == "message.completed":
-            turn.text = _str(data.get("text")) or turn.text
+            turn.text = mask(_str(data.get("text"))) or turn.text
         elif kind == "turn.completed":
-            turn.text = _str(data.get("final_text")) or turn.text
+            turn.text = mask(_str(data.get("final_text"))) or turn.text
         elif kind == "turn.failed":
             error = data.get("error")
             failure = _str(error.get("kind")) if isinstance(error, dict) else "unknown"

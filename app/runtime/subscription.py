@@ -82,7 +82,8 @@ class ResyncRequired:
 
 @dataclass(frozen=True, kw_only=True)
 class Evicted:
-    """The subscriber fell too far behind; it reconnects after ``last_seq_sent``."""
+    """The stream ended early (``reason``: ``lagging``, it fell too far behind; or why
+    ``Subscription.end`` ended it); the client reconnects after ``last_seq_sent``."""
 
     last_seq_sent: int
     reason: str
@@ -145,6 +146,8 @@ class Subscriber:
     """This transport's delivery-lag histogram, once looked up."""
     overflowed: bool = False
     evicted: bool = False
+    ended: str | None = None
+    """Why the stream was ended from outside (``end``), as its ``evicted`` frame says."""
     stopping: ShuttingDown | None = None
     direct: DirectWrite | None = None
     """Set by a transport that can take live events on its connection from the publisher."""
@@ -234,6 +237,15 @@ class Subscription:
         connection whose buffer is full still go through the subscription's own task."""
         self._subscriber.direct = direct
 
+    def end(self, reason: str) -> None:
+        """End the stream now with an ``Evicted`` frame saying ``reason`` (the key it was
+        opened with is no longer valid): nothing more goes to the connection, not even
+        directly."""
+        subscriber = self._subscriber
+        subscriber.ended = reason
+        subscriber.direct = None
+        subscriber.wake()
+
     async def aclose(self) -> None:
         """Stop iterating (for a consumer that leaves before the end) and release."""
         await self._iterator.aclose()
@@ -244,6 +256,8 @@ class Subscription:
         subscriber = self._subscriber
         if subscriber.stopping is not None:
             return subscriber.stopping
+        if subscriber.ended is not None:
+            return Evicted(last_seq_sent=subscriber.cursor, reason=subscriber.ended)
         if subscriber.evicted:
             return Evicted(last_seq_sent=subscriber.cursor, reason="lagging")
         return None

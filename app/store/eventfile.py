@@ -36,6 +36,11 @@ _PAGE = (
     "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
 
+_BACKWARDS = (
+    "SELECT seq, turn_id, attempt, provider, at, type, data FROM events "
+    "WHERE session_id = ? AND seq < ? AND type IN ({types}) ORDER BY seq DESC LIMIT ?"
+)
+
 EventRow = tuple[str, int, str | None, int | None, str | None, str, str, str]
 """``(session_id, seq, turn_id, attempt, provider, at, type, data)``, ``data`` as JSON text."""
 PageRow = tuple[int, str | None, int | None, str | None, str, str, str]
@@ -87,6 +92,19 @@ class EventFile:
         except sqlite3.Error as exc:
             raise storage_unavailable(exc) or exc from exc
 
+    async def page_backwards(
+        self, session_id: str, *, before: int, types: Sequence[str], limit: int
+    ) -> list[PageRow]:
+        """Up to ``limit`` of the session's events of ``types`` with ``seq < before``, newest
+        first (read like ``page``)."""
+        future = asyncio.wrap_future(
+            self._reader.submit(self._page_backwards, session_id, before, tuple(types), limit)
+        )
+        try:
+            return await future
+        except sqlite3.Error as exc:
+            raise storage_unavailable(exc) or exc from exc
+
     def close(self) -> None:
         """Close the connections and stop the threads (waits for a write under way)."""
         self._reader.submit(self._disconnect_reader)
@@ -100,6 +118,14 @@ class EventFile:
         if self._read_connection is None:
             self._read_connection = self._connect()
         return self._read_connection.execute(_PAGE, (session_id, after, limit)).fetchall()
+
+    def _page_backwards(
+        self, session_id: str, before: int, types: tuple[str, ...], limit: int
+    ) -> list[PageRow]:
+        if self._read_connection is None:
+            self._read_connection = self._connect()
+        query = _BACKWARDS.format(types=", ".join("?" * len(types)))
+        return self._read_connection.execute(query, (session_id, before, *types, limit)).fetchall()
 
     def _disconnect_reader(self) -> None:
         if self._read_connection is not None:

@@ -48,6 +48,12 @@ _PAGE = (
     "WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
 
+_BACKWARDS = (
+    "SELECT seq, turn_id, attempt, provider, at, type, data::text FROM events "
+    "WHERE session_id = $1 AND seq < $2::bigint AND type = ANY($3::text[]) "
+    "ORDER BY seq DESC LIMIT $4"
+)
+
 
 class EventTable:
     """The ``events`` table of a server database, through the app's engine."""
@@ -89,6 +95,21 @@ class EventTable:
         """Up to ``limit`` of the session's events with ``seq > after``, oldest first."""
         async with self._engine.connect() as connection:
             result = await connection.exec_driver_sql(_PAGE, (session_id, after, limit))
+            rows: list[tuple[Any, ...]] = [tuple(row) for row in result.all()]
+        return [
+            (seq, turn_id, attempt, provider, _stored(at), kind, data)
+            for seq, turn_id, attempt, provider, at, kind, data in rows
+        ]
+
+    async def page_backwards(
+        self, session_id: str, *, before: int, types: Sequence[str], limit: int
+    ) -> list[PageRow]:
+        """Up to ``limit`` of the session's events of ``types`` with ``seq < before``, newest
+        first."""
+        async with self._engine.connect() as connection:
+            result = await connection.exec_driver_sql(
+                _BACKWARDS, (session_id, before, list(types), limit)
+            )
             rows: list[tuple[Any, ...]] = [tuple(row) for row in result.all()]
         return [
             (seq, turn_id, attempt, provider, _stored(at), kind, data)

@@ -12,7 +12,8 @@ implements the same methods with the same contracts:
   ``prune_through`` says in the same transaction, and refuses the whole batch
   (``SessionFenced``) when ``fences`` names a token older than the newest that
   ``claim_session`` handed out for a session; ``events_after`` reads events oldest first
-  in their wire form; ``event_bounds`` survives pruning and retention.
+  in their wire form, ``events_before`` those of some types newest first (the log from its
+  end); ``event_bounds`` survives pruning and retention.
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class Storage(Protocol):
 
     async def events_after(
         self, session_id: str, *, after: int, limit: int
+    ) -> list[StoredEvent]: ...
+
+    async def events_before(
+        self, session_id: str, *, before: int, types: Sequence[str], limit: int
     ) -> list[StoredEvent]: ...
 
     async def last_event_seq(self, session_id: str) -> int: ...

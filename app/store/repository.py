@@ -37,7 +37,7 @@ from app.records import (
 from app.store.bindings import touch_binding
 from app.store.calls import run_to_completion, uninterrupted
 from app.store.db import session_factory, sqlite_file, storage_errors
-from app.store.eventfile import EventFile
+from app.store.eventfile import EventFile, PageRow
 from app.store.eventtable import EventTable
 from app.store.mapping import (
     approval_record,
@@ -375,24 +375,18 @@ class Store:
         replays read thousands of events."""
         with storage_errors():
             rows = await self._event_file().page(session_id, after=after, limit=limit)
-        return [
-            StoredEvent(
-                seq=seq,
-                type=kind,  # type: ignore[arg-type]  # written from EventType values only
-                turn_id=turn_id,
-                json=encode_event(
-                    seq=seq,
-                    session_id=session_id,
-                    turn_id=turn_id,
-                    attempt=attempt,
-                    provider=provider,
-                    at=at,
-                    type=kind,
-                    data_json=data,
-                ),
+        return _stored_events(session_id, rows)
+
+    async def events_before(
+        self, session_id: str, *, before: int, types: Sequence[str], limit: int
+    ) -> list[StoredEvent]:
+        """Up to ``limit`` events of ``types`` with ``seq < before``, newest first, in their
+        wire form (read like ``events_after``): the log read from its end."""
+        with storage_errors():
+            rows = await self._event_file().page_backwards(
+                session_id, before=before, types=types, limit=limit
             )
-            for seq, turn_id, attempt, provider, at, kind, data in rows
-        ]
+        return _stored_events(session_id, rows)
 
     @uninterrupted
     async def events_within(
@@ -484,3 +478,25 @@ class Store:
         query = select(ApprovalRow).where(ApprovalRow.status == "pending")
         async with self._read() as db:
             return [approval_record(row) for row in await db.scalars(query)]
+
+
+def _stored_events(session_id: str, rows: Sequence[PageRow]) -> list[StoredEvent]:
+    """Event rows in their wire form, the payload kept as the JSON text it was stored as."""
+    return [
+        StoredEvent(
+            seq=seq,
+            type=kind,  # type: ignore[arg-type]  # written from EventType values only
+            turn_id=turn_id,
+            json=encode_event(
+                seq=seq,
+                session_id=session_id,
+                turn_id=turn_id,
+                attempt=attempt,
+                provider=provider,
+                at=at,
+                type=kind,
+                data_json=data,
+            ),
+        )
+        for seq, turn_id, attempt, provider, at, kind, data in rows
+    ]

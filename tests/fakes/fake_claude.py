@@ -9,7 +9,9 @@ on a fixed schedule); anything else answers ``fake reply``. An ``interrupt`` con
 the running turn as Claude does (``is_error`` with ``terminal_reason`` ``aborted_streaming``).
 
 Fault prompts, for the gateway's retries: ``fail-auth`` ends the turn with an API 401
-(``fail-auth-echo`` quotes ``$ANTHROPIC_API_KEY`` in it, as a careless CLI might);
+(``fail-auth-echo`` quotes ``$ANTHROPIC_API_KEY`` in it, as a careless CLI might;
+``fail-500-echo`` ends it with an API 500 that quotes the key as a proxy might: as it is, in
+base64 at three alignments, in hex and percent-encoded);
 ``flaky:N`` fails this turn and the thread's next N-1 turns (whatever their prompt, e.g. the
 gateway's continuation prompt) with a retryable API 529, then answers ``fake reply``;
 ``fail-retryable`` does the same without end. The per-thread failure budget is kept in
@@ -43,6 +45,7 @@ allow carried, as JSON>`` or ``denied: <message>``.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -50,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
 SESSION = next(
@@ -366,6 +370,20 @@ def turn(prompt: str) -> None:
         result(
             f"API Error: 401 invalid x-api-key {key}", is_error=True, reason="api_error", status=401
         )
+        return
+    if prompt == "fail-500-echo":
+        raw = os.environ.get("ANTHROPIC_API_KEY", "").encode()
+        quoted = [
+            raw.decode(),
+            base64.b64encode(b"Basic " + raw).decode(),
+            base64.urlsafe_b64encode(b"u:" + raw).decode().rstrip("="),
+            base64.b64encode(b"k:" + raw + b"!").decode(),
+            raw.hex(),
+            raw.hex().upper(),
+            urllib.parse.quote(raw, safe=""),
+        ]
+        message = f"API Error: 500 upstream refused key {' / '.join(quoted)}"
+        result(message, is_error=True, reason="api_error", status=500)
         return
     if failures_left(prompt):
         result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.gateway import GatewayProcess
+from tests.gateway import TOKEN, GatewayProcess
 
 FAKE_CLAUDE = Path(__file__).resolve().parent / "fake_claude.py"
 
@@ -55,6 +55,18 @@ class FakeGateway(GatewayProcess):
         if not self.spawn_log.exists():
             return []
         return [json.loads(line) for line in self.spawn_log.read_text().splitlines()]
+
+
+class FileTokenGateway(FakeGateway):
+    """A fake-claude gateway without ``server.token``: its admin key is ``<data_dir>/token``."""
+
+    def _write_config(self) -> Path:
+        path = super()._write_config()
+        configured = f"token = {json.dumps(TOKEN)}\n"
+        text = path.read_text()
+        assert configured in text
+        path.write_text(text.replace(configured, ""))
+        return path
 
 
 FakeGatewayFactory = Callable[..., FakeGateway]

@@ -20,20 +20,8 @@ import pytest
 
 from app.admin import probe_address
 from app.cli import main
-from tests.fakes.gateway import FakeGateway, fake_gateway_at
+from tests.fakes.gateway import FakeGateway, FileTokenGateway, fake_gateway_at
 from tests.gateway import TOKEN, free_port, to_toml, wait_until
-
-
-class FileTokenGateway(FakeGateway):
-    """A fake-claude gateway without ``server.token``: its admin key is ``<data_dir>/token``."""
-
-    def _write_config(self) -> Path:
-        path = super()._write_config()
-        configured = f"token = {json.dumps(TOKEN)}\n"
-        text = path.read_text()
-        assert configured in text
-        path.write_text(text.replace(configured, ""))
-        return path
 
 
 @pytest.fixture(scope="module")

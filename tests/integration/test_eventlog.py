@@ -235,3 +235,20 @@ async def test_aclose_stores_what_is_queued(store: Store) -> None:
     assert [e.seq for e in await store.events_after(SESSION, after=0, limit=100)] == list(
         range(1, 51)
     )
+
+
+async def test_the_store_reads_events_of_some_types_from_the_newest_back(store: Store) -> None:
+    log = EventLog(store)
+    for n in range(1, 7):
+        await log.append(SESSION, TurnStarted(prompt=f"p{n}"), turn_id=f"t{n}")
+        await log.append(SESSION, delta(n))
+    await log.append(OTHER, TurnStarted(prompt="elsewhere"), turn_id="x")
+    newest = await store.events_before(SESSION, before=2**62, types=["turn.started"], limit=4)
+    assert [(e.seq, e.turn_id) for e in newest] == [(11, "t6"), (9, "t5"), (7, "t4"), (5, "t3")]
+    assert json.loads(newest[0].json)["data"] == {"prompt": "p6"}
+    older = await store.events_before(SESSION, before=5, types=["turn.started"], limit=4)
+    assert [e.seq for e in older] == [3, 1]
+    both = await store.events_before(
+        SESSION, before=3, types=["turn.started", "message.delta"], limit=9
+    )
+    assert [e.seq for e in both] == [2, 1]

@@ -3,7 +3,9 @@ agent is told, and what the turn adds up to (the real CLIs: tests/e2e/test_failo
 
 from __future__ import annotations
 
+import base64
 import json
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +32,16 @@ def gateway_with_codex(base: Path, *, codex_present: bool = True) -> FakeGateway
     ).start()
 
 
-def turn(client: httpx.Client, session_id: str, prompt: str) -> list[dict[str, Any]]:
+def turn(
+    client: httpx.Client, session_id: str, prompt: str, *, limit: int = 10_000
+) -> list[dict[str, Any]]:
     after = client.get(f"/v1/sessions/{session_id}").json()["last_seq"]
     headers = {**SSE, "Last-Event-ID": str(after)}
     with client.stream("GET", f"/v1/sessions/{session_id}/events", headers=headers) as response:
         reader = SseReader(response)
         started = client.post(f"/v1/sessions/{session_id}/turns", json={"prompt": prompt})
         assert started.status_code == 202, started.text
-        return reader.until(is_turn_end)
+        return reader.until(is_turn_end, limit=limit)
 
 
 def new_session(client: httpx.Client, gateway: FakeGateway) -> str:
@@ -139,3 +143,100 @@ def test_an_explicit_provider_fails_over_only_when_fallback_is_asked(tmp_path: P
             )
     finally:
         gateway.stop()
+
+
+PROVIDER_KEY = "sk-ant-api03-Upstream+Key/0123456789=abcdefXYZ"
+"""A provider credential with characters base64, percent-encoding and JSON spell their own way."""
+
+
+def key_forms(key: str) -> list[str]:
+    """The key as the fake's ``fail-500-echo`` quotes it, and the longest piece of each
+    encoded form that carries only the key's bits."""
+    data = key.encode()
+    return [
+        key,
+        base64.b64encode(b"Basic " + data).decode()[8:-4],
+        base64.urlsafe_b64encode(b"u:" + data).decode()[3:-4],
+        base64.b64encode(b"k:" + data + b"!").decode()[3:-4],
+        data.hex(),
+        data.hex().upper(),
+        urllib.parse.quote(key, safe=""),
+    ]
+
+
+def test_t22_a_key_an_error_quotes_never_reaches_the_next_agent(tmp_path: Path) -> None:
+    # The first agent's endpoint answers 500 quoting the key it got, in several encodings; the
+    # hand-off to the next agent (another vendor) carries none of them, nor does anything
+    # the gateway shows.
+    gateway = fake_gateway_at(
+        tmp_path,
+        claude_code={
+            "env": {
+                "FAKE_CLAUDE_LOG": str(tmp_path / "spawns.jsonl"),
+                "ANTHROPIC_API_KEY": PROVIDER_KEY,
+            }
+        },
+        codex={
+            "enabled": True,
+            "executable": str(fake_server_in(tmp_path / "bin", "codex")),
+            "env": {"FAKE_CODEX_LOG": str(tmp_path / "codex.log")},
+        },
+        selection={"fallback_chain": ["codex"]},
+        retry={"enabled": False},
+    ).start()
+    try:
+        with gateway.client() as client:
+            sid = new_session(client, gateway)
+            assert turn(client, sid, "hello")[-1]["type"] == "turn.completed"
+            events = turn(client, sid, "fail-500-echo")
+            page = client.get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).text
+    finally:
+        gateway.stop()
+    switched = next(e["data"] for e in events if e["type"] == "provider.switched")
+    assert switched["reason"] == "server_error"
+    [handoff] = codex_prompts(tmp_path)
+    assert "API Error: 500 upstream refused key [redacted]" in handoff
+    for form in key_forms(PROVIDER_KEY):
+        assert form not in handoff
+        assert form not in page
+        assert form not in json.dumps(events)
+        assert form not in gateway.log()
+
+
+def test_the_hand_off_carries_the_newest_turns_of_a_long_session_within_its_bound(
+    tmp_path: Path,
+) -> None:
+    # A turn of 100,000 events early on: the hand-off is read from the log's end, so the
+    # turns after it are there, and the oldest (which do not fit in 3,000 characters) not.
+    gateway = fake_gateway_at(
+        tmp_path,
+        codex={
+            "enabled": True,
+            "executable": str(fake_server_in(tmp_path / "bin", "codex")),
+            "env": {"FAKE_CODEX_LOG": str(tmp_path / "codex.log")},
+        },
+        selection={"fallback_chain": ["codex"]},
+        retry={"enabled": False},
+        server={"coalesce_deltas_ms": 0},
+        sessions={"handoff_max_chars": 3_000},
+    ).start()
+    filler = " ".join(["context"] * 80)
+    try:
+        with gateway.client() as client:
+            sid = new_session(client, gateway)
+            assert turn(client, sid, f"oldest-turn {filler}")[-1]["type"] == "turn.completed"
+            assert turn(client, sid, "deltas:100000", limit=200_000)[-1]["type"] == "turn.completed"
+            for n in range(4):
+                assert turn(client, sid, f"newer-{n} {filler}")[-1]["type"] == "turn.completed"
+            assert client.get(f"/v1/sessions/{sid}").json()["last_seq"] > 100_000
+            events = turn(client, sid, "fail-auth")
+    finally:
+        gateway.stop()
+    assert events[-1]["provider"] == "codex"
+    [handoff] = codex_prompts(tmp_path)
+    assert len(handoff) <= 3_000
+    assert "User: newer-3 " in handoff
+    assert "User: newer-2 " in handoff
+    assert "oldest-turn" not in handoff
+    assert "earlier turns are left out for length" in handoff
+    assert handoff.endswith("User: fail-auth")

@@ -8,6 +8,7 @@ the fake ``opencode serve`` (which records the environment it was started with).
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 import stat
@@ -19,7 +20,7 @@ import httpx
 
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
 from tests.gateway import TOKEN, SseReader, follow, is_turn_end
-from tests.integration.callers import ALICE, BOB, KEYS, create
+from tests.integration.callers import ALICE, BOB, KEYS, assert_problem, create, ws_refusal
 
 PROVIDER_SECRET = "provider-env-secret-0123456789"
 GATEWAY_ENV_SECRET = "gateway-env-secret-9876543210"
@@ -169,3 +170,28 @@ def test_t9_the_log_shows_no_token_key_or_provider_secret_after_failures(
     for secret in (TOKEN, ALICE, BOB, FAKE_PROVIDER_KEY, FAKE_PROVIDER_KEY[:20], TOKEN[:-1]):
         assert secret not in log
     assert "metadata" not in log  # request bodies are never logged
+
+
+def test_t22_a_problem_document_that_would_quote_a_secret_shows_it_masked(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    # A 404 names what was asked for: asked for by a key (or its base64), it must not
+    # show it back.
+    gateway = make_fake_gateway(claude_code={"env": {"ANTHROPIC_API_KEY": PROVIDER_SECRET}})
+    gateway.start()
+    encoded = base64.urlsafe_b64encode(b"k=" + PROVIDER_SECRET.encode()).decode()
+    with gateway.client() as client:
+        for name in (PROVIDER_SECRET, encoded):
+            response = client.get(f"/v1/providers/{name}")
+            body = assert_problem(response, 404)
+            assert "[redacted]" in body["detail"]
+            assert int(response.headers["content-length"]) == len(response.content)
+            assert PROVIDER_SECRET not in response.text
+            assert encoded[4:-4] not in response.text
+    # The HTTP answer that refuses a WebSocket upgrade is a problem document too.
+    url = f"{gateway.ws_url}/v1/sessions/{PROVIDER_SECRET}/ws?access_token={TOKEN}"
+    refused = ws_refusal(url, {}).response
+    assert refused.status_code == 404
+    assert refused.body is not None
+    assert b"[redacted]" in refused.body
+    assert PROVIDER_SECRET.encode() not in refused.body

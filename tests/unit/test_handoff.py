@@ -121,10 +121,77 @@ def test_the_newest_turns_stay_whole_older_ones_are_cut_and_the_oldest_left_out(
 
 
 def test_the_failed_turns_prompt_is_always_whole() -> None:
-    prompt = "do this " * 500
-    events = [*turn("a", "x " * 2000, "y " * 2000), event("turn.started", "now", prompt=prompt)]
+    prompt = "do this " * 100
+    events = [*turn("a", "x " * 20, "y " * 20), event("turn.started", "now", prompt=prompt)]
     text = handoff(events, max_chars=1_500, prompt=prompt).prompt
     assert text.endswith(f"User: {prompt}")
+    assert len(text) <= 1_500
+
+
+def test_a_prompt_longer_than_the_bound_goes_alone_and_whole() -> None:
+    prompt = "do this " * 500
+    events = [*turn("a", "x " * 2000, "y " * 2000), event("turn.started", "now", prompt=prompt)]
+    result = handoff(events, max_chars=1_500, prompt=prompt)
+    assert (result.prompt, result.turns) == (prompt, 0)
+
+
+@pytest.mark.parametrize("max_chars", [1_000, 3_000, 7_777, 24_000])
+def test_the_whole_hand_off_is_never_longer_than_the_bound(max_chars: int) -> None:
+    # Everything that can grow: a long failure message, a failed turn that ran many tools
+    # and changed many files, many long earlier turns.
+    many = [("file_change", "Edit", f"src/module_{n}.py") for n in range(300)]
+    events = [
+        *(e for n in range(40) for e in turn(f"t{n}", "p " * 3000, "a " * 3000, *many[:5])),
+        *turn("now", "What now?", "partial " * 500, *many),
+    ]
+    result = build_handoff(
+        events[:-2],  # the failed turn did not complete
+        current_turn_id="now",
+        prompt="What now?",
+        from_provider="claude_code",
+        reason="server_error: " + "API Error: 500 " * 2_000,
+        max_chars=max_chars,
+    )
+    assert result.chars == len(result.prompt) <= max_chars
+    assert result.prompt.endswith("User: What now?")
+    assert "more (left out for length)" in result.prompt
+    if max_chars >= 3_000:
+        assert "## Turn 40" in result.prompt
+
+
+def test_turns_are_numbered_from_the_sessions_count_when_older_events_were_not_read() -> None:
+    events = [*turn("t8", "eighth", "8"), *turn("t9", "ninth", "9")]
+    result = build_handoff(
+        [*events, event("turn.started", "now", prompt="tenth")],
+        current_turn_id="now",
+        prompt="tenth",
+        from_provider="claude_code",
+        reason="auth: no",
+        max_chars=24_000,
+        earlier=9,
+    )
+    assert "## Turn 8\nUser: eighth" in result.prompt
+    assert "## Turn 9\nUser: ninth" in result.prompt
+    assert "(7 of 9 earlier turns are left out for length.)" in result.prompt
+
+
+def test_every_text_taken_from_the_conversation_is_masked() -> None:
+    secret = "sk-test-SECRET-value"
+    events = [
+        *turn("a", f"use {secret}", f"ok {secret}", ("command", "Bash", f"curl -H {secret}")),
+        event("turn.started", "now", prompt=f"again {secret}"),
+    ]
+    result = build_handoff(
+        events,
+        current_turn_id="now",
+        prompt=f"again {secret}",
+        from_provider="claude_code",
+        reason=f"server_error: upstream refused key {secret}",
+        max_chars=24_000,
+        mask=lambda text: text.replace(secret, "[redacted]"),
+    )
+    assert secret not in result.prompt
+    assert result.prompt.count("[redacted]") == 5
 
 
 def test_failed_and_interrupted_turns_say_so() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import stat
@@ -11,9 +12,15 @@ import pytest
 
 from app.api.gate import parse_origin
 from app.api.ratelimits import KeyedBuckets
-from app.api.security import KeyRing, Principal, load_or_create_token
+from app.api.security import (
+    KeyRing,
+    Principal,
+    TokenFile,
+    load_or_create_token,
+    write_token_file,
+)
 from app.cli import root_refusal
-from app.redaction import Redactor, install_log_redaction, secrets_of
+from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
 from app.settings import ConfigError, load_settings
 
 
@@ -184,3 +191,26 @@ def test_t9_secrets_of_lists_keys_and_secret_looking_provider_variables(tmp_path
     found = secrets_of(settings, ADMIN_TOKEN)
     assert {ADMIN_TOKEN, ALICE, "sk-ant-x"} <= set(found)
     assert "http://127.0.0.1" not in found
+
+
+async def test_t23_a_rotated_token_file_is_issued_to_the_mask_and_retires_its_watchers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "token"
+    old = write_token_file(path)
+    mask = SecretMask()
+    token_file = TokenFile(path, old, issued=lambda token: mask.add([token]))
+    keys = KeyRing({"alice": (ALICE, False)}, admin_file=token_file)
+    retired = asyncio.Event()
+    keys.watch(old, retired.set)
+    keys.watch(ALICE, lambda: pytest.fail("a configured key never retires"))
+
+    new = write_token_file(path)
+    assert keys.authenticate(new) == Principal(name="admin", admin=True)
+    await asyncio.wait_for(retired.wait(), timeout=5)
+    assert keys.authenticate(old) is None
+    assert mask.text(f"{new} {new.encode().hex()}") == "[redacted] [redacted]"
+    # Opened with a token already replaced: retired at once.
+    late = asyncio.Event()
+    keys.watch(old, late.set)
+    await asyncio.wait_for(late.wait(), timeout=5)
