@@ -27,6 +27,9 @@ class CapabilitiesPublic(BaseModel):
     shared_process: bool
     approval_edits: bool
     """Runs an allowed tool call with the input the client edited (``updated_input``)."""
+    model_choice: bool
+    """Runs the ``model`` a session names (a session naming one goes only to such a
+    provider)."""
 
 
 class HealthPublic(BaseModel):

@@ -111,6 +111,9 @@ class Capabilities:
     """One CLI process serves every session of the provider."""
     approval_edits: bool
     """Runs an allowed tool call with the input the client edited (``updated_input``)."""
+    model_choice: bool
+    """Runs the ``model`` a session names; without it the agent runs the model it is
+    configured with, so a session naming one is refused before any process starts."""
 
 
 Capability = Literal[
@@ -122,6 +125,7 @@ Capability = Literal[
     "cost",
     "shared_process",
     "approval_edits",
+    "model_choice",
 ]
 """A field of ``Capabilities``: what a request's ``requires`` may name."""
 

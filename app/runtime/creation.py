@@ -26,7 +26,7 @@ from app.records import SessionRecord, json_dict
 from app.runtime.coordinator import resolve_policy
 from app.runtime.failover import wants_failover
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import resolve_strategy
+from app.runtime.selector import CapabilitiesUnmet, resolve_strategy
 
 if typing.TYPE_CHECKING:
     from app.runtime.sessions import SessionManager
@@ -37,6 +37,16 @@ log = logging.getLogger(__name__)
 def metadata_bytes(metadata: object) -> int:
     """The size of a session's metadata as compact UTF-8 JSON (what is stored and listed)."""
     return len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def required_capabilities(request: SessionRequest) -> list[str]:
+    """What the session's provider must be able to do: the request's ``requires``, and
+    ``model_choice`` when it names a model (an agent that cannot choose one would run
+    another; failover keeps to the same set)."""
+    requires = list(request.requires)
+    if request.model is not None and "model_choice" not in requires:
+        requires.append("model_choice")
+    return requires
 
 
 async def create_session(manager: SessionManager, request: SessionRequest) -> SessionRecord:
@@ -64,9 +74,22 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
     if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
         resolve_policy(request.retry, None, settings.retry)
     strategy = resolve_strategy(request.strategy, request.scenario, settings.selection)
-    selection = await manager.chooser.choose(
-        request.provider, request.scenario, request.requires, strategy=strategy
-    )
+    requires = required_capabilities(request)
+    try:
+        selection = await manager.chooser.choose(
+            request.provider, request.scenario, requires, strategy=strategy
+        )
+    except CapabilitiesUnmet as unmet:
+        if request.model is None:
+            raise
+        raise CapabilitiesUnmet(
+            unmet.skipped,
+            requires,
+            detail=f"no candidate provider can run model {request.model!r} with the required "
+            "capabilities: an agent without model_choice runs the model it is configured "
+            "with; leave `model` unset, or name a provider whose capabilities include "
+            "model_choice (GET /v1/providers)",
+        ) from None
     chosen, reason = selection.provider, selection.reason
     skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
     scores = [
@@ -93,7 +116,7 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
             # What failover selects again with (app/runtime/failover.py).
             "fallback": wants_failover(request, settings),
             "scenario": request.scenario,
-            "requires": list(request.requires),
+            "requires": list(requires),
         },
         last_seq=0,
         created_at=now,

@@ -90,9 +90,12 @@ class CapabilitiesUnmet(InvalidRequest):
     type = "capabilities_unmet"
     title = "No candidate has the required capabilities"
 
-    def __init__(self, skipped: Sequence[Skipped], requires: Sequence[str]) -> None:
+    def __init__(
+        self, skipped: Sequence[Skipped], requires: Sequence[str], *, detail: str | None = None
+    ) -> None:
         super().__init__(
-            f"no candidate provider has every required capability ({', '.join(requires)}); "
+            detail
+            or f"no candidate provider has every required capability ({', '.join(requires)}); "
             "drop a requirement or name a provider that has it (GET /v1/providers lists them)",
             candidates=[{"provider": s.provider, "reason": s.why} for s in skipped],
         )

@@ -11,7 +11,11 @@ import pytest
 from acp.client.connection import ClientSideConnection
 from acp.schema import NewSessionResponse
 
-from app.providers.acp.options import apply_model, model_refusal
+from app.providers.acp.agents import BUILTIN
+from app.providers.acp.options import apply_model, model_option, model_refusal
+from app.providers.acp.provider import capabilities_of
+from app.runtime.creation import required_capabilities
+from app.runtime.requests import SessionRequest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "acp"
 
@@ -74,3 +78,30 @@ async def test_the_model_is_set_through_the_agents_model_option_only_when_it_dif
     assert await apply_model(connection, "t1", "default", options, cli="c") is None  # current
     assert await apply_model(connection, "t1", None, options, cli="c") is None  # its own
     assert len(agent.sent) == 1
+
+
+@pytest.mark.parametrize(
+    "agent", ["claude", "codex", "opencode", "qwen", "codebuddy", "copilot", "gemini"]
+)
+def test_each_recipe_says_whether_its_agent_can_choose_a_model_as_its_session_new_answer_does(
+    agent: str,
+) -> None:
+    # The recipe's flag decides before any process starts (a session naming a model is a 422
+    # for an agent without one); the recorded answer of the pinned agent is the truth.
+    recipe = BUILTIN[agent]
+    offered = model_option(opened(agent).config_options) is not None
+    assert recipe.chooses_model is offered
+    assert capabilities_of(recipe).model_choice is offered
+
+
+def test_a_session_naming_a_model_requires_a_provider_that_can_choose_it() -> None:
+    def request(**fields: Any) -> SessionRequest:
+        return SessionRequest(workspace="/w", **fields)
+
+    assert required_capabilities(request()) == []
+    assert required_capabilities(request(model="m")) == ["model_choice"]
+    assert required_capabilities(request(model="m", requires=("approvals",))) == [
+        "approvals",
+        "model_choice",
+    ]
+    assert required_capabilities(request(model="m", requires=("model_choice",))) == ["model_choice"]

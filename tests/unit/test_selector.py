@@ -29,6 +29,7 @@ FULL = Capabilities(
     cost=True,
     shared_process=False,
     approval_edits=True,
+    model_choice=True,
 )
 CONFIGURED = ["claude_code", "codex", "opencode"]
 SETTINGS = SelectionSettings(

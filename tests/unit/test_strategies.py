@@ -163,6 +163,7 @@ FULL = Capabilities(
     cost=True,
     shared_process=False,
     approval_edits=True,
+    model_choice=True,
 )
 NO_APPROVALS = Capabilities(**{**vars(FULL), "approvals": False})
 OK = ProviderState(enabled=True, available=True, capabilities=FULL)

@@ -68,6 +68,10 @@ class AgentRecipe:
     ``cancelled`` at once, without calling its model; the next prompt waits this long."""
     exits_on_eof: bool = True
     """Ends when its stdin closes; CodeBuddy does not, and is stopped with SIGTERM at once."""
+    chooses_model: bool = True
+    """Offers a model config option over ACP, so a session's ``model`` can be set
+    (app/providers/acp/options.py); an agent without one runs the model it is configured
+    with, and a session naming a model never goes to it."""
     load_minute_guard: bool = False
     """Gemini CLI 0.61: a ``session/load`` in the same UTC minute as the thread's creation
     overwrites the thread's record (its file name holds the minute) and fails; the gateway
@@ -116,6 +120,8 @@ GEMINI = AgentRecipe(
         "gateway's user and log in with Google",
     ),
     replays_after_load=True,
+    # Gemini CLI 0.61 offers no model config option over ACP (its session/new answer).
+    chooses_model=False,
     load_minute_guard=True,
 )
 
@@ -142,6 +148,8 @@ COPILOT = AgentRecipe(
         hint="run `copilot login` as the gateway's user, or set "
         'providers."acp:copilot".env.COPILOT_GITHUB_TOKEN (or a COPILOT_PROVIDER_* model)',
     ),
+    # Copilot CLI 1.0.102 offers no model config option over ACP (its session/new answer).
+    chooses_model=False,
 )
 
 QWEN = AgentRecipe(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from app.providers.acp.agents import BUILTIN, GENERIC, AgentRecipe
-from app.providers.acp.provider import CAPABILITIES, AcpProvider
+from app.providers.acp.provider import CAPABILITIES, AcpProvider, capabilities_of
 from app.providers.base import Provider
 from app.providers.descriptor import BuildContext, ProviderDescriptor
 from app.settings import PINNED_MODULES
@@ -57,7 +57,7 @@ def _member(recipe: AgentRecipe) -> ProviderDescriptor:
         pinned=recipe.program,
         npm_package=recipe.npm_package,
         cli_version=recipe.cli_version,
-        capabilities=CAPABILITIES,
+        capabilities=capabilities_of(recipe),
         credentials=recipe.credentials,
         passthrough=lambda _settings: recipe.passthrough,
         build=_build,

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,13 @@ CAPABILITIES = Capabilities(
     cost=False,
     shared_process=False,
     approval_edits=False,
+    model_choice=True,
 )
+
+
+def capabilities_of(recipe: AgentRecipe) -> Capabilities:
+    """What one member of the family can do: the family's, less a model it cannot choose."""
+    return replace(CAPABILITIES, model_choice=recipe.chooses_model)
 
 
 class AcpProvider(Provider):
@@ -66,6 +73,7 @@ class AcpProvider(Provider):
     ) -> None:
         self.name = name  # type: ignore[misc]  # one class serves every member of the family
         self.recipe = recipe
+        self.capabilities = capabilities_of(recipe)  # type: ignore[misc]  # per member
         self.cli = recipe.title
         self.settings = settings
         self.runner = runner

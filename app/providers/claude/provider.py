@@ -123,6 +123,7 @@ class ClaudeCodeProvider(Provider):
         cost=True,
         shared_process=False,
         approval_edits=True,
+        model_choice=True,
     )
 
     def __init__(

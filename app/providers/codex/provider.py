@@ -47,6 +47,7 @@ class CodexProvider(Provider):
         cost=False,  # app-server reports tokens, never money
         shared_process=True,
         approval_edits=False,  # it runs exactly the command or patch it asked about
+        model_choice=True,
     )
 
     def __init__(

@@ -33,6 +33,7 @@ class OpenCodeProvider(Provider):
         cost=True,
         shared_process=True,
         approval_edits=False,  # a permission reply cannot carry edited input
+        model_choice=True,
     )
 
     def __init__(
