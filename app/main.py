@@ -195,8 +195,9 @@ def _secrets(
 
 
 def _add_middleware(app: FastAPI, settings: Settings, mask: SecretMask) -> None:
-    """CORS (only for ``server.allowed_origins``), then the gate, then the problem mask,
-    which runs first (every problem document passes it)."""
+    """CORS (only for ``server.allowed_origins``), then the gate, then the answer to an
+    unexpected error, then the problem mask, which runs first (every problem document passes
+    it)."""
     if settings.server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -210,6 +211,7 @@ def _add_middleware(app: FastAPI, settings: Settings, mask: SecretMask) -> None:
         allowed_origins=settings.server.allowed_origins,
         max_body_bytes=settings.server.max_body_bytes,
     )
+    app.add_middleware(problems.UnexpectedErrors)
     app.add_middleware(ProblemMaskMiddleware, mask=mask)
 
 

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import contract
 from app.api.security import authentication_failure
@@ -116,6 +117,39 @@ def _allowed_methods(request: Request) -> list[str]:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     error = internal_error(log, f"{request.method} {request.url.path}", exc)
     return _response(problem_for(error), error.status)
+
+
+class UnexpectedErrors:
+    """Answers an exception no handler took with the id-only 500 problem, and ends the
+    request there.
+
+    Starlette's last-resort handler answers and then raises again for the server, which logs
+    the traceback a second time (without the id) and closes the connection under the client's
+    next request. A response already under way (a stream) cannot be answered: that exception
+    goes on to the server, which cuts the connection.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:
+                raise
+            error = internal_error(log, f"{scope['method']} {scope['path']}", exc)
+            await _response(problem_for(error), error.status)(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
