@@ -117,16 +117,24 @@ class Delivery:
                     seen.add(subscriber.transport)
                     self.delivered(subscriber, events[0])
 
-    def advance(self, channel: Channel, *, first_seq: int, last_seq: int) -> None:
-        """Move the channel past events it will not deliver (another replica wrote them before
-        this one followed, or they were pruned): its subscribers read them from the store, at
-        their own pace, so they do not count towards their lag."""
-        channel.first_seq = max(channel.first_seq, first_seq)
-        if last_seq <= channel.last_seq:
-            return
-        channel.last_seq = channel.assigned_seq = last_seq
+    @staticmethod
+    def count_lag_after(channel: Channel, seq: int) -> None:
+        """Events up to ``seq`` were stored before the channel's subscribers could follow them
+        (another replica wrote them while this one did not follow): history they read at
+        their own pace, not lag, however late the channel delivers them."""
         for subscriber in channel.subscribers:
-            subscriber.baseline = max(subscriber.baseline, last_seq)
+            subscriber.baseline = max(subscriber.baseline, seq)
+
+    @staticmethod
+    def advance(channel: Channel, *, first_seq: int) -> None:
+        """Move the channel past events that are no longer stored (pruned before this replica
+        delivered them): its subscribers read from the store, where a resync tells them."""
+        channel.first_seq = max(channel.first_seq, first_seq)
+        if first_seq - 1 <= channel.last_seq:
+            return
+        channel.last_seq = channel.assigned_seq = first_seq - 1
+        for subscriber in channel.subscribers:
+            subscriber.baseline = max(subscriber.baseline, channel.last_seq)
         catch_up_from_store(channel)
 
     def delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None:

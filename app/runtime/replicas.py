@@ -121,9 +121,9 @@ class Replicas:
         while channel.subscribers and not self._cluster.holds(session_id):
             try:
                 # What the owner wrote before this replica followed is history to the
-                # subscribers here, read from the store, as it is to the owner's.
-                first, last = await self._store.event_bounds(session_id)
-                delivery.advance(channel, first_seq=first, last_seq=last)
+                # subscribers here, as it is to the owner's: it does not count as lag.
+                _, last = await self._store.event_bounds(session_id)
+                delivery.count_lag_after(channel, last)
                 async with self._cluster.fanout.tail(session_id) as tail:
                     batches = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
                     async for batch in batches:
@@ -140,7 +140,7 @@ class Replicas:
                         if any(e.json.find('"type":"session.closed"') != -1 for e in fresh):
                             await self._close(session_id)
             except Pruned as pruned:
-                delivery.advance(channel, first_seq=pruned.first_seq, last_seq=pruned.first_seq - 1)
+                delivery.advance(channel, first_seq=pruned.first_seq)
             except Exception as exc:  # Redis or the store away: try again shortly
                 log.warning("following %s on its owner failed: %s", session_id, exc)
                 await asyncio.sleep(MIRROR_CHECK_S)
