@@ -12,6 +12,7 @@ from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, TurnError
 from app.providers.exits import how_it_ended
+from app.providers.faults import kind_for_status
 from app.providers.raw import as_unix_time
 
 __all__ = [
@@ -92,23 +93,15 @@ _SUBTYPE_KINDS: dict[str, FailureKind] = {
 def kind_for_api_error(status: int | None, error: str | None) -> FailureKind:
     """Classify an Anthropic API failure by HTTP status first, then by category or text.
 
-    The status wins because the CLI's category is coarse: 2.1.330 files every status ≥ 408
-    that is not 429/529 under ``server_error`` (e.g. a 413), and labels an exhausted 529
-    ``server_error`` on the synthetic assistant line.
+    The status is read in the shared table (``faults.kind_for_status``). It wins because the
+    CLI's category is coarse: 2.1.330 files every status ≥ 408 that is not 429/529 under
+    ``server_error`` (e.g. a 413), and labels an exhausted 529 ``server_error`` on the
+    synthetic assistant line.
     """
     if status is not None:
-        if status == 429:
-            return "rate_limited"
-        if status == 529:
-            return "overloaded"
-        if status in (401, 403):
-            return "auth"
-        if status == 408:
-            return "network"
-        if status in (400, 404, 413, 422):
-            return "invalid_request"
-        if 500 <= status <= 599:
-            return "server_error"
+        by_status = kind_for_status(status)
+        if by_status is not None:
+            return by_status
     if error:
         kind = _CATEGORY_KINDS.get(error.strip().lower())
         if kind is not None:
