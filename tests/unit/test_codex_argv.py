@@ -23,6 +23,7 @@ from app.providers.codex.argv import (
     toml_value,
 )
 from app.providers.codex.provider import CodexProvider
+from app.providers.descriptor import BuildContext
 from app.settings import ProviderSettings, RetrySettings
 
 
@@ -210,10 +211,23 @@ def test_provider_passes_the_gateway_retry_settings(tmp_path: Any) -> None:
     retry = RetrySettings(cli_request_retries=1, cli_stream_retries=4)
 
     provider = CodexProvider(
-        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}, retry=retry
+        BuildContext(
+            name="codex",
+            settings=settings,
+            executable="codex",
+            runner=ProcessRunner(),
+            parent_env={},
+            retry=retry,
+        )
     )
     default = CodexProvider(
-        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}
+        BuildContext(
+            name="codex",
+            settings=settings,
+            executable="codex",
+            runner=ProcessRunner(),
+            parent_env={},
+        )
     )
 
     def budget(p: CodexProvider) -> dict[str, Any]:
