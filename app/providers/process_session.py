@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from app.events import FailureKind, TurnError
 from app.process.childspec import ProcessSpec
 from app.process.managed import ManagedProcess, SpawnError
-from app.providers.base import ProcessInfo, ProviderSession, SessionSpec, TurnHooks, TurnOutcome
+from app.providers.base import ProcessInfo, SessionSpec, ThreadSession, TurnHooks, TurnOutcome
 from app.providers.exits import limit_error, spawn_error
 from app.providers.turnloop import TurnLoop, failure
 
@@ -50,24 +50,18 @@ L = TypeVar("L", bound=Running)
 T = TypeVar("T")
 
 
-class ProcessSession(ProviderSession, Generic[L, T]):
+class ProcessSession(ThreadSession, Generic[L, T]):
     """One gateway session on a CLI it runs on its own; ``L`` is its running process, ``T``
     what its turn loop follows."""
 
     def __init__(self, *, host: HostedProvider[Any], spec: SessionSpec, cli: str) -> None:
+        super().__init__(spec)
         self._host = host
         self._name = host.name
         self._cli = cli
-        self._spec = spec
-        self._thread_id = spec.thread_id
         self._live: L | None = None
         self._spawns = 0
         self._loop: TurnLoop[T] | None = None
-        self._closed = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
 
     @property
     def process(self) -> ProcessInfo | None:

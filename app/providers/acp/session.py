@@ -9,9 +9,11 @@ is set (``AgentRecipe.modes``) and each turn is one ``session/prompt``.
 ``session/update`` notifications, ``session/request_permission`` requests and form
 ``elicitation/create`` requests (asked as questions, ``elicitation.py``) go into the running
 turn's inbox, which ``TurnLoop`` follows (deadlines, approvals, questions) and
-``TurnTranslator`` turns into events. An interrupt is ``session/cancel``, and every pending
-permission request is answered ``cancelled`` as the protocol requires (a pending elicitation
-``cancel``). A URL elicitation is declined: the gateway has no browser to open.
+``TurnTranslator`` turns into events; the requests wait in ``asks.Pending``. An interrupt is
+``session/cancel``, and every pending permission request is answered ``cancelled`` as the
+protocol requires (a pending elicitation ``cancel``). A URL elicitation is declined: the
+gateway has no browser to open. The process plumbing (spawn, follower, release, the turn's
+skeleton) is the shared ``process_session.ProcessSession``.
 """
 
 from __future__ import annotations
@@ -28,13 +30,10 @@ from typing import TYPE_CHECKING, Any
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
-    AcceptElicitationResponse,
-    AllowedOutcome,
     CancelElicitationResponse,
     ClientCapabilities,
     CreateElicitationResponse,
     DeclineElicitationResponse,
-    DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
     ElicitationFormSessionMode,
@@ -51,13 +50,12 @@ from app import __version__
 from app.events import EventData, TurnError, Warning
 from app.process.managed import ManagedProcess
 from app.providers.acp import faults
+from app.providers.acp.asks import CANCELLED, Asked, Elicited, Pending, form_reply, permission_reply
 from app.providers.acp.client import AgentClient, connect
-from app.providers.acp.elicitation import Form, accepted_content, read_form
+from app.providers.acp.elicitation import read_form
 from app.providers.acp.options import ConfigOptions, apply_mode, apply_model
-from app.providers.acp.updates import TurnTranslator, option_for
+from app.providers.acp.updates import TurnTranslator
 from app.providers.base import (
-    Answers,
-    ApprovalAnswer,
     SessionSpec,
     TurnHooks,
     TurnOutcome,
@@ -78,18 +76,6 @@ REPLAY_LIMIT_S = 10.0
 
 
 @dataclass(frozen=True)
-class _Asked:
-    request: RequestPermissionRequest
-    reply: asyncio.Future[RequestPermissionResponse]
-
-
-@dataclass(frozen=True)
-class _Elicited:
-    form: Form
-    reply: asyncio.Future[CreateElicitationResponse]
-
-
-@dataclass(frozen=True)
 class _Answered:
     task: asyncio.Task[Any]
 
@@ -99,7 +85,7 @@ class _Exited:
     error: TurnError
 
 
-_Item = Any  # an SDK session update, _Asked, _Elicited, _Answered or _Exited
+_Item = Any  # an SDK session update, Asked, Elicited, _Answered or _Exited
 
 
 @dataclass(eq=False, kw_only=True)
@@ -119,8 +105,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
         self._thread_since = spec.thread_bound_at
         self._translator = TurnTranslator(provider.name)
         self._inbox: asyncio.Queue[_Item] | None = None
-        self._permissions: set[asyncio.Future[RequestPermissionResponse]] = set()
-        self._elicitations: set[asyncio.Future[CreateElicitationResponse]] = set()
+        self._pending = Pending()
         self._interrupt_requested = asyncio.Event()
         self._cancelled_at: float | None = None
 
@@ -136,16 +121,8 @@ class AcpSession(ProcessSession[_Live, _Item]):
     async def ask(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         live = self._live
         if self._inbox is None or live is None or request.session_id != live.thread:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        reply: asyncio.Future[RequestPermissionResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._permissions.add(reply)
-        try:
-            self._inbox.put_nowait(_Asked(request, reply))
-            return await reply
-        finally:
-            self._permissions.discard(reply)
+            return CANCELLED
+        return await self._pending.ask(self._inbox, request)
 
     async def elicit(self, message: str, mode: ElicitationMode) -> CreateElicitationResponse:
         """An ``elicitation/create``: a form of the running turn is asked as questions; a URL
@@ -179,25 +156,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
                 sorted((mode.requested_schema.properties or {}).keys()),
             )
             return DeclineElicitationResponse(action="decline")
-        reply: asyncio.Future[CreateElicitationResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._elicitations.add(reply)
-        try:
-            self._inbox.put_nowait(_Elicited(form, reply))
-            return await reply
-        finally:
-            self._elicitations.discard(reply)
-
-    def _cancel_permissions(self) -> None:
-        for reply in list(self._permissions):
-            if not reply.done():
-                reply.set_result(
-                    RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-                )
-        for elicited in list(self._elicitations):
-            if not elicited.done():
-                elicited.set_result(CancelElicitationResponse(action="cancel"))
+        return await self._pending.elicit(self._inbox, form)
 
     # --- process lifecycle ----------------------------------------------------------------
 
@@ -358,7 +317,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
         return self._provider.settings.stop_grace_s if self._provider.recipe.exits_on_eof else 0.0
 
     async def _release(self, live: _Live) -> None:
-        self._cancel_permissions()
+        self._pending.cancel_all()
         await super()._release(live)
 
     async def _disconnect(self, live: _Live) -> None:
@@ -371,7 +330,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
 
     def _turn_ended(self) -> None:
         self._inbox = None
-        self._cancel_permissions()
+        self._pending.cancel_all()
 
     async def _prompt(self, live: _Live, prompt: str, loop: TurnLoop[_Item]) -> TurnOutcome:
         assert live.thread is not None
@@ -402,39 +361,13 @@ class AcpSession(ProcessSession[_Live, _Item]):
     async def _handle(self, live: _Live, loop: TurnLoop[_Item], item: _Item) -> TurnOutcome | None:
         translator = self._translator
         match item:
-            case _Asked(request=request, reply=reply):
+            case Asked(request=request) as asked:
                 events, approval = translator.permission(request)
                 await _emit(loop, events)
-
-                async def send(answer: ApprovalAnswer) -> None:
-                    option = option_for(answer.decision, request.options)
-                    if answer.decision == "deny":
-                        translator.denied(request.tool_call.tool_call_id)
-                    if reply.done():
-                        return
-                    if option is None:
-                        reply.set_result(
-                            RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-                        )
-                    else:
-                        outcome = AllowedOutcome(option_id=option, outcome="selected")
-                        reply.set_result(RequestPermissionResponse(outcome=outcome))
-
-                loop.ask(approval, send)
+                loop.ask(approval, permission_reply(translator, asked))
                 return None
-            case _Elicited(form=form, reply=elicited):
-
-                async def answer(answers: Answers) -> None:
-                    if elicited.done():
-                        return
-                    content = accepted_content(form, answers)
-                    elicited.set_result(
-                        DeclineElicitationResponse(action="decline")
-                        if content is None
-                        else AcceptElicitationResponse(action="accept", content=content)
-                    )
-
-                loop.ask_question(form.request, answer)
+            case Elicited(form=form) as elicited:
+                loop.ask_question(form.request, form_reply(elicited))
                 return None
             case _Answered(task=task):
                 return await self._answered(live, loop, task)
@@ -472,7 +405,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
         self._interrupt_requested.set()
         if self._loop is not None:
             self._loop.interrupt()
-        self._cancel_permissions()
+        self._pending.cancel_all()
         live = self._live
         if live is None or live.thread is None:
             return

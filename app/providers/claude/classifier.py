@@ -10,10 +10,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from app.events import RETRYABLE_KINDS, FailureKind, TurnError
+from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
 from app.providers.exits import how_it_ended
 from app.providers.faults import kind_for_status
-from app.providers.raw import as_unix_time
+from app.providers.raw import as_int, as_number, as_opt_int, as_unix_time
 
 __all__ = [
     "PROVIDER",
@@ -23,6 +23,7 @@ __all__ = [
     "interrupted_error",
     "kind_for_api_error",
     "kind_for_api_retry",
+    "retry_notice",
 ]
 
 PROVIDER = "claude_code"
@@ -233,3 +234,22 @@ def _message(result: dict[str, Any], subtype: str | None, terminal_reason: str |
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def retry_notice(raw: dict[str, Any]) -> RetryScheduled:
+    """A ``system/api_retry`` line: the CLI retries a failed model request itself."""
+    status = as_opt_int(raw.get("error_status"))
+    category = _str(raw.get("error"))
+    delay_ms = as_number(raw.get("retry_delay_ms"))
+    if status is not None:
+        message = f"Claude API error {status} ({category or 'unknown'}); the CLI retries."
+    else:
+        message = f"Claude API connection error ({category or 'unknown'}); the CLI retries."
+    return RetryScheduled(
+        source="cli",
+        attempt=as_int(raw.get("attempt"), default=1),
+        max_attempts=as_opt_int(raw.get("max_retries")),
+        delay_s=delay_ms / 1000 if delay_ms is not None else None,
+        kind=kind_for_api_retry(status, category),
+        message=message,
+    )

@@ -20,8 +20,8 @@ from app.events import FailureKind, Warning
 from app.process.workspaces import WorkspaceMoved, check_confined
 from app.providers.base import (
     ProcessInfo,
-    ProviderSession,
     SessionSpec,
+    ThreadSession,
     TurnHooks,
     TurnOutcome,
 )
@@ -63,20 +63,14 @@ class _Turn:
         self.ended = False
 
 
-class OpenCodeSession(ProviderSession):
+class OpenCodeSession(ThreadSession):
     def __init__(self, *, provider: OpenCodeProvider, spec: SessionSpec) -> None:
+        super().__init__(spec)
         self._provider = provider
-        self._spec = spec
-        self._thread_id = spec.thread_id
         self._turn: _Turn | None = None
         self._loop: TurnLoop[Delivery] | None = None
         self._attached = False
-        self._closed = False
         self._model_warned = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
 
     @property
     def process(self) -> ProcessInfo | None:
