@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import abstractmethod
+from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
 from app.providers.base import Provider, ProviderSession, SessionSpec
@@ -34,6 +35,7 @@ class HostedProvider(Provider, Generic[S]):
         self.limits = context.limits
         self.workspace_roots = context.workspace_roots
         self._sessions: set[S] = set()
+        self._background: set[asyncio.Task[None]] = set()
 
     @abstractmethod
     def new_session(self, spec: SessionSpec) -> S:
@@ -48,9 +50,20 @@ class HostedProvider(Provider, Generic[S]):
         """``session`` closed itself: it is no longer closed with the provider."""
         self._sessions.discard(session)
 
+    def in_background(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run best-effort ``work`` (an interrupt nobody waits for) owned by the provider:
+        cancelled, if still running, when the provider closes."""
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def close_sessions(self) -> None:
-        """Close every open session at once; one that fails does not keep the others open."""
+        """Close every open session at once, then cancel the work left in the background; one
+        session that fails does not keep the others open."""
         await asyncio.gather(*(s.close() for s in list(self._sessions)), return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
     async def aclose(self) -> None:
         await self.close_sessions()

@@ -17,17 +17,17 @@ import contextlib
 from abc import abstractmethod
 from collections.abc import Callable, Collection, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 from app.events import FailureKind, TurnError
 from app.process.childspec import ProcessSpec
 from app.process.managed import ManagedProcess, SpawnError
+from app.process.runner import ProcessRunner
 from app.providers.base import ProcessInfo, SessionSpec, ThreadSession, TurnHooks, TurnOutcome
 from app.providers.exits import limit_error, spawn_error
 from app.providers.turnloop import TurnLoop, failure
-
-if TYPE_CHECKING:
-    from app.providers.hosting import HostedProvider
+from app.settings import LimitsSettings, ProviderSettings
 
 BEFORE_PROMPT = "interrupted by the client before the prompt was sent"
 
@@ -46,6 +46,28 @@ class Running:
         return self.process.returncode is None and not self.follower.done()
 
 
+class SessionHost(Protocol):
+    """What a process session needs of its provider (``hosting.HostedProvider`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings(self) -> ProviderSettings: ...
+
+    @property
+    def limits(self) -> LimitsSettings: ...
+
+    @property
+    def runner(self) -> ProcessRunner: ...
+
+    @property
+    def workspace_roots(self) -> tuple[Path, ...] | None: ...
+
+    def forget(self, session: Any, /) -> None:
+        """The session closed itself."""
+
+
 L = TypeVar("L", bound=Running)
 T = TypeVar("T")
 
@@ -54,7 +76,7 @@ class ProcessSession(ThreadSession, Generic[L, T]):
     """One gateway session on a CLI it runs on its own; ``L`` is its running process, ``T``
     what its turn loop follows."""
 
-    def __init__(self, *, host: HostedProvider[Any], spec: SessionSpec, cli: str) -> None:
+    def __init__(self, *, host: SessionHost, spec: SessionSpec, cli: str) -> None:
         super().__init__(spec)
         self._host = host
         self._name = host.name

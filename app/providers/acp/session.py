@@ -25,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
@@ -47,9 +47,10 @@ from acp.schema import (
 )
 
 from app import __version__
-from app.events import EventData, TurnError, Warning
+from app.events import ApprovalMode, EventData, TurnError, Warning
 from app.process.managed import ManagedProcess
 from app.providers.acp import faults
+from app.providers.acp.agents import AgentRecipe
 from app.providers.acp.asks import CANCELLED, Asked, Elicited, Pending, form_reply, permission_reply
 from app.providers.acp.client import AgentClient, connect
 from app.providers.acp.elicitation import read_form
@@ -61,11 +62,8 @@ from app.providers.base import (
     TurnOutcome,
 )
 from app.providers.exits import how_it_ended
-from app.providers.process_session import ProcessSession, Running
+from app.providers.process_session import ProcessSession, Running, SessionHost
 from app.providers.turnloop import TurnLoop
-
-if TYPE_CHECKING:
-    from app.providers.acp.provider import AcpProvider
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +94,26 @@ class _Live(Running):
     """The agent's session id on this process, once opened."""
 
 
+class AgentHost(SessionHost, Protocol):
+    """What a session needs of its agent's provider (``provider.AcpProvider`` has it)."""
+
+    @property
+    def cli(self) -> str: ...
+
+    @property
+    def recipe(self) -> AgentRecipe: ...
+
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+
+    def child_env(self, approval_mode: ApprovalMode, /) -> dict[str, str]:
+        """The agent's environment for a session in ``approval_mode``."""
+
+
 class AcpSession(ProcessSession[_Live, _Item]):
     """One gateway session on one ACP agent; spawns (or resumes) its process on demand."""
 
-    def __init__(self, *, provider: AcpProvider, spec: SessionSpec) -> None:
+    def __init__(self, *, provider: AgentHost, spec: SessionSpec) -> None:
         super().__init__(host=provider, spec=spec, cli=provider.cli)
         self._provider = provider
         self._thread_since = spec.thread_bound_at

@@ -8,10 +8,6 @@ the server it last used is gone (``session.CodexSession``).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine
-from typing import Any
-
 from app.process.childspec import child_environment
 from app.providers.base import Capabilities, SessionSpec
 from app.providers.codex.argv import RetryBudget, build_argv
@@ -80,20 +76,6 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
             request_timeout_s=settings.startup_timeout_s,
             stop_grace_s=settings.stop_grace_s,
         )
-        self._background: set[asyncio.Task[None]] = set()
 
     def new_session(self, spec: SessionSpec) -> CodexSession:
         return CodexSession(provider=self, spec=spec)
-
-    def in_background(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
-        """Run best-effort ``work`` (an interrupt nobody waits for) owned by the provider."""
-        task = asyncio.create_task(work, name=name)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def aclose(self) -> None:
-        await self.close_sessions()
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        await self.server.aclose()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -35,7 +35,8 @@ from app.providers.codex.turn import (
 from app.providers.exits import workspace_error
 
 if TYPE_CHECKING:
-    from app.providers.codex.provider import CodexProvider
+    from app.providers.codex.server import CodexServer
+    from app.providers.hosting import ServerProvider
 
 __all__ = ["CodexSession"]
 
@@ -43,7 +44,7 @@ __all__ = ["CodexSession"]
 class CodexSession(ThreadSession):
     """A gateway session's thread; holds no process of its own (the server is shared)."""
 
-    def __init__(self, *, provider: CodexProvider, spec: SessionSpec) -> None:
+    def __init__(self, *, provider: ServerProvider[Any, CodexServer], spec: SessionSpec) -> None:
         super().__init__(spec)
         self._provider = provider
         self._client: JsonRpcClient | None = None  # the server the thread is loaded on

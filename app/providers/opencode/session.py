@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.events import FailureKind, Warning
 from app.process.workspaces import WorkspaceMoved, check_confined
@@ -35,7 +35,8 @@ from app.providers.opencode.server import Delivery, ServerUnavailable
 from app.providers.turnloop import TurnLoop, failure
 
 if TYPE_CHECKING:
-    from app.providers.opencode.provider import OpenCodeProvider
+    from app.providers.hosting import ServerProvider
+    from app.providers.opencode.server import OpenCodeServer
 
 __all__ = ["NAME", "OpenCodeSession"]
 
@@ -64,7 +65,7 @@ class _Turn:
 
 
 class OpenCodeSession(ThreadSession):
-    def __init__(self, *, provider: OpenCodeProvider, spec: SessionSpec) -> None:
+    def __init__(self, *, provider: ServerProvider[Any, OpenCodeServer], spec: SessionSpec) -> None:
         super().__init__(spec)
         self._provider = provider
         self._turn: _Turn | None = None
