@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from acp.schema import (
     AcceptElicitationResponse,
@@ -28,6 +28,8 @@ from acp.schema import (
 from app.providers.acp.elicitation import Form, accepted_content
 from app.providers.acp.updates import TurnTranslator, option_for
 from app.providers.base import Answers, ApprovalAnswer
+
+R = TypeVar("R")
 
 CANCELLED = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 
@@ -59,27 +61,11 @@ class Pending:
         self, inbox: asyncio.Queue[Any], request: RequestPermissionRequest
     ) -> RequestPermissionResponse:
         """Put ``request`` into the turn's ``inbox``; return the answer it gets."""
-        reply: asyncio.Future[RequestPermissionResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._permissions.add(reply)
-        try:
-            inbox.put_nowait(Asked(request, reply))
-            return await reply
-        finally:
-            self._permissions.discard(reply)
+        return await _wait(self._permissions, inbox, lambda reply: Asked(request, reply))
 
     async def elicit(self, inbox: asyncio.Queue[Any], form: Form) -> CreateElicitationResponse:
         """Put ``form`` into the turn's ``inbox``; return the answer it gets."""
-        reply: asyncio.Future[CreateElicitationResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._elicitations.add(reply)
-        try:
-            inbox.put_nowait(Elicited(form, reply))
-            return await reply
-        finally:
-            self._elicitations.discard(reply)
+        return await _wait(self._elicitations, inbox, lambda reply: Elicited(form, reply))
 
     def cancel_all(self) -> None:
         """Answer every pending request ``cancelled``."""
@@ -89,6 +75,20 @@ class Pending:
         for elicited in list(self._elicitations):
             if not elicited.done():
                 elicited.set_result(CancelElicitationResponse(action="cancel"))
+
+
+async def _wait(
+    pending: set[asyncio.Future[R]],
+    inbox: asyncio.Queue[Any],
+    item: Callable[[asyncio.Future[R]], Asked | Elicited],
+) -> R:
+    reply: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+    pending.add(reply)
+    try:
+        inbox.put_nowait(item(reply))
+        return await reply
+    finally:
+        pending.discard(reply)
 
 
 def permission_reply(
