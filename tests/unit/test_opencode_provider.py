@@ -360,11 +360,13 @@ async def test_a_silent_turn_fails_as_idle_timeout_and_is_aborted(
 async def test_the_idle_watchdog_waits_while_an_approval_is_pending(
     make_provider: ProviderFactory, tmp_path: Path
 ) -> None:
-    session = open_session(make_provider(turn_idle_timeout_s=0.3), tmp_path)
+    # The timeout is long enough for the fake server's own steps on a loaded machine; the
+    # person thinks for well over two of them.
+    session = open_session(make_provider(turn_idle_timeout_s=1.0), tmp_path)
 
     class SlowHuman(Hooks):
         async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-            await asyncio.sleep(1.0)  # the scenario: a person thinks longer than the timeout
+            await asyncio.sleep(2.5)  # the scenario: a person thinks longer than the timeout
             return ApprovalAnswer(decision="allow")
 
     outcome = await session.run_turn("[[tool:touch z]]", SlowHuman())
