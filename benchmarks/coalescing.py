@@ -1,7 +1,7 @@
 """Delta coalescing with the real CLIs: what joining a CLI's small text deltas saves the
 gateway, the wire and the browser, and that no text is lost doing it.
 
-The pinned Claude Code and OpenCode against ``tests/stub_llm.py`` on 127.0.0.1, which streams
+The pinned Claude Code and OpenCode against ``tests/stub_llm/`` on 127.0.0.1, which streams
 each reply at a model's pace (``[[long:<chars>@<deltas_per_s>/<chars_per_delta>]]``), behind
 the gateway configured as ``benchmarks/realcli.py`` configures it, once per
 ``server.coalesce_deltas_ms`` setting (0: every delta its own event; 5; 16: the default). The
@@ -62,7 +62,7 @@ def prompt_for(chars: int) -> str:
 def measures(chars: int) -> str:
     deltas = -(-chars // CHARS_PER_DELTA)
     return (
-        "The pinned Claude Code and OpenCode against `tests/stub_llm.py` on loopback, which "
+        "The pinned Claude Code and OpenCode against `tests/stub_llm/` on loopback, which "
         f"answers every measured prompt with {chars:,} characters in {deltas} text deltas of "
         f"{CHARS_PER_DELTA} characters, one every 1/{DELTAS_PER_S} s (`[[long:{chars}@"
         f"{DELTAS_PER_S}/{CHARS_PER_DELTA}]]`: a model's pace; each pause is a sleep, so a "

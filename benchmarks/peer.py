@@ -12,7 +12,7 @@ gateway does there and what an OpenCode user would otherwise run: ``POST /sessio
 title form and the same permission ruleset as a gateway session in ``ask`` mode), ``POST
 /session/{id}/prompt_async`` (the same body and model) and the workspace's ``GET /event``
 stream until the thread's ``session.idle``. Both servers run side by side against one
-``tests/stub_llm.py`` on 127.0.0.1, and the two ways take turns, so drift in the machine's
+``tests/stub_llm/`` on 127.0.0.1, and the two ways take turns, so drift in the machine's
 load falls on both.
 """
 
@@ -50,7 +50,7 @@ CONCURRENT = 10
 MIB = 2**20
 
 MEASURES = (
-    "The pinned OpenCode against `tests/stub_llm.py` on loopback, answering every prompt with "
+    "The pinned OpenCode against `tests/stub_llm/` on loopback, answering every prompt with "
     f"{REPLY_CHARS:,} characters of text in {REPLY_CHARS // LONG_CHUNK} deltas of "
     f"{LONG_CHUNK} characters sent back to back (`[[long:{REPLY_CHARS}]]`). **Gateway**: "
     "`python -m app serve` with the OpenCode provider (its own `opencode serve` child); the "

@@ -1,6 +1,6 @@
 """The OpenAI wire formats of the stub LLM: Responses API (Codex) and Chat Completions (OpenCode).
 
-``StubLLM`` (``tests/stub_llm.py``) routes ``POST /v1/responses`` and
+``StubLLM`` (``tests/stub_llm/``) routes ``POST /v1/responses`` and
 ``POST /v1/chat/completions`` here; the directives are the same as for the Anthropic route (see
 ``tests.stub_llm``) and come from the same API-neutral ``plan_reply``. Point the CLIs at
 ``stub.openai_base_url`` (``http://127.0.0.1:PORT/v1``).
@@ -81,12 +81,9 @@ from tests.stub_llm import (
     Plan,
     RecordedRequest,
     TextPart,
-    _ClientGone,
-    _Conn,
-    _end_chunks,
-    _send_chunk,
     plan_reply,
 )
+from tests.stub_llm.wire import ClientGone, Conn, end_chunks, send_chunk
 
 if TYPE_CHECKING:
     from tests.stub_llm import StubLLM
@@ -300,7 +297,7 @@ def choose_shell_tool(body: Any, command: str, default: str) -> tuple[str, dict[
 # Answering
 
 
-async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
+async def answer(stub: StubLLM, conn: Conn, request: RecordedRequest, keep_alive: bool) -> int:
     """Answer ``POST /v1/responses`` or ``POST /v1/chat/completions``; returns the status."""
     body = request.body
     if not isinstance(body, dict):
@@ -350,36 +347,36 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
                 for _ in step.part.chunks[1:]:
                     await asyncio.sleep(step.part.delay)
                     if conn.gone():
-                        raise _ClientGone
+                        raise ClientGone
         await stub._send_json(conn, 200, renderer.whole(steps), keep_alive)
         return 200
     await stub._open_sse(conn, keep_alive)
     for data in renderer.start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     for step in steps:
         if isinstance(step, _Text):
             for data in renderer.text_start():
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
             for n, chunk in enumerate(step.part.chunks):
                 if n and step.part.delay:
                     await asyncio.sleep(step.part.delay)
                     if conn.gone():
-                        raise _ClientGone
-                await _send_chunk(conn, renderer.text_delta(chunk))
+                        raise ClientGone
+                await send_chunk(conn, renderer.text_delta(chunk))
             for data in renderer.text_end(step.part.text):
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
         else:
             for data in renderer.call(step):
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
     for data in renderer.finish(plan.calls_tool):
-        await _send_chunk(conn, data)
-    await _end_chunks(conn)
+        await send_chunk(conn, data)
+    await end_chunks(conn)
     return 200
 
 
 async def _fault(
     stub: StubLLM,
-    conn: _Conn,
+    conn: Conn,
     fault: CutPlan | HangPlan,
     renderer: _Responses | _Chat,
     stream: bool,
@@ -391,14 +388,14 @@ async def _fault(
         await stub.json_fault(conn, fault, renderer.whole([_Text(part)]))
     await stub._open_sse(conn, keep_alive)
     for data in renderer.start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     if isinstance(fault, HangPlan):
         ping = b": ping\n\n"
         await conn.keep_alive(b"%x\r\n%s\r\n" % (len(ping), ping))
     for data in renderer.text_start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     for chunk in fault.chunks:
-        await _send_chunk(conn, renderer.text_delta(chunk))
+        await send_chunk(conn, renderer.text_delta(chunk))
     await conn.cut()
 
 
