@@ -26,21 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from benchmarks.harness import (
-    Section,
-    Table,
-    Target,
-    cpu_seconds,
-    percentile,
-    ratio,
-    scratch,
-)
-from benchmarks.peer_ways import (
-    REPLY_CHARS,
-    ThroughGateway,
-    Way,
-    opencode_direct,
-)
+from benchmarks.harness import Section, Table, Target, cpu_seconds, percentile, ratio, scratch
+from benchmarks.peer_ways import REPLY_CHARS, ThroughGateway, Way, opencode_direct
 from benchmarks.realcli import gateway_running, stub_setup
 from benchmarks.settings import RunConfig
 from benchmarks.ssetap import Turn

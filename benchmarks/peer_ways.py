@@ -26,11 +26,7 @@ from app.providers.opencode.config import (
 )
 from app.providers.opencode.permissions import permission_ruleset
 from app.settings import PINNED_CLI_BIN
-from benchmarks.harness import (
-    AUTH,
-    Api,
-    descendants,
-)
+from benchmarks.harness import AUTH, Api, descendants
 from benchmarks.realcli import Setup
 from benchmarks.ssetap import GATEWAY_ENDS, SseTap, Turn
 from tests.e2e.providers import CONFIGS

@@ -44,13 +44,7 @@ from app.store.mapping import (
 )
 from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded
 from app.store.retention import CleanupReport, cleanup
-from app.store.tables import (
-    ApprovalRow,
-    BindingRow,
-    EventRow,
-    SessionRow,
-    TurnRow,
-)
+from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
 from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
 
 

@@ -151,14 +151,8 @@ from tests.stub_llm.plans import (
     plan_reply,
     user_texts,
 )
-from tests.stub_llm.recorded import (
-    OPENAI_PATHS,
-    RecordedRequest,
-    RecordedResponse,
-)
-from tests.stub_llm.server import (
-    StubLLM,
-)
+from tests.stub_llm.recorded import OPENAI_PATHS, RecordedRequest, RecordedResponse
+from tests.stub_llm.server import StubLLM
 
 __all__ = [
     "DEFAULT_TEXT",
