@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from app.providers.catalog import CATALOG
 from tests.e2e import providers
@@ -226,7 +225,6 @@ class Shared:
             gateway.stop()
 
 
-@pytest.fixture(scope="module")
 @contextlib.contextmanager
 def shared_gateways(root: Path) -> Iterator[Shared]:
     """A stub and the (lazily started) gateways under ``root``, stopped at the end."""
