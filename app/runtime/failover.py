@@ -85,7 +85,7 @@ class Moved:
 
 
 class Failover:
-    """Moves a live session's failed turn to the next provider (one per session manager)."""
+    """Moves a live session's failed turn to the next provider (one per ``LocalSessions``)."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """The in-memory side of sessions, and the cap on the CLI processes they hold.
 
-``SessionManager`` (app/runtime/sessions.py) keeps one ``LiveSession`` per session that has run
+``LocalSessions`` (app/runtime/local.py) keeps one ``LiveSession`` per session that has run
 a turn; ``make_room`` keeps per-session CLI processes within ``limits.max_live_processes`` and
 each key within its share of them.
 """
