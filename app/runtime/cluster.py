@@ -1,7 +1,8 @@
 """This replica's part in a cluster (``[cluster] redis_url``): the sessions it owns, the
 commands it forwards to other owners and serves for them, and the sessions it adopts.
 
-    a command (turn, approval, interrupt, delete) for session S, at any replica:
+    a command (turn, approval, interrupt, delete) for session S, at any replica
+    (app/runtime/clustered.py decides; this module leases and carries):
         S's lease free      ──► take it (a new fencing token, claimed in the store), run here
         held by this one    ──► run here
         held by replica R   ──► forward to R through Redis, answer with R's answer
@@ -32,8 +33,6 @@ import dataclasses
 import logging
 import secrets
 import time
-import types
-import typing
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -63,8 +62,8 @@ DEADLINE_GRACE_S = 5.0
 """Clock skew between replicas tolerated before a forwarded command counts as expired."""
 
 Handler = Callable[[str, dict[str, Any], Issuer], Awaitable[Any]]
-"""Runs a forwarded command (its op and arguments, as the key that asked) here; returns what
-the API would get."""
+"""Runs a forwarded command (its kind and fields, as app/runtime/commands.py encodes it) here,
+as the key that asked; returns what the API would get."""
 Refusals = Callable[[str], None]
 """Counts a refused command or answer by its reason (a metric)."""
 Lost = Callable[[str], Awaitable[None]]
@@ -158,15 +157,15 @@ class Cluster:
     # --- commands ---------------------------------------------------------------------------
 
     async def forward(
-        self, replica_id: str, op: str, args: Mapping[str, Any], *, issuer: Issuer
+        self, replica_id: str, kind: str, fields: Mapping[str, Any], *, issuer: Issuer
     ) -> Any:
-        """Run ``op`` on ``replica_id``, as the key ``issuer``, and return its answer, or
-        raise its error."""
+        """Run the command ``kind`` with ``fields`` on ``replica_id``, as the key ``issuer``,
+        and return its answer, or raise its error."""
         now = time.time()
         command = Command(
             id=secrets.token_hex(16),
-            op=op,
-            args=dict(args),
+            op=kind,
+            args=dict(fields),
             issuer=issuer,
             to=replica_id,
             issued_at=now,
@@ -307,15 +306,6 @@ class Cluster:
                 log.exception("adopting sessions of lost replicas failed; trying again")
 
 
-def issuer_of(owner: str | None, by: str | None = None) -> Issuer:
-    """The key a command on a session came from, as the API passed it on: ``owner`` (the
-    owner filter) is None for an admin key, else the key's name; ``by`` names an admin key
-    when the command records who answered."""
-    if owner is None:
-        return Issuer(name=by or "admin", admin=True)
-    return Issuer(name=owner, admin=False)
-
-
 def _commands_key(replica_id: str) -> str:
     return f"agw:commands:{replica_id}"
 
@@ -326,26 +316,6 @@ def _json_default(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     raise TypeError(f"cannot send {type(value).__name__} to another replica")
-
-
-def record_from(cls: type[Any], data: Mapping[str, Any]) -> Any:
-    """A record dataclass back from its JSON (datetimes from ISO text)."""
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for field in dataclasses.fields(cls):
-        value = data.get(field.name)
-        if value is not None and _is_datetime(hints[field.name]):
-            value = datetime.fromisoformat(value)
-        values[field.name] = value
-    return cls(**values)
-
-
-def _is_datetime(hint: Any) -> bool:
-    if hint is datetime:
-        return True
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return datetime in typing.get_args(hint)
-    return False
 
 
 def error_body(error: GatewayError) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from app.records import SessionRecord, TurnRecord
 from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.handoff import SUMMARY_CHARS, Handoff, build_handoff
-from app.runtime.live import LiveSession
+from app.runtime.live import TurnContext
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import NoProviderAvailable, Selection
 from app.settings import Settings
@@ -85,7 +85,7 @@ class Moved:
 
 
 class Failover:
-    """Moves a live session's failed turn to the next provider (one per session manager)."""
+    """Moves a live session's failed turn to the next provider (one per ``LocalSessions``)."""
 
     def __init__(
         self,
@@ -110,7 +110,7 @@ class Failover:
 
     async def go_on(
         self,
-        live: LiveSession,
+        live: TurnContext,
         turn: TurnRecord,
         error: TurnError,
         attempts: int,
@@ -143,7 +143,7 @@ class Failover:
 
     async def move(
         self,
-        live: LiveSession,
+        live: TurnContext,
         turn: TurnRecord,
         error: TurnError,
         *,
@@ -240,7 +240,7 @@ class Failover:
         )
 
     async def _switch(
-        self, live: LiveSession, row: SessionRecord, turn: TurnRecord, to: str
+        self, live: TurnContext, row: SessionRecord, turn: TurnRecord, to: str
     ) -> None:
         """Close the old provider's handle and open a fresh thread on ``to``."""
         await live.handle.close()
