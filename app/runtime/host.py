@@ -5,6 +5,9 @@ handle, the approvals, the CLI thread.
     launch(turn) ─► task: drive_turn ─► returns how the turn ended (or is cancelled)
                                       ─► the host records it: the turn's row, the session
                                          idle, then the terminal event
+                    failed for good ─► failover returns the next provider (Moved), recorded
+                                      ─► the host closes the old handle, opens the new one
+                                         and goes on with a new coordinator
     interrupt · respond (an approval) · answer (a question) · suspend · stop
 
 The host records the session's status itself: ``running`` with the turn's insert, ``retrying``
@@ -20,17 +23,24 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from app.errors import NoTurnRunning, StorageUnavailable
-from app.events import EventData, QuestionAnswer
+from app.events import EventData, QuestionAnswer, TurnError
 from app.observability.logs import bind_ids
-from app.providers.base import ApprovalAnswer, ProcessInfo, ProviderSession, TurnOutcome
+from app.providers.base import (
+    ApprovalAnswer,
+    ProcessInfo,
+    Provider,
+    ProviderSession,
+    TurnOutcome,
+)
 from app.records import ApprovalRecord, SessionStatus, TurnRecord
 from app.runtime.approvals import ApprovalBroker, Emit
-from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator
+from app.runtime.coordinator import AttemptReporter, RetryPolicy, Sleep, TurnCoordinator
+from app.runtime.failover import Moved
 from app.runtime.live import TurnContext
 from app.runtime.shares import Holder
 from app.runtime.turns import (
@@ -50,6 +60,14 @@ from app.store.interface import Storage
 log = logging.getLogger(__name__)
 
 
+FailOver = Callable[
+    [TurnContext, TurnCoordinator, TurnRecord, TurnError, int, Sequence[str]],
+    Awaitable[Moved | None],
+]
+"""``(live, coordinator, turn, error, attempts, tried)`` → where the turn goes on, the move
+recorded, or None when the failure stands (``Failover.go_on``, app/runtime/failover.py)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostServices:
     """What the hosts of one ``LocalSessions`` share."""
@@ -57,9 +75,13 @@ class HostServices:
     settings: Settings
     store: Storage
     turns: TurnServices
+    providers: Mapping[str, Provider]
+    """Where a failed-over session opens its handle on the next provider."""
     clock: Callable[[], datetime]
     sleep: Sleep
     monotonic: Callable[[], float]
+    fail_over: FailOver | None = None
+    """Choose and record the next provider for a turn that failed for good."""
 
 
 class SessionHost:
@@ -82,6 +104,8 @@ class SessionHost:
         """``stop`` has begun: what its turn does from then on changes the status no more."""
         self._holder = holder
         self._task: asyncio.Task[None] | None = None
+        self._coordinator: TurnCoordinator | None = None
+        """The running turn's (attempts, retry waits, interrupts); failover replaces it."""
         self._turn_id: str | None = None
         self._busy = False
         self._last_active = time.monotonic()
@@ -170,23 +194,60 @@ class SessionHost:
             attempts=turn.attempts,
             scheduled=resumed,
         )
-        live.coordinator = TurnCoordinator(
-            handle=live.handle,
-            policy=policy,
-            continuation_prompt=services.settings.retry.continuation_prompt,
-            turn_timeout_s=services.settings.sessions.turn_timeout_s,
-            reporter=recorder,
-            sleep=services.sleep,
-            monotonic=services.monotonic,
-            clock=services.clock,
-            first_attempt=turn.attempts + 1,
-            resume_at=turn.resume_at,
+        coordinator = self._coordinator = self._coordinated(
+            policy, recorder, first_attempt=turn.attempts + 1, resume_at=turn.resume_at
         )
         # The task copies this context: every line it logs names the session and turn.
         with bind_ids(session_id=live.session_id, turn_id=turn.id, provider=live.provider):
             self._task = asyncio.create_task(
-                self._run(turn, live.coordinator, resumed=resumed), name=f"turn:{turn.id}"
+                self._run(turn, coordinator, resumed=resumed), name=f"turn:{turn.id}"
             )
+
+    def _coordinated(
+        self,
+        policy: RetryPolicy,
+        reporter: AttemptReporter,
+        *,
+        first_attempt: int,
+        resume_at: datetime | None = None,
+    ) -> TurnCoordinator:
+        """A coordinator for the running turn on the session's current handle."""
+        services = self._services
+        return TurnCoordinator(
+            handle=self._context.handle,
+            policy=policy,
+            continuation_prompt=services.settings.retry.continuation_prompt,
+            turn_timeout_s=services.settings.sessions.turn_timeout_s,
+            reporter=reporter,
+            sleep=services.sleep,
+            monotonic=services.monotonic,
+            clock=services.clock,
+            first_attempt=first_attempt,
+            resume_at=resume_at,
+        )
+
+    async def _fail_over(
+        self, turn: TurnRecord, error: TurnError, attempts: int, tried: Sequence[str]
+    ) -> tuple[TurnCoordinator, str] | None:
+        """``drive_turn``'s failover: once failover returns the next provider (the move
+        recorded), close the old handle, open the new one on a fresh thread and go on with
+        a new coordinator (the turn's record and output budget go on); an interrupt asked
+        meanwhile stops the turn instead of the new agent starting."""
+        decide, current, live = self._services.fail_over, self._coordinator, self._context
+        if decide is None or current is None:
+            return None
+        moved = await decide(live, current, turn, error, attempts, tried)
+        if moved is None:
+            return None
+        await live.handle.close()
+        handle = self._services.providers[moved.provider].open_session(moved.spec)
+        live.provider, live.handle, live.thread_id = moved.provider, handle, None
+        coordinator = self._coordinator = self._coordinated(
+            current.policy, current.reporter, first_attempt=attempts + 1
+        )
+        if current.interrupted:  # asked during the switch: the new agent does not start
+            await coordinator.interrupt()
+        return coordinator, moved.prompt
 
     async def resume(self, turn: TurnRecord, policy: RetryPolicy) -> None:
         """Go on with the turn's stored wait for a usage limit's reset."""
@@ -199,7 +260,12 @@ class SessionHost:
         attempt = max(turn.attempts, 1)
         try:
             driven = await drive_turn(
-                self._services.turns, live, turn, coordinator, resumed=resumed
+                self._services.turns,
+                live,
+                turn,
+                coordinator,
+                fail_over=self._fail_over,
+                resumed=resumed,
             )
         except asyncio.CancelledError:
             if self._stop_reason == GATEWAY_SHUTDOWN and coordinator.resume_at is not None:
@@ -248,8 +314,8 @@ class SessionHost:
         live = self._context
         if not self._busy or self._turn_id is None:
             raise NoTurnRunning(f"session {live.session_id} has no running turn to interrupt")
-        if live.coordinator is not None:
-            await live.coordinator.interrupt()
+        if self._coordinator is not None:
+            await self._coordinator.interrupt()
         else:
             await live.handle.interrupt()
         return self._turn_id

@@ -14,7 +14,6 @@ from typing import Protocol
 
 from app.providers.base import ProcessInfo, Provider, ProviderSession
 from app.runtime.approvals import ApprovalBroker
-from app.runtime.coordinator import TurnCoordinator
 from app.runtime.figures import TurnTiming
 from app.runtime.shares import Holder, SharedCap
 
@@ -24,9 +23,10 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)
 class TurnContext:
     """What a session's running turn, and failover, see of it: its provider, the provider's
-    session handle, its approvals and its CLI thread. The rest of the live session (the
-    turn's task, whether it is busy, when it was last active, why it is stopped) is its
-    host's alone (app/runtime/host.py)."""
+    session handle, its approvals and its CLI thread. Its host (app/runtime/host.py) makes it
+    and alone moves it to another provider (failover returns where to); the rest of the live
+    session (the turn's task and coordinator, whether it is busy, when it was last active, why
+    it is stopped) is the host's alone."""
 
     session_id: str
     provider: str
@@ -35,8 +35,6 @@ class TurnContext:
     thread_id: str | None
     model: str | None = None
     """The model the session named (None: the CLI's default), for usage metrics."""
-    coordinator: TurnCoordinator | None = None
-    """The running turn's coordinator (attempts, retry waits, interrupts)."""
     timing: TurnTiming | None = None
     """The running turn's measurement marks (app/runtime/figures.py)."""
 

@@ -97,11 +97,8 @@ class LocalSessions:
             settings=settings,
             store=store,
             events=events,
-            providers=providers,
             select=self.chooser.next_for,
             clock=clock,
-            sleep=sleep,
-            monotonic=monotonic,
         )
         turns = TurnServices(
             events=events,
@@ -110,16 +107,17 @@ class LocalSessions:
             max_event_bytes=settings.limits.max_turn_output_bytes,
             forget_provider=registry.forget,
             figures=self.figures,
-            fail_over=failover.go_on,
             metrics=metrics,
         )
         self._host_services = HostServices(
             settings=settings,
             store=store,
             turns=turns,
+            providers=providers,
             clock=clock,
             sleep=sleep,
             monotonic=monotonic,
+            fail_over=failover.go_on,
         )
 
     # --- sessions -------------------------------------------------------------------------

@@ -53,11 +53,12 @@ from app.store.interface import Storage
 log = logging.getLogger(__name__)
 
 FailOver = Callable[
-    [TurnContext, TurnRecord, TurnError, int, Sequence[str]],
+    [TurnRecord, TurnError, int, Sequence[str]],
     Awaitable[tuple[TurnCoordinator, str] | None],
 ]
-"""``(live, turn, error, attempts, tried)`` → the turn's coordinator on the next provider and
-its hand-off prompt, or None when the failure stands (app/runtime/failover.py)."""
+"""``(turn, error, attempts, tried)`` → the turn's coordinator on the next provider and its
+hand-off prompt, or None when the failure stands: the host's (app/runtime/host.py), which
+has moved its live session there by then."""
 
 GATEWAY_SHUTDOWN = "gateway_shutdown: the gateway was shut down while the turn was running"
 """The stop reason of turns ended by a graceful shutdown (``TurnError.reason`` gateway_shutdown)."""
@@ -109,8 +110,6 @@ class TurnServices:
     """Drop a provider's cached health (its CLI turned out to be missing)."""
     figures: FigureBook
     """Where each turn's time to first text, duration, outcome and cost are measured."""
-    fail_over: FailOver | None = None
-    """Move a turn that failed for good to the next provider (app/runtime/failover.py)."""
     metrics: GatewayMetrics | None = None
     """Where an ended turn's usage is counted (tokens and cost by provider and model)."""
 
@@ -241,10 +240,12 @@ async def drive_turn(
     turn: TurnRecord,
     coordinator: TurnCoordinator,
     *,
+    fail_over: FailOver | None = None,
     resumed: bool = False,
 ) -> Driven:
-    """Drive ``turn`` through its attempts (and failover) and return how it ended; raises
-    only cancellation (its host records a stopped turn then).
+    """Drive ``turn`` through its attempts (and failover: ``fail_over`` moves ``live`` to the
+    next provider) and return how it ended; raises only cancellation (its host records a
+    stopped turn then).
 
     When the store refuses a write (disk full, I/O error), the CLI is stopped at once, since
     nothing it prints could be recorded, and the turn fails. A ``resumed`` turn (its stored
@@ -260,9 +261,9 @@ async def drive_turn(
         result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
         tried = [live.provider]
-        while outcome.status == "failed" and outcome.error is not None and services.fail_over:
+        while outcome.status == "failed" and outcome.error is not None and fail_over:
             failed_on, timing = live.provider, live.timing
-            moved = await services.fail_over(live, turn, outcome.error, result.attempts, tried)
+            moved = await fail_over(turn, outcome.error, result.attempts, tried)
             if moved is None:
                 break
             coordinator, prompt = moved  # the same turn goes on with the hand-off
