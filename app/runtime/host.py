@@ -242,6 +242,7 @@ class SessionHost:
         await live.handle.close()
         handle = self._services.providers[moved.provider].open_session(moved.spec)
         live.provider, live.handle, live.thread_id = moved.provider, handle, None
+        live.model = moved.spec.model  # what the new agent runs, as the stored session says
         coordinator = self._coordinator = self._coordinated(
             current.policy, current.reporter, first_attempt=attempts + 1
         )
