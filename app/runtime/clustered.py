@@ -12,6 +12,13 @@ loss and adoption (app/runtime/cluster.py has the leases and the signed transpor
 
 A forwarded command is the command itself, encoded (app/runtime/commands.py), in a signed
 envelope; its answer comes back as the record the API would have got.
+
+Between ``start`` and ``aclose`` three supervised loops consume what the cluster reports
+(app/runtime/supervision.py: a failure is logged, the loop goes on):
+
+    cluster.commands()   ─► Received     run it here (each in a task of its own) ─► answer
+    cluster.losses()     ─► Lost         stop the session here, write nothing more
+    cluster.adoptions()  ─► AdoptionDue  adopt the sessions of replicas that died
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any, TypeVar, cast
 from app.errors import ClusterUnavailable, SessionClosed
 from app.providers.base import ProcessInfo
 from app.records import ENDED_SESSION_STATUSES, SessionRecord
-from app.runtime.cluster import Cluster
+from app.runtime.cluster import AdoptionDue, Cluster, Lost, Received
 from app.runtime.commands import (
     Close,
     Issuer,
@@ -39,6 +46,7 @@ from app.runtime.figures import FigureBook
 from app.runtime.local import LocalSessions
 from app.runtime.recovery import end_unfinished, scheduled_turns
 from app.runtime.requests import SessionRequest
+from app.runtime.supervision import Supervisor
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -58,6 +66,7 @@ class ClusteredSessions:
         self.events: EventLog = local.events
         self.clock: Callable[[], datetime] = local.clock
         self.figures: FigureBook = local.figures
+        self._loops = Supervisor(log)
 
     # --- what does not depend on where the session runs -----------------------------------
 
@@ -80,7 +89,12 @@ class ClusteredSessions:
         return await self.local.suspend_idle(now)
 
     async def aclose(self) -> None:
-        await self.local.aclose()
+        """Stop the sessions here, then the loops (a command forwarded meanwhile is still
+        answered, as the leases are still renewed); idempotent."""
+        try:
+            await self.local.aclose()
+        finally:
+            await self._loops.aclose()
 
     async def replica_of(self, session_id: str) -> str | None:
         return await self.cluster.owner(session_id)
@@ -159,14 +173,35 @@ class ClusteredSessions:
             log.warning("could not look for sessions of lost replicas at start; will retry")
 
     async def start(self) -> None:
-        """Serve forwarded commands, renew the leases held here, adopt orphans, until the
-        cluster is closed."""
-        self.cluster.start(self._serve, self._lost, self.adopt_orphans)
+        """Serve forwarded commands, renew the leases held here, adopt orphans, until
+        ``aclose``."""
+        self._loops.consume("cluster-commands", self.cluster.commands, self._received)
+        self._loops.consume("cluster-leases", self.cluster.losses, self._lost)
+        self._loops.consume("cluster-adoption", self.cluster.adoptions, self._adopt)
 
-    async def _lost(self, session_id: str) -> None:
+    async def _received(self, received: Received) -> None:
+        # Each in a task of its own: a slow command (a turn's start) holds up no other.
+        self._loops.spawn("cluster-command", self._answer(received))
+
+    async def _answer(self, received: Received) -> None:
+        command = received.command
+        try:
+            result = await self._serve(command.op, command.args, command.issuer)
+        except Exception as exc:  # answered, as the error or (unexpected) its id only
+            await self.cluster.answer(received, error=exc)
+        else:
+            await self.cluster.answer(received, result=result)
+
+    async def _lost(self, lost: Lost) -> None:
         """Another replica took the session over: stop what runs it here, write nothing."""
-        await self.local.drop(session_id, "replica_lost")
-        self.events.let_go(session_id)
+        await self.local.drop(lost.session_id, "replica_lost")
+        self.events.let_go(lost.session_id)
+
+    async def _adopt(self, _: AdoptionDue) -> None:
+        try:
+            await self.adopt_orphans()
+        except ClusterUnavailable:  # Redis away: the next tick tries again
+            log.warning("could not look for sessions of lost replicas; will retry")
 
     async def adopt_orphans(self) -> int:
         """End the in-flight turns and approvals of sessions whose replica was lost (busy in
