@@ -240,6 +240,9 @@ def test_the_hand_off_carries_the_newest_turns_of_a_long_session_within_its_boun
         retry={"enabled": False},
         server={"coalesce_deltas_ms": 0},
         sessions={"handoff_max_chars": 3_000},
+        # The test reads the 100,000-event turn off SSE: on a loaded machine it may fall
+        # behind further than the default lag allowance, which would evict it.
+        limits={"subscriber_max_lag_events": 300_000},
     ).start()
     filler = " ".join(["context"] * 80)
     try:
