@@ -26,12 +26,14 @@ agents/node_modules/.installed: agents/package.json agents/package-lock.json
 	cd agents && npm install --no-save --no-audit --no-fund --loglevel=error
 	touch $@
 
-## Ruff (lint and format), mypy --strict and the layers contract (import-linter).
+## Ruff (lint and format), mypy --strict, the layers contract (import-linter) and the line
+## budget (no module over 500 lines, no test module over 600).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_sizes.py
 
 ## The newest release of every pinned agent, in a scratch prefix, against the contract suite:
 ## one row per pinned package of agents/package.json and provider it serves, with the pinned

@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
-from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -31,9 +30,10 @@ from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
 from app.redaction import SecretMask, secrets_of
 from app.runtime.cluster import Cluster
+from app.runtime.clustered import ClusteredSessions
 from app.runtime.eventlog import EventLog
-from app.runtime.forwarded import run_forwarded
-from app.runtime.sessions import SessionManager
+from app.runtime.local import LocalSessions
+from app.runtime.sessions import Sessions
 from app.runtime.shares import stream_cap
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
@@ -110,19 +110,19 @@ def create_app(
                 clock=clock,
             )
             event_log = _event_log(settings, store, clock, gateway_metrics, mask, cluster)
-            manager = SessionManager(
+            local = LocalSessions(
                 settings=settings,
                 store=store,
                 events=event_log,
                 providers=providers,
                 registry=registry,
                 clock=clock,
-                cluster=cluster,
                 metrics=gateway_metrics,
             )
+            # One gateway, or one replica of several (the leases decide where a session runs).
+            manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
             await manager.recover()
-            if cluster is not None:
-                cluster.start(partial(run_forwarded, manager), manager.lost, manager.adopt_orphans)
+            await manager.start()
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
@@ -227,7 +227,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
 
 
 async def _close(
-    manager: SessionManager,
+    manager: Sessions,
     event_log: EventLog,
     cluster: Cluster | None,
     providers: Iterable[Provider],
@@ -269,7 +269,7 @@ def _event_log(
 class _Stopper:
     """The graceful stop: turns end first (briefly waited for), then every stream."""
 
-    def __init__(self, manager: SessionManager, events: EventLog, settings: Settings) -> None:
+    def __init__(self, manager: Sessions, events: EventLog, settings: Settings) -> None:
         self._manager = manager
         self._events = events
         self._grace_s = settings.server.shutdown_grace_s
@@ -299,7 +299,7 @@ def _period(settings: Settings) -> float:
     return min(MAINTENANCE_PERIOD_S, idle / 4)
 
 
-async def _maintain(manager: SessionManager, period_s: float) -> None:
+async def _maintain(manager: Sessions, period_s: float) -> None:
     """Close idle CLI processes; a failure is logged and the loop goes on."""
     while True:
         await asyncio.sleep(period_s)

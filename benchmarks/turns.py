@@ -17,7 +17,7 @@ from benchmarks.realcli import (
 from benchmarks.settings import RunConfig
 
 MEASURES = (
-    "The pinned CLIs against `tests/stub_llm.py` on loopback (it answers `Hello from stub.` "
+    "The pinned CLIs against `tests/stub_llm/` on loopback (it answers `Hello from stub.` "
     "at once). Gateway: from just before `POST …/turns` to the first event of the turn on the "
     "session's SSE stream (`turn.started`, written by the gateway itself), to the first "
     "`message.delta` (the model's first text: the number to compare) and to "

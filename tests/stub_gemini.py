@@ -38,12 +38,9 @@ from tests.stub_llm import (
     Plan,
     RecordedRequest,
     TextPart,
-    _ClientGone,
-    _Conn,
-    _end_chunks,
-    _send_chunk,
     plan_reply,
 )
+from tests.stub_llm.wire import ClientGone, Conn, end_chunks, send_chunk
 
 if TYPE_CHECKING:
     from tests.stub_llm import StubLLM
@@ -186,7 +183,7 @@ def _sse(payload: Mapping[str, Any]) -> bytes:
     return f"data: {json.dumps(payload)}\r\n\r\n".encode()
 
 
-async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
+async def answer(stub: StubLLM, conn: Conn, request: RecordedRequest, keep_alive: bool) -> int:
     """Answer one Gemini API request; returns the HTTP status sent."""
     models = MODELS_PATH.match(request.path)
     if request.method == "GET" and models:
@@ -219,8 +216,8 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
         part = {"text": json.dumps(_from_schema(schema))}
         if stream:
             await stub._open_sse(conn, keep_alive)
-            await _send_chunk(conn, _sse(_response([part], model, finish=True)))
-            await _end_chunks(conn)
+            await send_chunk(conn, _sse(_response([part], model, finish=True)))
+            await end_chunks(conn)
         else:
             await stub._send_json(conn, 200, _response([part], model, finish=True), keep_alive)
         return 200
@@ -247,7 +244,7 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
 
 
 async def _render(
-    stub: StubLLM, conn: _Conn, plan: Plan, body: Any, model: str, stream: bool, keep_alive: bool
+    stub: StubLLM, conn: Conn, plan: Plan, body: Any, model: str, stream: bool, keep_alive: bool
 ) -> int:
     calls: list[dict[str, Any]] = []
     texts: list[TextPart] = []
@@ -264,7 +261,7 @@ async def _render(
             for _ in text.chunks[1:] if text.delay else ():
                 await asyncio.sleep(text.delay)
                 if conn.gone():
-                    raise _ClientGone
+                    raise ClientGone
         parts = [{"text": t.text} for t in texts if t.text] + calls
         await stub._send_json(conn, 200, _response(parts, model, finish=True), keep_alive)
         return 200
@@ -274,16 +271,16 @@ async def _render(
             if n and text.delay:
                 await asyncio.sleep(text.delay)
                 if conn.gone():
-                    raise _ClientGone
-            await _send_chunk(conn, _sse(_response([{"text": chunk}], model, finish=False)))
-    await _send_chunk(conn, _sse(_response(calls, model, finish=True)))
-    await _end_chunks(conn)
+                    raise ClientGone
+            await send_chunk(conn, _sse(_response([{"text": chunk}], model, finish=False)))
+    await send_chunk(conn, _sse(_response(calls, model, finish=True)))
+    await end_chunks(conn)
     return 200
 
 
 async def _fault(
     stub: StubLLM,
-    conn: _Conn,
+    conn: Conn,
     fault: CutPlan | HangPlan,
     model: str,
     stream: bool,
@@ -297,5 +294,5 @@ async def _fault(
     if isinstance(fault, HangPlan):
         await conn.keep_alive(b"1\r\n\n\r\n")
     for chunk in fault.chunks:
-        await _send_chunk(conn, _sse(_response([{"text": chunk}], model, finish=False)))
+        await send_chunk(conn, _sse(_response([{"text": chunk}], model, finish=False)))
     await conn.cut()

@@ -1,9 +1,10 @@
 """The OpenAI wire formats of the stub LLM: Responses API (Codex) and Chat Completions (OpenCode).
 
-``StubLLM`` (``tests/stub_llm.py``) routes ``POST /v1/responses`` and
+``StubLLM`` (``tests/stub_llm/``) routes ``POST /v1/responses`` and
 ``POST /v1/chat/completions`` here; the directives are the same as for the Anthropic route (see
 ``tests.stub_llm``) and come from the same API-neutral ``plan_reply``. Point the CLIs at
-``stub.openai_base_url`` (``http://127.0.0.1:PORT/v1``).
+``stub.openai_base_url`` (``http://127.0.0.1:PORT/v1``). This module reads requests and
+answers them; ``tests.stub_openai_formats`` renders the answers in either format.
 
 Reading a request
 -----------------
@@ -64,15 +65,12 @@ get ``Stub side reply.``; the prompt's directives are ignored. A hand-written re
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tests.stub_llm import (
-    INPUT_TOKENS,
-    OUTPUT_TOKENS,
     CommandCall,
     CutPlan,
     ErrorPlan,
@@ -81,12 +79,10 @@ from tests.stub_llm import (
     Plan,
     RecordedRequest,
     TextPart,
-    _ClientGone,
-    _Conn,
-    _end_chunks,
-    _send_chunk,
     plan_reply,
 )
+from tests.stub_llm.wire import ClientGone, Conn, end_chunks, send_chunk
+from tests.stub_openai_formats import Call, Chat, Responses, Text
 
 if TYPE_CHECKING:
     from tests.stub_llm import StubLLM
@@ -300,7 +296,7 @@ def choose_shell_tool(body: Any, command: str, default: str) -> tuple[str, dict[
 # Answering
 
 
-async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_alive: bool) -> int:
+async def answer(stub: StubLLM, conn: Conn, request: RecordedRequest, keep_alive: bool) -> int:
     """Answer ``POST /v1/responses`` or ``POST /v1/chat/completions``; returns the status."""
     body = request.body
     if not isinstance(body, dict):
@@ -340,92 +336,80 @@ async def answer(stub: StubLLM, conn: _Conn, request: RecordedRequest, keep_aliv
         return plan.status
     model = body.get("model") if isinstance(body.get("model"), str) else "stub-model"
     steps = _steps(plan, body, stub._next_id, "exec_command" if responses else "bash")
-    render = _Responses if responses else _Chat
+    render = Responses if responses else Chat
     renderer = render(str(model), stub._next_id)
     if isinstance(fault, CutPlan | HangPlan):
         await _fault(stub, conn, fault, renderer, bool(body.get("stream")), keep_alive)
     if not body.get("stream"):
         for step in steps:
-            if isinstance(step, _Text) and step.part.delay:
+            if isinstance(step, Text) and step.part.delay:
                 for _ in step.part.chunks[1:]:
                     await asyncio.sleep(step.part.delay)
                     if conn.gone():
-                        raise _ClientGone
+                        raise ClientGone
         await stub._send_json(conn, 200, renderer.whole(steps), keep_alive)
         return 200
     await stub._open_sse(conn, keep_alive)
     for data in renderer.start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     for step in steps:
-        if isinstance(step, _Text):
+        if isinstance(step, Text):
             for data in renderer.text_start():
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
             for n, chunk in enumerate(step.part.chunks):
                 if n and step.part.delay:
                     await asyncio.sleep(step.part.delay)
                     if conn.gone():
-                        raise _ClientGone
-                await _send_chunk(conn, renderer.text_delta(chunk))
+                        raise ClientGone
+                await send_chunk(conn, renderer.text_delta(chunk))
             for data in renderer.text_end(step.part.text):
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
         else:
             for data in renderer.call(step):
-                await _send_chunk(conn, data)
+                await send_chunk(conn, data)
     for data in renderer.finish(plan.calls_tool):
-        await _send_chunk(conn, data)
-    await _end_chunks(conn)
+        await send_chunk(conn, data)
+    await end_chunks(conn)
     return 200
 
 
 async def _fault(
     stub: StubLLM,
-    conn: _Conn,
+    conn: Conn,
     fault: CutPlan | HangPlan,
-    renderer: _Responses | _Chat,
+    renderer: Responses | Chat,
     stream: bool,
     keep_alive: bool,
 ) -> NoReturn:
     """Play ``[[cut]]`` / ``[[hang]]``: never returns (a cut, or the client leaving)."""
     if not stream:
         part = TextPart(fault.chunks) if isinstance(fault, CutPlan) else TextPart(())
-        await stub.json_fault(conn, fault, renderer.whole([_Text(part)]))
+        await stub.json_fault(conn, fault, renderer.whole([Text(part)]))
     await stub._open_sse(conn, keep_alive)
     for data in renderer.start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     if isinstance(fault, HangPlan):
         ping = b": ping\n\n"
         await conn.keep_alive(b"%x\r\n%s\r\n" % (len(ping), ping))
     for data in renderer.text_start():
-        await _send_chunk(conn, data)
+        await send_chunk(conn, data)
     for chunk in fault.chunks:
-        await _send_chunk(conn, renderer.text_delta(chunk))
+        await send_chunk(conn, renderer.text_delta(chunk))
     await conn.cut()
-
-
-class _Text:
-    def __init__(self, part: TextPart) -> None:
-        self.part = part
-
-
-class _Call:
-    def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.arguments = json.dumps(arguments)
 
 
 def _steps(
     plan: Plan, body: Any, next_id: Callable[[], int], default_tool: str
-) -> list[_Text | _Call]:
-    steps: list[_Text | _Call] = []
+) -> list[Text | Call]:
+    steps: list[Text | Call] = []
     for part in plan.parts:
         if isinstance(part, CommandCall):
             name, args = choose_shell_tool(body, part.command, default_tool)
-            steps.append(_Call(f"call_stub_{next_id()}", name, args))
+            steps.append(Call(f"call_stub_{next_id()}", name, args))
         elif isinstance(part, NamedCall):
-            steps.append(_Call(f"call_stub_{next_id()}", part.name, part.input))
+            steps.append(Call(f"call_stub_{next_id()}", part.name, part.input))
         else:
-            steps.append(_Text(part))
+            steps.append(Text(part))
     return steps
 
 
@@ -458,250 +442,3 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     default = ("server_error", None) if status >= 500 else ("invalid_request_error", None)
     error_type, code = _ERROR_TYPES.get(status, default)
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-
-
-class _Responses:
-    """Renders a plan as the OpenAI Responses API (SSE events or one ``response`` object)."""
-
-    def __init__(self, model: str, next_id: Callable[[], int]) -> None:
-        self.model = model
-        self.next_id = next_id
-        self.response_id = f"resp_stub_{next_id()}"
-        self.created_at = int(time.time())
-        self.sequence = 0
-        self.output: list[dict[str, Any]] = []
-        self.item_id = ""
-
-    def _response(self, status: str, usage: bool) -> dict[str, Any]:
-        return {
-            "id": self.response_id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "error": None,
-            "incomplete_details": None,
-            "model": self.model,
-            "output": list(self.output) if status == "completed" else [],
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            "usage": _responses_usage() if usage else None,
-        }
-
-    def _event(self, kind: str, **fields: Any) -> bytes:
-        event = {"type": kind, "sequence_number": self.sequence, **fields}
-        self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(event)}\n\n".encode()
-
-    def start(self) -> list[bytes]:
-        return [
-            self._event("response.created", response=self._response("in_progress", False)),
-            self._event("response.in_progress", response=self._response("in_progress", False)),
-        ]
-
-    def text_start(self) -> list[bytes]:
-        self.item_id = f"msg_stub_{self.next_id()}"
-        item = {
-            "id": self.item_id,
-            "type": "message",
-            "status": "in_progress",
-            "role": "assistant",
-            "content": [],
-        }
-        index = len(self.output)
-        part = {"type": "output_text", "text": "", "annotations": []}
-        return [
-            self._event("response.output_item.added", output_index=index, item=item),
-            self._event(
-                "response.content_part.added",
-                item_id=self.item_id,
-                output_index=index,
-                content_index=0,
-                part=part,
-            ),
-        ]
-
-    def text_delta(self, chunk: str) -> bytes:
-        return self._event(
-            "response.output_text.delta",
-            item_id=self.item_id,
-            output_index=len(self.output),
-            content_index=0,
-            delta=chunk,
-            logprobs=[],
-        )
-
-    def _message_item(self, text: str, item_id: str) -> dict[str, Any]:
-        return {
-            "id": item_id,
-            "type": "message",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}],
-        }
-
-    def text_end(self, text: str) -> list[bytes]:
-        index = len(self.output)
-        item = self._message_item(text, self.item_id)
-        part = item["content"][0]
-        where = {"item_id": self.item_id, "output_index": index, "content_index": 0}
-        events = [
-            self._event("response.output_text.done", **where, text=text, logprobs=[]),
-            self._event("response.content_part.done", **where, part=part),
-            self._event("response.output_item.done", output_index=index, item=item),
-        ]
-        self.output.append(item)
-        return events
-
-    def _call_item(self, call: _Call, item_id: str, status: str, arguments: str) -> dict[str, Any]:
-        return {
-            "id": item_id,
-            "type": "function_call",
-            "status": status,
-            "call_id": call.call_id,
-            "name": call.name,
-            "arguments": arguments,
-        }
-
-    def call(self, call: _Call) -> list[bytes]:
-        item_id = f"fc_stub_{self.next_id()}"
-        index = len(self.output)
-        done = self._call_item(call, item_id, "completed", call.arguments)
-        where = {"item_id": item_id, "output_index": index}
-        events = [
-            self._event(
-                "response.output_item.added",
-                output_index=index,
-                item=self._call_item(call, item_id, "in_progress", ""),
-            ),
-            self._event("response.function_call_arguments.delta", **where, delta=call.arguments),
-            self._event("response.function_call_arguments.done", **where, arguments=call.arguments),
-            self._event("response.output_item.done", output_index=index, item=done),
-        ]
-        self.output.append(done)
-        return events
-
-    def finish(self, calls_tool: bool) -> list[bytes]:
-        return [self._event("response.completed", response=self._response("completed", True))]
-
-    def whole(self, steps: list[_Text | _Call]) -> dict[str, Any]:
-        for step in steps:
-            if isinstance(step, _Text):
-                self.output.append(self._message_item(step.part.text, f"msg_stub_{self.next_id()}"))
-            else:
-                item = self._call_item(
-                    step, f"fc_stub_{self.next_id()}", "completed", step.arguments
-                )
-                self.output.append(item)
-        return self._response("completed", True)
-
-
-def _responses_usage() -> dict[str, Any]:
-    return {
-        "input_tokens": INPUT_TOKENS,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": OUTPUT_TOKENS,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
-    }
-
-
-def _chat_usage() -> dict[str, Any]:
-    return {
-        "prompt_tokens": INPUT_TOKENS,
-        "completion_tokens": OUTPUT_TOKENS,
-        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
-        "prompt_tokens_details": {"cached_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0},
-    }
-
-
-class _Chat:
-    """Renders a plan as OpenAI Chat Completions (``chat.completion.chunk`` SSE or one object)."""
-
-    def __init__(self, model: str, next_id: Callable[[], int]) -> None:
-        self.model = model
-        self.completion_id = f"chatcmpl-stub-{next_id()}"
-        self.created = int(time.time())
-        self.tool_index = 0
-
-    def _chunk(
-        self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any
-    ) -> bytes:
-        chunk = {
-            "id": self.completion_id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-            **extra,
-        }
-        return f"data: {json.dumps(chunk)}\n\n".encode()
-
-    def start(self) -> list[bytes]:
-        return [self._chunk({"role": "assistant", "content": ""})]
-
-    def text_start(self) -> list[bytes]:
-        return []
-
-    def text_delta(self, chunk: str) -> bytes:
-        return self._chunk({"content": chunk})
-
-    def text_end(self, text: str) -> list[bytes]:
-        return []
-
-    def call(self, call: _Call) -> list[bytes]:
-        index = self.tool_index
-        self.tool_index += 1
-        head = {
-            "index": index,
-            "id": call.call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
-        args = {"index": index, "function": {"arguments": call.arguments}}
-        return [self._chunk({"tool_calls": [head]}), self._chunk({"tool_calls": [args]})]
-
-    def finish(self, calls_tool: bool) -> list[bytes]:
-        usage = {
-            "id": self.completion_id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [],
-            "usage": _chat_usage(),
-        }
-        return [
-            self._chunk({}, "tool_calls" if calls_tool else "stop"),
-            f"data: {json.dumps(usage)}\n\n".encode(),
-            b"data: [DONE]\n\n",
-        ]
-
-    def whole(self, steps: list[_Text | _Call]) -> dict[str, Any]:
-        text = "".join(s.part.text for s in steps if isinstance(s, _Text))
-        calls = [
-            {
-                "id": s.call_id,
-                "type": "function",
-                "function": {"name": s.name, "arguments": s.arguments},
-            }
-            for s in steps
-            if isinstance(s, _Call)
-        ]
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if calls:
-            message["tool_calls"] = calls
-        return {
-            "id": self.completion_id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if calls else "stop",
-                }
-            ],
-            "usage": _chat_usage(),
-        }

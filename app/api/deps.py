@@ -24,22 +24,29 @@ from app.api.security import Principal, access_of
 from app.events import QuestionAnswer, TurnError, Usage
 from app.records import ApprovalRecord, SessionRecord, TurnRecord, UsageTotals
 from app.runtime import reads
+from app.runtime.commands import Issuer
 from app.runtime.coordinator import RetryPolicy
 from app.runtime.questions import asked_questions
-from app.runtime.sessions import SessionManager
+from app.runtime.sessions import Sessions
 
 
-def get_manager(request: Request) -> SessionManager:
-    manager: SessionManager = request.app.state.manager
+def get_manager(request: Request) -> Sessions:
+    manager: Sessions = request.app.state.manager
     return manager
 
 
-Manager = Annotated[SessionManager, Depends(get_manager)]
+Manager = Annotated[Sessions, Depends(get_manager)]
+
+
+def issuer(principal: Principal) -> Issuer:
+    """The key a command comes from, as the runtime (and any replica it is forwarded to)
+    takes it: it decides which sessions the command may reach."""
+    return Issuer(name=principal.name, admin=principal.admin)
 
 
 @contextlib.asynccontextmanager
 async def admit_session(
-    request: Request, manager: SessionManager, principal: Principal
+    request: Request, manager: Sessions, principal: Principal
 ) -> AsyncIterator[None]:
     """Create a session within the key's quota (rate and open-session cap), else 429."""
     quota = access_of(request).sessions
@@ -52,7 +59,7 @@ async def admit_session(
 
 
 async def session_public(
-    manager: SessionManager, row: SessionRecord, usage: UsageTotals | None = None
+    manager: Sessions, row: SessionRecord, usage: UsageTotals | None = None
 ) -> SessionPublic:
     """``row`` as the API shows it; ``usage`` when the caller read it already (a list)."""
     if usage is None:

@@ -38,7 +38,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
 from app.api.contract import problems
-from app.api.deps import Manager, approval_public, question_public, turn_public
+from app.api.deps import Manager, approval_public, issuer, question_public, turn_public
 from app.api.problems import error_headers
 from app.api.schemas import (
     EventPage,
@@ -58,8 +58,16 @@ from app.api.security import (
 )
 from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
 from app.records import ENDED_SESSION_STATUSES
-from app.runtime import questions, reads
-from app.runtime.sessions import SessionManager
+from app.runtime import reads
+from app.runtime.commands import (
+    Answer,
+    Command,
+    Interrupt,
+    Issuer,
+    Respond,
+    StartTurn,
+)
+from app.runtime.sessions import Sessions
 from app.runtime.shares import Holder
 from app.runtime.subscription import (
     DIRECT_WRITER,
@@ -120,7 +128,7 @@ def parse_cursor(raw: str | None, *, name: str) -> int | None:
     return int(raw)
 
 
-async def _checked_cursor(manager: SessionManager, session_id: str, cursor: int) -> int:
+async def _checked_cursor(manager: Sessions, session_id: str, cursor: int) -> int:
     last = await manager.events.last_seq(session_id)
     if cursor > last:
         raise InvalidRequest(
@@ -293,7 +301,7 @@ async def session_ws(
     session_id: str,
     after: str | None = None,
 ) -> None:
-    manager: SessionManager = websocket.app.state.manager
+    manager: Sessions = websocket.app.state.manager
     try:
         principal = await require_ws_token(websocket)
         await manager.get(session_id, owner=principal.owner_filter)
@@ -330,7 +338,7 @@ async def session_ws(
         sender = asyncio.create_task(_send_events(websocket, subscription))
         unwatch = watch_key(websocket, lambda: subscription.end(KEY_RETIRED))
         try:
-            await _receive_commands(websocket, manager, session_id, principal.name)
+            await _receive_commands(websocket, manager, session_id, issuer(principal))
         except WebSocketDisconnect:
             pass
         finally:
@@ -366,7 +374,7 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
 
 
 async def _receive_commands(
-    websocket: WebSocket, manager: SessionManager, session_id: str, by: str
+    websocket: WebSocket, manager: Sessions, session_id: str, by: Issuer
 ) -> None:
     limit = websocket.app.state.settings.server.ws_max_message_bytes
     while True:
@@ -411,36 +419,42 @@ async def _receive_commands(
         await websocket.send_text(json.dumps({"type": "ack", "request": frame.type, **reply}))
 
 
-async def _dispatch(
-    manager: SessionManager, session_id: str, frame: Any, by: str
-) -> dict[str, Any]:
+def _command(session_id: str, frame: Any) -> Command:
+    """The command a client frame asks for (the same a REST request builds)."""
     match frame:
         case WsTurnStart(prompt=prompt, retry=retry):
-            turn = await manager.start_turn(
-                session_id, prompt, retry=retry.model_dump(exclude_none=True) if retry else None
-            )
-            return {"turn": turn_public(turn).model_dump(mode="json")}
+            policy = retry.model_dump(exclude_none=True) if retry else None
+            return StartTurn(session_id=session_id, prompt=prompt, retry=policy)
         case WsApprovalRespond():
-            row = await manager.respond(
-                session_id,
-                frame.approval_id,
+            return Respond(
+                session_id=session_id,
+                approval_id=frame.approval_id,
                 decision=frame.decision,
                 message=frame.message,
                 updated_input=frame.updated_input,
-                by=by,
             )
-            return {"approval": approval_public(row).model_dump(mode="json")}
         case WsQuestionAnswer():
-            row = await questions.answer_question(
-                manager,
-                session_id,
-                frame.question_id,
-                answers=[answer.answer() for answer in frame.answers],
-                by=by,
-            )
-            return {"question": question_public(row).model_dump(mode="json")}
+            answers = tuple(answer.answer() for answer in frame.answers)
+            return Answer(session_id=session_id, question_id=frame.question_id, answers=answers)
         case WsTurnInterrupt():
-            return {"turn_id": await manager.interrupt(session_id)}
+            return Interrupt(session_id=session_id)
+    raise NotFound("unknown command")  # pragma: no cover - the union is closed
+
+
+async def _dispatch(manager: Sessions, session_id: str, frame: Any, by: Issuer) -> dict[str, Any]:
+    """Run the frame's command; the ``ack``'s body."""
+    match _command(session_id, frame):
+        case StartTurn() as command:
+            turn = await manager.execute(command, by)
+            return {"turn": turn_public(turn).model_dump(mode="json")}
+        case Respond() as command:
+            row = await manager.execute(command, by)
+            return {"approval": approval_public(row).model_dump(mode="json")}
+        case Answer() as command:
+            row = await manager.execute(command, by)
+            return {"question": question_public(row).model_dump(mode="json")}
+        case Interrupt() as command:
+            return {"turn_id": await manager.execute(command, by)}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 

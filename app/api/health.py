@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from app.api.security import Authenticated
 from app.providers.registry import Health, ProviderRegistry
 from app.runtime import reads
-from app.runtime.sessions import SessionManager
+from app.runtime.sessions import Sessions
 from app.settings import SelectionSettings
 
 router = APIRouter(tags=["health"])
@@ -94,7 +94,7 @@ def readiness(database: str, healths: Mapping[str, Health], *, serving: Sequence
     return Readiness(status="not_ready" if reasons else "ready", checks=checks, reasons=reasons)
 
 
-async def _database_check(manager: SessionManager) -> str:
+async def _database_check(manager: Sessions) -> str:
     try:
         async with asyncio.timeout(DATABASE_CHECK_TIMEOUT_S):
             await reads.storage_answers(manager)

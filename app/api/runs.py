@@ -20,12 +20,13 @@ from fastapi.responses import Response
 from pydantic import BaseModel, StringConstraints
 
 from app.api.contract import links, problems
-from app.api.deps import Manager, admit_session
+from app.api.deps import Manager, admit_session, issuer
 from app.api.events import SubscriptionResponse, sse_message, stream_holder
 from app.api.schemas import SessionOptions, TurnStatus
 from app.api.security import Authenticated, Principal
 from app.errors import GatewayError
 from app.events import TurnError, Usage
+from app.runtime.commands import Close
 from app.runtime.runs import Run, start_run
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
 
@@ -138,7 +139,7 @@ async def _subscribe(run: Run, principal: Principal, *, heartbeat_s: float) -> S
         )
     except GatewayError:
         try:
-            await run.manager.delete(run.session.id)
+            await run.manager.execute(Close(session_id=run.session.id), issuer(principal))
         except GatewayError:
             log.warning("could not close session %s of a refused run stream", run.session.id)
         raise

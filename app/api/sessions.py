@@ -1,5 +1,5 @@
-"""REST routes for sessions, turns, approvals, questions and interrupts (thin: the manager
-decides)."""
+"""REST routes for sessions, turns, approvals, questions and interrupts (thin: each builds a
+command, app/runtime/commands.py, and the runtime decides)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from app.api.deps import (
     Manager,
     admit_session,
     approval_public,
+    issuer,
     question_public,
     session_public,
     turn_public,
@@ -36,7 +37,8 @@ from app.api.schemas import (
     TurnPublic,
 )
 from app.api.security import Authenticated
-from app.runtime import questions, reads
+from app.runtime import reads
+from app.runtime.commands import Answer, Close, Interrupt, Respond, StartTurn
 
 NO_SESSION = "No such session (or not yours)"
 STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
@@ -116,7 +118,7 @@ async def delete_session(
     session_id: str, manager: Manager, principal: Authenticated
 ) -> SessionPublic:
     """Close the session: stop its turn and its CLI process group; its history is kept."""
-    row = await manager.delete(session_id, owner=principal.owner_filter)
+    row = await manager.execute(Close(session_id=session_id), issuer(principal))
     return await session_public(manager, row)
 
 
@@ -146,12 +148,9 @@ async def create_turn(
     session_id: str, body: TurnCreate, manager: Manager, principal: Authenticated
 ) -> TurnPublic:
     """Start a turn; follow it on the event stream. One turn at a time per session (else 409)."""
-    turn = await manager.start_turn(
-        session_id,
-        body.prompt,
-        retry=body.retry.model_dump(exclude_none=True) if body.retry else None,
-        owner=principal.owner_filter,
-    )
+    retry = body.retry.model_dump(exclude_none=True) if body.retry else None
+    command = StartTurn(session_id=session_id, prompt=body.prompt, retry=retry)
+    turn = await manager.execute(command, issuer(principal))
     return turn_public(turn)
 
 
@@ -230,15 +229,14 @@ async def respond_approval(
     principal: Authenticated,
 ) -> ApprovalPublic:
     """Allow or deny a pending tool call (``allow_session`` also allows it for the session)."""
-    row = await manager.respond(
-        session_id,
-        approval_id,
+    command = Respond(
+        session_id=session_id,
+        approval_id=approval_id,
         decision=body.decision,
         message=body.message,
         updated_input=body.updated_input,
-        by=principal.name,
-        owner=principal.owner_filter,
     )
+    row = await manager.execute(command, issuer(principal))
     return approval_public(row)
 
 
@@ -289,14 +287,9 @@ async def answer_question(
     principal: Authenticated,
 ) -> QuestionPublic:
     """Answer the agent's pending question: one answer per question, in the order asked."""
-    row = await questions.answer_question(
-        manager,
-        session_id,
-        question_id,
-        answers=[answer.answer() for answer in body.answers],
-        by=principal.name,
-        owner=principal.owner_filter,
-    )
+    answers = tuple(answer.answer() for answer in body.answers)
+    command = Answer(session_id=session_id, question_id=question_id, answers=answers)
+    row = await manager.execute(command, issuer(principal))
     return question_public(row)
 
 
@@ -310,5 +303,5 @@ async def interrupt(
     session_id: str, manager: Manager, principal: Authenticated
 ) -> InterruptAccepted:
     """Ask the agent to stop the running turn; it ends with ``turn.interrupted``."""
-    turn_id = await manager.interrupt(session_id, owner=principal.owner_filter)
+    turn_id = await manager.execute(Interrupt(session_id=session_id), issuer(principal))
     return InterruptAccepted(session_id=session_id, turn_id=turn_id)

@@ -7,6 +7,8 @@ once; and it runs it as the key that asked.
     command  {id, op, args, issuer: {name, admin}, to, issued_at, deadline}
     answer   {id, result} | {id, error}
 
+(``op`` and ``args``: the command's kind and fields as app/runtime/commands.py encodes them.)
+
 The HMAC covers a purpose (``command`` or ``answer``) as well as the payload, so an answer is
 never taken for a command. The ``issuer`` is the key the forwarding replica authenticated:
 the receiver derives who may see the session from it (an admin key sees every session), never

@@ -207,6 +207,20 @@ class ProviderSession(ABC):
         """Stop everything this session holds; the session will not be used again."""
 
 
+class ThreadSession(ProviderSession):
+    """A session that knows the CLI thread it was opened with (``spec.thread_id``) and then
+    the one its turns bind; ``_closed`` once closed."""
+
+    def __init__(self, spec: SessionSpec) -> None:
+        self._spec = spec
+        self._thread_id = spec.thread_id
+        self._closed = False
+
+    @property
+    def thread_id(self) -> str | None:
+        return self._thread_id
+
+
 class Provider(ABC):
     """One agent CLI integration, built once from the settings."""
 

@@ -8,7 +8,7 @@ registers them in one map, which settings resolution, the factory, the health re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.process.runner import ProcessRunner
@@ -18,17 +18,22 @@ from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 @dataclass(frozen=True, kw_only=True)
 class BuildContext:
-    """Everything a provider may be built from; each takes what it uses."""
+    """Everything a provider is built from: every provider class takes this one value."""
 
     name: str
     settings: ProviderSettings
     executable: str
     """The CLI, resolved on ``PATH`` when it can be (else as configured)."""
     runner: ProcessRunner
-    parent_env: Mapping[str, str] | None
-    retry: RetrySettings
-    limits: LimitsSettings
-    workspace_roots: tuple[Path, ...]
+    parent_env: Mapping[str, str] | None = None
+    """The gateway's own environment, which the CLIs' pass-through variables come from
+    (None: ``os.environ``)."""
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
+    workspace_roots: tuple[Path, ...] | None = None
+    """Every spawn (and every thread a shared server starts) checks that the session's
+    workspace is still its directory inside one of them; None checks only that it is a
+    directory."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ more (OpenCode's session errors, the ACP agents' error texts).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from app.events import FailureKind
 
@@ -27,20 +28,34 @@ _NETWORK_TEXT = re.compile(
 _CONFIG_TEXT = re.compile(r"model not found|ProviderModelNotFound|ProviderInitError", re.IGNORECASE)
 
 
-def kind_for_status(status: int) -> FailureKind | None:
-    """Classify a model API's HTTP status, when it says enough on its own."""
-    if status == 429:
-        return "rate_limited"
-    if status == 529:
-        return "overloaded"
-    if status == 402:
-        return "usage_limit"
-    if status in (401, 403):
-        return "auth"
-    if status == 408:
-        return "network"
-    if status in (400, 404, 413, 422):
-        return "invalid_request"
+STATUS_KINDS: Mapping[int, FailureKind] = {
+    429: "rate_limited",
+    529: "overloaded",
+    402: "usage_limit",
+    401: "auth",
+    403: "auth",
+    408: "network",
+    400: "invalid_request",
+    404: "invalid_request",
+    413: "invalid_request",
+    422: "invalid_request",
+}
+"""The one status table every provider's classifier reads; any other 5xx is ``server_error``."""
+
+
+def kind_for_status(
+    status: int, *, dialect: Mapping[int, FailureKind] | None = None
+) -> FailureKind | None:
+    """Classify a model API's HTTP status, when it says enough on its own.
+
+    ``dialect``: statuses a CLI is known to use in its own sense (Codex's 499 for a cut
+    connection), read before the shared table.
+    """
+    if dialect is not None and status in dialect:
+        return dialect[status]
+    kind = STATUS_KINDS.get(status)
+    if kind is not None:
+        return kind
     if 500 <= status <= 599:
         return "server_error"
     return None

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class Chooser:
-    """Chooses providers for one session manager (its figures, its round-robin turns)."""
+    """Chooses providers for one ``LocalSessions`` (its figures, its round-robin turns)."""
 
     def __init__(
         self,

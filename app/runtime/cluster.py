@@ -1,24 +1,31 @@
-"""This replica's part in a cluster (``[cluster] redis_url``): the sessions it owns, the
-commands it forwards to other owners and serves for them, and the sessions it adopts.
+"""This replica's part in a cluster (``[cluster] redis_url``): the sessions it holds, the
+commands it forwards to other holders, and what arrives for it from the others, reported as
+values (app/runtime/clustered.py consumes them and acts; nothing here calls up into it).
 
-    a command (turn, approval, interrupt, delete) for session S, at any replica:
+    a command (turn, approval, interrupt, delete) for session S, at any replica
+    (app/runtime/clustered.py decides; this module leases and carries):
         S's lease free      ──► take it (a new fencing token, claimed in the store), run here
         held by this one    ──► run here
         held by replica R   ──► forward to R through Redis, answer with R's answer
 
-A replica renews the leases it holds every third of ``cluster.lease_ttl_s``. One that learns
-it lost a lease (it was cut off past the TTL and another replica took the session) stops that
-session at once; the fencing token keeps it from writing even before it learns. One whose
-Redis is unreachable keeps its sessions running (nobody else can take them meanwhile) and
-renews when Redis is back. Every ``lease_ttl_s / 3`` each replica also looks for sessions
-that are busy in the store but whose lease has expired (their owner died) and adopts them:
-ends the in-flight turn once, as ``interrupted`` with reason ``replica_lost``, and expires its
-approvals, as a restart does.
+    what arrives, each an async generator its consumer drives:
+        commands()   ──► Received   a command forwarded here; ``answer(received, …)`` replies
+        losses()     ──► Lost       a session whose lease another replica took
+        adoptions()  ──► AdoptionDue  time to adopt the sessions of replicas that died
+
+``losses`` renews the leases held here every third of ``cluster.lease_ttl_s``. A replica that
+learns it lost a lease (it was cut off past the TTL and another replica took the session)
+stops that session at once; the fencing token keeps it from writing even before it learns.
+One whose Redis is unreachable keeps its sessions running (nobody else can take them
+meanwhile) and renews when Redis is back. Every ``lease_ttl_s / 3`` each replica also looks
+for sessions that are busy in the store but whose lease has expired (their owner died) and
+adopts them: ends the in-flight turn once, as ``interrupted`` with reason ``replica_lost``,
+and expires its approvals, as a restart does.
 
 Commands travel on a Redis list per replica (``agw:commands:<replica>``, ``BLPOP``), answers
 on a list per command (``agw:answer:<id>``), both signed with ``cluster.secret`` and carrying
 the key that asked (app/cluster/commands.py): a replica runs a command only as that key, and
-refuses (logs, counts, never runs, never answers) one that is unsigned, signed with another
+refuses (logs, counts, never yields, never answers) one that is unsigned, signed with another
 secret, stale or replayed. A command nobody answers within ``cluster.command_timeout_s`` is
 ``cluster_unavailable``. A command that fails on its owner with an unexpected error is
 answered with that error's id only (the owner logs it).
@@ -32,9 +39,7 @@ import dataclasses
 import logging
 import secrets
 import time
-import types
-import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -62,13 +67,29 @@ log = logging.getLogger(__name__)
 DEADLINE_GRACE_S = 5.0
 """Clock skew between replicas tolerated before a forwarded command counts as expired."""
 
-Handler = Callable[[str, dict[str, Any], Issuer], Awaitable[Any]]
-"""Runs a forwarded command (its op and arguments, as the key that asked) here; returns what
-the API would get."""
 Refusals = Callable[[str], None]
 """Counts a refused command or answer by its reason (a metric)."""
-Lost = Callable[[str], Awaitable[None]]
-"""Called with a session whose lease this replica has lost."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Received:
+    """A forwarded command this replica accepted: signed for it, within the window, never run
+    before, not past its deadline. Its ``op`` and ``args`` are a command as
+    app/runtime/commands.py encodes it, to run as its ``issuer``."""
+
+    command: Command
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Lost:
+    """Another replica took over a session held here: nothing may run it here any more."""
+
+    session_id: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AdoptionDue:
+    """Time to look for the sessions of replicas that died, and adopt them."""
 
 
 class Cluster:
@@ -93,11 +114,7 @@ class Cluster:
         self._store = store
         self._held: dict[str, tuple[Lease, int]] = {}
         """Sessions held here: their lease and fencing token."""
-        self._tasks: list[asyncio.Task[None]] = []
-        self._answering: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._handler: Handler | None = None
-        self._lost: Lost | None = None
         self._signer = Signer(settings.signing_secrets())
         self._inbox = Inbox(
             self._signer, replica_id=settings.replica_id, window_s=settings.command_window_s
@@ -158,15 +175,15 @@ class Cluster:
     # --- commands ---------------------------------------------------------------------------
 
     async def forward(
-        self, replica_id: str, op: str, args: Mapping[str, Any], *, issuer: Issuer
+        self, replica_id: str, kind: str, fields: Mapping[str, Any], *, issuer: Issuer
     ) -> Any:
-        """Run ``op`` on ``replica_id``, as the key ``issuer``, and return its answer, or
-        raise its error."""
+        """Run the command ``kind`` with ``fields`` on ``replica_id``, as the key ``issuer``,
+        and return its answer, or raise its error."""
         now = time.time()
         command = Command(
             id=secrets.token_hex(16),
-            op=op,
-            args=dict(args),
+            op=kind,
+            args=dict(fields),
             issuer=issuer,
             to=replica_id,
             issued_at=now,
@@ -209,37 +226,27 @@ class Cluster:
         if self._count_refused is not None:
             self._count_refused(refused.reason)
 
-    def start(self, handler: Handler, lost: Lost, adopt: Callable[[], Awaitable[int]]) -> None:
-        """Serve forwarded commands with ``handler``, renew leases (calling ``lost`` for one
-        that is gone) and adopt orphaned sessions with ``adopt``, until ``aclose``."""
-        self._handler, self._lost = handler, lost
-        self._tasks = [
-            asyncio.create_task(self._serve(), name="cluster-commands"),
-            asyncio.create_task(self._renew_loop(), name="cluster-leases"),
-            asyncio.create_task(self._adopt_loop(adopt), name="cluster-adoption"),
-        ]
-
     async def aclose(self) -> None:
+        """Give the leases held here back and disconnect; after whoever consumes ``commands``,
+        ``losses`` and ``adoptions`` has stopped."""
         self._closing = True
-        tasks = [*self._tasks, *self._answering]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks = []
         for session_id in list(self._held):
             await self.let_go(session_id)
         await self.redis.aclose()
         await self._waiting.aclose()
 
-    async def _serve(self) -> None:
+    async def commands(self) -> AsyncGenerator[Received, None]:
+        """The commands forwarded to this replica, as they arrive, each accepted by the
+        ``Inbox`` (a refused one is logged, counted and never yielded); answer each with
+        ``answer``. Waits out a Redis that cannot be reached; ends when the cluster closes."""
         key = _commands_key(self.replica_id)
         while not self._closing:
+            _raise_if_cancelled()
             try:
                 with cluster_errors():
                     item = await self.redis.blpop([key], timeout=1)
             except ClusterUnavailable:
-                if self._closing:  # a cancelled call can surface as a connection error
-                    return
+                _raise_if_cancelled()
                 await asyncio.sleep(1)
                 continue
             if item is None:
@@ -249,47 +256,51 @@ class Cluster:
             except Refused as refused:
                 self._refused(refused, "a forwarded command")
                 continue
-            task = asyncio.create_task(self._answer(command), name="command")
-            self._answering.add(task)
-            task.add_done_callback(self._answering.discard)
+            if time.time() > command.deadline + DEADLINE_GRACE_S:
+                # Its sender gave up long ago (this replica was down): running it now would
+                # surprise everyone, a turn started an hour late.
+                log.warning("dropped a forwarded %s past its deadline", command.op)
+                continue
+            yield Received(command=command)
 
-    async def _answer(self, command: Command) -> None:
-        assert self._handler is not None
-        if time.time() > command.deadline + DEADLINE_GRACE_S:
-            # Its sender gave up long ago (this replica was down): running it now would
-            # surprise everyone, a turn started an hour late.
-            log.warning("dropped a forwarded %s past its deadline", command.op)
-            return
-        try:
-            result = await self._handler(command.op, command.args, command.issuer)
+    async def answer(
+        self, received: Received, *, result: Any = None, error: Exception | None = None
+    ) -> None:
+        """Send ``received``'s signed answer to the replica that forwarded it: its ``result``,
+        or its ``error`` (an unexpected one as its id only, the rest logged here). An answer
+        Redis cannot take is dropped (its sender reports ``cluster_unavailable``)."""
+        command = received.command
+        if error is None:
             body: dict[str, Any] = {"result": result}
-        except GatewayError as exc:
-            body = {"error": error_body(exc)}
-        except Exception as exc:  # the caller gets its id, the log here the rest
-            body = {"error": error_body(internal_error(log, f"forwarded {command.op}", exc))}
+        elif isinstance(error, GatewayError):
+            body = {"error": error_body(error)}
+        else:  # the caller gets its id, the log here the rest
+            body = {"error": error_body(internal_error(log, f"forwarded {command.op}", error))}
         key = f"agw:answer:{command.id}"
         with contextlib.suppress(ClusterUnavailable), cluster_errors():
             await self.redis.rpush(key, seal_answer(self._signer, command.id, body, _json_default))
             await self.redis.expire(key, 60)
 
-    async def _renew_loop(self) -> None:
+    async def losses(self) -> AsyncGenerator[Lost, None]:
+        """Renew the leases held here every ``lease_ttl_s / 3``, yielding each session whose
+        lease another replica took (no longer held here by then). A Redis that cannot be
+        reached keeps them all (nobody else can take them); ends when the cluster closes."""
         period = self.settings.lease_ttl_s / 3
         while not self._closing:
             await asyncio.sleep(period)
             for session_id, held in list(self._held.items()):
-                if self._closing:  # a cancelled call can surface as a connection error
-                    return
+                _raise_if_cancelled()
                 try:
                     renewed = await self.leases.renew(held[0])
                     if not renewed:  # expired while Redis was away: take it again if free
                         renewed = await self._retake(session_id)
                 except ClusterUnavailable:
+                    _raise_if_cancelled()
                     continue  # nobody can take it while Redis is away; renew when it is back
                 if not renewed and self._held.get(session_id) is held:
                     del self._held[session_id]
                     log.warning("lost session %s to another replica", session_id)
-                    if self._lost is not None:
-                        await self._lost(session_id)
+                    yield Lost(session_id=session_id)
 
     async def _retake(self, session_id: str) -> bool:
         try:
@@ -297,23 +308,21 @@ class Cluster:
         except NotFound:  # deleted meanwhile
             return False
 
-    async def _adopt_loop(self, adopt: Callable[[], Awaitable[int]]) -> None:
+    async def adoptions(self) -> AsyncGenerator[AdoptionDue, None]:
+        """Every ``lease_ttl_s / 3``: time to adopt the sessions of replicas that died."""
         period = self.settings.lease_ttl_s / 3
         while not self._closing:
             await asyncio.sleep(period)
-            try:
-                await adopt()
-            except Exception:
-                log.exception("adopting sessions of lost replicas failed; trying again")
+            yield AdoptionDue()
 
 
-def issuer_of(owner: str | None, by: str | None = None) -> Issuer:
-    """The key a command on a session came from, as the API passed it on: ``owner`` (the
-    owner filter) is None for an admin key, else the key's name; ``by`` names an admin key
-    when the command records who answered."""
-    if owner is None:
-        return Issuer(name=by or "admin", admin=True)
-    return Issuer(name=owner, admin=False)
+def _raise_if_cancelled() -> None:
+    """Raise ``CancelledError`` in a task asked to stop: a Redis client can swallow the
+    cancellation of a call (it returns nothing, or fails as a connection error), and the loop
+    that made it would go on."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _commands_key(replica_id: str) -> str:
@@ -326,26 +335,6 @@ def _json_default(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     raise TypeError(f"cannot send {type(value).__name__} to another replica")
-
-
-def record_from(cls: type[Any], data: Mapping[str, Any]) -> Any:
-    """A record dataclass back from its JSON (datetimes from ISO text)."""
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for field in dataclasses.fields(cls):
-        value = data.get(field.name)
-        if value is not None and _is_datetime(hints[field.name]):
-            value = datetime.fromisoformat(value)
-        values[field.name] = value
-    return cls(**values)
-
-
-def _is_datetime(hint: Any) -> bool:
-    if hint is datetime:
-        return True
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return datetime in typing.get_args(hint)
-    return False
 
 
 def error_body(error: GatewayError) -> dict[str, Any]:

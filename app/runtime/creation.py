@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import typing
+from collections.abc import Callable
+from datetime import datetime
 
 from app.errors import InvalidRequest
 from app.events import (
@@ -23,13 +24,14 @@ from app.events import (
 )
 from app.process.workspaces import resolve_workspace
 from app.records import SessionRecord, json_dict
+from app.runtime.choosing import Chooser
 from app.runtime.coordinator import resolve_policy
+from app.runtime.eventlog import EventLog
 from app.runtime.failover import wants_failover
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import CapabilitiesUnmet, resolve_strategy
-
-if typing.TYPE_CHECKING:
-    from app.runtime.sessions import SessionManager
+from app.settings import Settings
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +51,16 @@ def required_capabilities(request: SessionRequest) -> list[str]:
     return requires
 
 
-async def create_session(manager: SessionManager, request: SessionRequest) -> SessionRecord:
+async def create_session(
+    request: SessionRequest,
+    *,
+    settings: Settings,
+    chooser: Chooser,
+    store: Storage,
+    events: EventLog,
+    clock: Callable[[], datetime],
+) -> SessionRecord:
     """Validate everything, then store the session with its first events, or nothing."""
-    settings = manager.settings
     if request.metadata is not None:
         size, limit = metadata_bytes(request.metadata), settings.limits.max_metadata_bytes
         if size > limit:
@@ -76,7 +85,7 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
     strategy = resolve_strategy(request.strategy, request.scenario, settings.selection)
     requires = required_capabilities(request)
     try:
-        selection = await manager.chooser.choose(
+        selection = await chooser.choose(
             request.provider, request.scenario, requires, strategy=strategy
         )
     except CapabilitiesUnmet as unmet:
@@ -97,7 +106,7 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
         for r in selection.ranking
     ]
     resolved = resolve_workspace(request.workspace, settings.workspaces.roots)
-    now = manager.clock()
+    now = clock()
     row = SessionRecord(
         id="ses_" + secrets.token_hex(16),
         owner=request.owner,
@@ -131,13 +140,13 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
         ),
     ]
     encoded = [event.model_dump_json() for event in first]  # fails before anything is stored
-    await manager.store.create_session(row)
+    await store.create_session(row)
     try:
         for event, data_json in zip(first, encoded, strict=True):
-            await manager.events.append(row.id, event, provider=chosen, data_json=data_json)
+            await events.append(row.id, event, provider=chosen, data_json=data_json)
     except Exception:
         log.warning("session %s could not be stored whole; nothing of it is kept", row.id)
-        await manager.store.discard_session(row.id)
+        await store.discard_session(row.id)
         raise
     log.info(
         "session %s created on %s (%s)",
@@ -146,4 +155,6 @@ async def create_session(manager: SessionManager, request: SessionRequest) -> Se
         reason,
         extra={"session_id": row.id, "provider": chosen, "reason": reason},
     )
-    return await manager.get(row.id)
+    stored = await store.get_session(row.id)
+    assert stored is not None
+    return stored

@@ -1,8 +1,10 @@
-"""The event log: numbers each session's events, persists them, then fans them out.
+"""The event log: numbers each session's events, persists them, then delivers them.
 
 An event is written to the store before any subscriber sees it, so a client that reconnects
-with ``Last-Event-ID`` / ``after`` always finds in the store what it missed. What subscribers
-receive, and how a subscription replays and follows, is in app/runtime/subscription.py.
+with ``Last-Event-ID`` / ``after`` always finds in the store what it missed. Each stored batch
+goes through the one delivery step (app/runtime/delivery.py), as do the batches mirrored from
+another replica (app/runtime/replicas.py); what subscribers receive, and how a subscription
+replays and follows, is in app/runtime/subscription.py.
 """
 
 from __future__ import annotations
@@ -15,25 +17,23 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.errors import StorageUnavailable, TooManyRequests, Unavailable
+from app.errors import StorageUnavailable
 from app.events import EventData, StreamedText, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
 from app.runtime.coalesce import Coalescer, Origin
+from app.runtime.delivery import Delivery, catch_up_from_store
 from app.runtime.replicas import Replicas
-from app.runtime.shares import Holder, SharedCap, Tally, subscriber_cap
+from app.runtime.shares import Holder, SharedCap
 from app.runtime.subscription import (
     Channel,
     Evicted,
     LoggedEvent,
     ResyncRequired,
     ShuttingDown,
-    Subscriber,
     Subscription,
-    catch_up_from_store,
-    fan_out,
 )
 from app.store.interface import Storage
 
@@ -44,8 +44,6 @@ MAX_BATCH = 500
 """Events stored in one transaction at most."""
 MAX_PENDING = 5000
 """Queued events beyond which every appender waits for its commit."""
-CAP_RETRY_AFTER_S = 5.0
-"""``Retry-After`` of a subscription refused at a subscriber cap or during shutdown."""
 
 
 @dataclass(eq=False)
@@ -78,7 +76,7 @@ def _settle(
 
 
 class EventLog:
-    """Per-session numbering, persistence, pruning and fan-out of events."""
+    """Per-session numbering, persistence and pruning of events, and their subscriptions."""
 
     def __init__(
         self,
@@ -99,22 +97,24 @@ class EventLog:
         self._store = store
         self._coalescer: Coalescer[Channel] = Coalescer(coalesce_s, self._release)
         self._cluster = cluster
+        self._delivery = Delivery(
+            store,
+            queue_size=queue_size,
+            max_lag_events=max_lag_events,
+            max_subscribers_per_session=max_subscribers_per_session,
+            max_subscribers=max_subscribers,
+            metrics=metrics,
+        )
         self._replicas = (
-            Replicas(cluster, page=self.page, close=self.close) if cluster is not None else None
+            Replicas(cluster, store=store, delivery=self._delivery, close=self.close)
+            if cluster is not None
+            else None
         )
         self.mask = mask if mask is not None else SecretMask(())
         """Configured secrets, replaced in every payload before it is stored or sent."""
         self._observer = observer
-        self._metrics = metrics
-        self._queue_size = queue_size
         self._clock = clock
         self._max_events = max_events_per_session
-        self._max_lag = max_lag_events
-        self._max_per_session = max_subscribers_per_session
-        self._streams = Tally(subscriber_cap(max_subscribers))
-        self._channels: dict[str, Channel] = {}
-        self._channels_lock = asyncio.Lock()
-        self._stopping: ShuttingDown | None = None
         self._pending: list[_Pending] = []
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
@@ -126,20 +126,8 @@ class EventLog:
         """Streamed deltas are joined (``server.coalesce_deltas_ms`` > 0)."""
         return self._coalescer.window_s > 0
 
-    async def _channel(self, session_id: str) -> Channel:
-        channel = self._channels.get(session_id)
-        if channel is None:
-            async with self._channels_lock:
-                channel = self._channels.get(session_id)
-                if channel is None:
-                    first, last = await self._store.event_bounds(session_id)
-                    channel = self._channels[session_id] = Channel(
-                        session_id, last_seq=last, first_seq=first
-                    )
-        return channel
-
     async def last_seq(self, session_id: str) -> int:
-        channel = await self._channel(session_id)
+        channel = await self._delivery.channel(session_id)
         if self._cluster is None:
             return channel.last_seq
         # Another replica may be writing it (or have taken it over since): the store knows.
@@ -206,7 +194,7 @@ class EventLog:
 
     async def _writable_channel(self, session_id: str) -> Channel:
         """The session's channel; raises the failed write of events nobody waited for."""
-        channel = self._channels.get(session_id) or await self._channel(session_id)
+        channel = self._delivery.known(session_id) or await self._delivery.channel(session_id)
         if channel.failure is not None:
             failure, channel.failure = channel.failure, None
             raise failure
@@ -362,29 +350,14 @@ class EventLog:
             _settle(item, error=exc)
 
     def _publish(self, items: list[_Pending], prune_through: int | None) -> None:
-        """Hand one session's newly stored events to its subscribers, in order.
-
-        A subscriber is evicted for how far behind it was when the batch arrived: the events
-        of one commit reach every queue at once, before anyone could read, so they do not count
-        against it.
-        """
-        channel = items[0].channel
+        """Deliver one session's newly stored events to its subscribers here, in order, then
+        to the other replicas'."""
         session_id = items[0].record.session_id
-        if self._max_lag is not None:
-            for subscriber in list(channel.subscribers):
-                lag = channel.last_seq - max(subscriber.cursor, subscriber.baseline)
-                if lag > self._max_lag:
-                    self._evict(channel, subscriber, session_id)
-        channel.last_seq = items[-1].record.seq
-        if prune_through is not None:
-            channel.first_seq = max(channel.first_seq, prune_through + 1)
-        written = fan_out(channel, [item.event for item in items])
-        if written:  # one observation per transport and batch written directly
-            seen: set[str] = set()
-            for subscriber in written:
-                if subscriber.transport not in seen:
-                    seen.add(subscriber.transport)
-                    self._delivered(subscriber, items[0].event)
+        self._delivery.deliver(
+            items[0].channel,
+            [item.event for item in items],
+            first_seq=None if prune_through is None else prune_through + 1,
+        )
         if self._observer is not None:
             self._observer([item.record for item in items])
         if self._replicas is not None:
@@ -399,7 +372,7 @@ class EventLog:
         events from what the store holds (the previous owner can no longer add any)."""
         if self._replicas is not None:
             await self._replicas.stop_following(session_id)
-        channel = self._channels.get(session_id)
+        channel = self._delivery.known(session_id)
         if channel is None:
             return
         first, last = await self._store.event_bounds(session_id)
@@ -411,20 +384,9 @@ class EventLog:
 
     def let_go(self, session_id: str) -> None:
         """This replica no longer holds the session: its subscribers here follow the owner."""
-        channel = self._channels.get(session_id)
+        channel = self._delivery.known(session_id)
         if channel is not None and channel.subscribers and self._replicas is not None:
             self._replicas.follow(channel)
-
-    def _delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None:
-        """Record the delivery lag of a hand-over by its oldest event (the others in it
-        waited less): one observation per hand-over, not per event."""
-        if self._metrics is not None and event.appended_at is not None:
-            lag = subscriber.lag
-            if lag is None:
-                lag = subscriber.lag = self._metrics.delivery_lag.labels(
-                    transport=subscriber.transport
-                )
-            lag.observe(time.monotonic() - event.appended_at)
 
     def _prune_point(self, channel: Channel, seq: int) -> int | None:
         """Prune in batches of a tenth of the cap, so most appends delete nothing."""
@@ -435,26 +397,8 @@ class EventLog:
             return None
         return keep_from - 1
 
-    def _evict(self, channel: Channel, subscriber: Subscriber, session_id: str) -> None:
-        log.warning(
-            "subscriber of %s evicted: more than %d events behind (sent up to %d)",
-            session_id,
-            self._max_lag,
-            subscriber.cursor,
-            extra={"session_id": session_id, "last_seq_sent": subscriber.cursor},
-        )
-        subscriber.evicted = True
-        self._unregister(channel, subscriber)
-        subscriber.wake()
-
     async def page(self, session_id: str, *, after: int, limit: int) -> list[LoggedEvent]:
-        stored = await self._store.events_after(session_id, after=after, limit=limit)
-        return [
-            LoggedEvent(
-                seq=e.seq, session_id=session_id, type=e.type, turn_id=e.turn_id, json=e.json
-            )
-            for e in stored
-        ]
+        return await self._delivery.page(session_id, after=after, limit=limit)
 
     async def open(
         self,
@@ -473,52 +417,23 @@ class EventLog:
         the key's share of ``max_subscribers``, ``AtCapacity`` at ``max_subscribers`` (all with
         ``Retry-After``), ``Unavailable`` once shutdown began.
         """
-        channel = await self._channel(session_id)
-        self._refuse_while_stopping()
-        if check_limits:
-            self._refuse_at_caps(len(channel.subscribers), holder)
-        subscriber = Subscriber(
-            queue=asyncio.Queue(self._queue_size),
-            baseline=channel.last_seq,
-            cursor=after,
+        channel = await self._delivery.channel(session_id)
+        subscription = self._delivery.open(
+            channel,
+            after=after,
+            heartbeat_s=heartbeat_s,
+            check_limits=check_limits,
             transport=transport,
             holder=holder,
         )
-        channel.subscribers.add(subscriber)
-        self._streams.add(holder)
         if self._replicas is not None:
             self._replicas.follow(channel)
-        return Subscription(
-            self, session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
-        )
+        return subscription
 
     def check_capacity(self, holder: Holder | None = None) -> None:
         """Raise what ``open()`` would for ``holder``'s subscriber of a session that has none
         yet, registering nothing: lets a request be refused before it creates that session."""
-        self._refuse_while_stopping()
-        self._refuse_at_caps(0, holder)
-
-    def _refuse_while_stopping(self) -> None:
-        if self._stopping is not None:
-            raise Unavailable(
-                "the gateway is shutting down; reconnect shortly",
-                retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
-            )
-
-    def _refuse_at_caps(self, session_subscribers: int, holder: Holder | None) -> None:
-        if self._max_per_session is not None and session_subscribers >= self._max_per_session:
-            raise TooManyRequests(
-                f"this session already has {session_subscribers} event subscribers "
-                f"(limits.max_subscribers_per_session); close one or retry later",
-                retry_after_s=CAP_RETRY_AFTER_S,
-                limit=self._max_per_session,
-            )
-        self._streams.check(holder)
-
-    def _unregister(self, channel: Channel, subscriber: Subscriber) -> None:
-        if subscriber in channel.subscribers:
-            channel.subscribers.discard(subscriber)
-            self._streams.remove(subscriber.holder)
+        self._delivery.check_capacity(holder)
 
     async def subscribe(
         self, session_id: str, *, after: int, heartbeat_s: float | None = None
@@ -547,29 +462,14 @@ class EventLog:
     async def close(self, session_id: str) -> None:
         """End every subscription of the session once it has delivered the last event."""
         self._coalescer.forget(session_id)
-        channel = await self._channel(session_id)
-        channel.closed.set()
-        for subscriber in channel.subscribers:
-            subscriber.wake()
+        self._delivery.close(await self._delivery.channel(session_id))
 
     def shutdown(self, retry_ms: int) -> None:
         """End every subscription with ``ShuttingDown``; later ``open()`` calls are refused."""
-        self._stopping = ShuttingDown(retry_ms=retry_ms)
-        for channel in self._channels.values():
-            for subscriber in list(channel.subscribers):
-                subscriber.stopping = self._stopping
-                self._unregister(channel, subscriber)
-                subscriber.wake()
+        self._delivery.shutdown(retry_ms)
 
     def subscriber_count(self, session_id: str | None = None) -> int:
-        if session_id is None:
-            return self._streams.total
-        channel = self._channels.get(session_id)
-        return len(channel.subscribers) if channel else 0
+        return self._delivery.subscriber_count(session_id)
 
     def subscribers_by_transport(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for channel in self._channels.values():
-            for subscriber in channel.subscribers:
-                counts[subscriber.transport] = counts.get(subscriber.transport, 0) + 1
-        return counts
+        return self._delivery.subscribers_by_transport()

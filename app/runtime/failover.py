@@ -9,7 +9,10 @@
             the conversation so far, then the failed turn's prompt
          ─► the same turn goes on there (attempts keep counting); later turns stay on B
 
-The session's ``provider`` becomes B; the binding to A's thread is kept (retention prunes it
+Failover decides and records: it chooses B, builds the hand-off, stores the session's and the
+turn's ``provider`` as B and tells ``provider.switched``, then returns where the turn goes on
+(``Moved``). The session's host (app/runtime/host.py) closes A's handle, opens B's and goes on;
+nothing here touches the live session. The binding to A's thread is kept (retention prunes it
 like any other). No chain left, or nobody able to serve: the last failure stands.
 """
 
@@ -17,19 +20,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from app.events import FailureKind, HandoffSize, ProviderSwitched, TurnError
-from app.providers.base import Provider, SessionSpec
+from app.providers.base import SessionSpec
 from app.records import SessionRecord, TurnRecord
-from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator
+from app.runtime.coordinator import RetryPolicy, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.handoff import SUMMARY_CHARS, Handoff, build_handoff
-from app.runtime.live import LiveSession
+from app.runtime.live import TurnContext
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import NoProviderAvailable, Selection
 from app.settings import Settings
@@ -77,15 +80,18 @@ def may_fail_over(error: TurnError, policy: RetryPolicy) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class Moved:
-    """Where a failed-over turn goes on: the new provider and its first prompt."""
+    """Where a failed-over turn goes on: the new provider, the session it opens there (a fresh
+    thread, the provider's model) and its first prompt (the hand-off's)."""
 
     provider: str
+    spec: SessionSpec
     prompt: str
     handoff: Handoff
 
 
 class Failover:
-    """Moves a live session's failed turn to the next provider (one per session manager)."""
+    """Chooses where a live session's failed turn goes on, and records the move (one per
+    ``LocalSessions``)."""
 
     def __init__(
         self,
@@ -93,57 +99,35 @@ class Failover:
         settings: Settings,
         store: Storage,
         events: EventLog,
-        providers: Mapping[str, Provider],
         select: Select,
         clock: Callable[[], datetime],
-        sleep: Sleep,
-        monotonic: Callable[[], float],
     ) -> None:
         self.settings = settings
         self.store = store
         self.events = events
-        self.providers = providers
         self._select = select
         self._clock = clock
-        self._sleep = sleep
-        self._monotonic = monotonic
 
     async def go_on(
         self,
-        live: LiveSession,
+        live: TurnContext,
+        current: TurnCoordinator,
         turn: TurnRecord,
         error: TurnError,
         attempts: int,
         tried: Sequence[str],
-    ) -> tuple[TurnCoordinator, str] | None:
-        """``TurnServices.fail_over``: the turn's coordinator on the next provider, and the
-        hand-off it starts with; None when the failure stands."""
-        current = live.coordinator
-        if current is None or current.interrupted:
+    ) -> Moved | None:
+        """Where the turn run by ``current`` goes on, already recorded; None when the failure
+        stands (an interrupted turn stays where it is)."""
+        if current.interrupted:
             return None
-        moved = await self.move(
+        return await self.move(
             live, turn, error, policy=current.policy, attempts=attempts, tried=tried
         )
-        if moved is None:
-            return None
-        live.coordinator = TurnCoordinator(
-            handle=live.handle,
-            policy=current.policy,
-            continuation_prompt=self.settings.retry.continuation_prompt,
-            turn_timeout_s=self.settings.sessions.turn_timeout_s,
-            reporter=current.reporter,  # the turn's record and output budget go on
-            sleep=self._sleep,
-            monotonic=self._monotonic,
-            clock=self._clock,
-            first_attempt=attempts + 1,
-        )
-        if current.interrupted:  # asked during the switch: the new agent does not start
-            await live.coordinator.interrupt()
-        return live.coordinator, moved.prompt
 
     async def move(
         self,
-        live: LiveSession,
+        live: TurnContext,
         turn: TurnRecord,
         error: TurnError,
         *,
@@ -151,7 +135,8 @@ class Failover:
         attempts: int,
         tried: Sequence[str],
     ) -> Moved | None:
-        """Switch ``live`` to the next provider that can serve, or None (the failure stands)."""
+        """Record the move of ``live``'s turn to the next provider that can serve, and return
+        it; None when the failure stands."""
         row = await self.store.get_session(live.session_id)
         selection = (row.selection if row else None) or {}
         if row is None or not selection.get("fallback") or not may_fail_over(error, policy):
@@ -175,7 +160,7 @@ class Failover:
             return None
         previous = live.provider
         handoff = await self._handoff(row, turn, previous, error)
-        await self._switch(live, row, turn, chosen.provider)
+        spec = await self._switch(row, turn, chosen.provider)
         await self.events.append(
             row.id,
             ProviderSwitched(
@@ -204,7 +189,7 @@ class Failover:
                 "handoff_chars": handoff.chars,
             },
         )
-        return Moved(provider=chosen.provider, prompt=handoff.prompt, handoff=handoff)
+        return Moved(provider=chosen.provider, spec=spec, prompt=handoff.prompt, handoff=handoff)
 
     async def _handoff(
         self, row: SessionRecord, turn: TurnRecord, provider: str, error: TurnError
@@ -239,11 +224,8 @@ class Failover:
             mask=self.events.mask.text,
         )
 
-    async def _switch(
-        self, live: LiveSession, row: SessionRecord, turn: TurnRecord, to: str
-    ) -> None:
-        """Close the old provider's handle and open a fresh thread on ``to``."""
-        await live.handle.close()
+    async def _switch(self, row: SessionRecord, turn: TurnRecord, to: str) -> SessionSpec:
+        """Store the session and its turn as ``to``'s; the spec of the fresh thread there."""
         model = self.settings.providers[to].model
         spec = SessionSpec(
             session_id=row.id,
@@ -253,10 +235,10 @@ class Failover:
             thread_id=None,
             thread_bound_at=None,
         )
-        live.provider, live.handle, live.thread_id = to, self.providers[to].open_session(spec), None
         now = self._clock()
         await self.store.update_session(row.id, provider=to, model=model, updated_at=now)
         await self.store.update_turn(turn.id, provider=to)
+        return spec
 
 
 _HANDOFF_TYPES = (

@@ -1,21 +1,19 @@
 """The in-memory side of sessions, and the cap on the CLI processes they hold.
 
-``SessionManager`` (app/runtime/sessions.py) keeps one ``LiveSession`` per session that has run
-a turn; ``make_room`` keeps per-session CLI processes within ``limits.max_live_processes`` and
-each key within its share of them.
+A session that has run a turn has one ``SessionHost`` (app/runtime/host.py), which lends the
+turn it runs a ``TurnContext``; ``make_room`` keeps per-session CLI
+processes within ``limits.max_live_processes`` and each key within its share of them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
-from app.providers.base import Provider, ProviderSession
+from app.providers.base import ProcessInfo, Provider, ProviderSession
 from app.runtime.approvals import ApprovalBroker
-from app.runtime.coordinator import TurnCoordinator
 from app.runtime.figures import TurnTiming
 from app.runtime.shares import Holder, SharedCap
 
@@ -23,39 +21,51 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
-class LiveSession:
-    """The in-memory side of a session that has run (or is running) a turn."""
+class TurnContext:
+    """What a session's running turn, and failover, see of it: its provider, the provider's
+    session handle, its approvals and its CLI thread. Its host (app/runtime/host.py) makes it
+    and alone moves it to another provider (failover returns where to); the rest of the live
+    session (the turn's task and coordinator, whether it is busy, when it was last active, why
+    it is stopped) is the host's alone."""
 
     session_id: str
     provider: str
     handle: ProviderSession
     approvals: ApprovalBroker
     thread_id: str | None
-    holder: Holder
-    """The key that owns the session: its process counts for that key (``limits.max_key_share``)."""
     model: str | None = None
     """The model the session named (None: the CLI's default), for usage metrics."""
-    turn_task: asyncio.Task[None] | None = None
-    turn_id: str | None = None
-    last_active: float = field(default_factory=time.monotonic)
-    stop_reason: str = "interrupted by the client"
-    busy: bool = False
-    """A turn is running; cleared just before its terminal event is published."""
-    coordinator: TurnCoordinator | None = None
-    """The running turn's coordinator (attempts, retry waits, interrupts)."""
     timing: TurnTiming | None = None
     """The running turn's measurement marks (app/runtime/figures.py)."""
 
 
-def owns_process(providers: Mapping[str, Provider], live: LiveSession) -> bool:
+class Seat(Protocol):
+    """A live session as the cap on processes sees it (a ``SessionHost``)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def holder(self) -> Holder: ...
+    @property
+    def busy(self) -> bool: ...
+    @property
+    def last_active(self) -> float: ...
+    @property
+    def process(self) -> ProcessInfo | None: ...
+    async def suspend(self) -> None: ...
+
+
+def owns_process(providers: Mapping[str, Provider], live: Seat) -> bool:
     """Whether the session's provider runs one CLI process per session."""
     provider = providers.get(live.provider)
     return provider is not None and not provider.capabilities.shared_process
 
 
 async def make_room(
-    live: LiveSession,
-    sessions: Iterable[LiveSession],
+    live: Seat,
+    sessions: Iterable[Seat],
     *,
     providers: Mapping[str, Provider],
     cap: SharedCap,
@@ -69,14 +79,14 @@ async def make_room(
     (they resume from their bindings later); when too few are idle, 429
     ``key_share_exceeded`` or 503 ``at_capacity`` before anything is spawned.
     """
-    if not owns_process(providers, live) or live.handle.process is not None:
+    if not owns_process(providers, live) or live.process is not None:
         return
     holders = [
         other
         for other in sessions
         if other is not live
         and owns_process(providers, other)
-        and (other.busy or other.handle.process is not None)
+        and (other.busy or other.process is not None)
     ]
     mine = [h for h in holders if h.holder.key == live.holder.key]
     closing = _idlest(mine, len(mine) + 1 - cap.per_key) if cap.divided else []
@@ -88,16 +98,16 @@ async def make_room(
         raise cap.full(live.holder, total=len(holders), held=len(mine))
     for other in [*closing, *more]:
         log.info("closing the idle CLI of session %s to make room", other.session_id)
-        await other.handle.suspend()
+        await other.suspend()
 
 
-def _idlest(holders: list[LiveSession], count: int) -> list[LiveSession] | None:
+def _idlest(holders: list[Seat], count: int) -> list[Seat] | None:
     """The ``count`` longest-idle of ``holders`` with a process to close (none when
     ``count`` <= 0), or None when fewer are idle."""
     if count <= 0:
         return []
     idle = sorted(
-        (h for h in holders if not h.busy and h.handle.process is not None),
+        (h for h in holders if not h.busy and h.process is not None),
         key=lambda h: h.last_active,
     )
     return idle[:count] if len(idle) >= count else None

@@ -1,5 +1,5 @@
-"""Questions the agent asks the user: how they are kept, which answers fit them (pure), and
-a client's answer on its way to the turn that waits for it.
+"""Questions the agent asks the user: how they are kept and which answers fit them (pure; a
+client's answer reaches the waiting turn as an ``Answer`` command, app/runtime/commands.py).
 
 A question is a pending request of kind ``question`` in the approvals table (its ``input`` is
 ``{"questions": [Question, …]}``), so it waits, expires, is withdrawn and is recovered after a
@@ -10,20 +10,14 @@ refusal says what to send instead.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 
 from pydantic import JsonValue, ValidationError
 
-from app.errors import InvalidRequest, NotFound, QuestionNotPending
-from app.events import EventData, Question, QuestionAnswer
-from app.records import ApprovalRecord
-from app.runtime.cluster import issuer_of, record_from
+from app.errors import InvalidRequest
+from app.events import Question, QuestionAnswer
 
-if typing.TYPE_CHECKING:
-    from app.runtime.sessions import SessionManager
-
-__all__ = ["answer_question", "asked_questions", "check_answers", "stored_questions"]
+__all__ = ["asked_questions", "check_answers", "stored_questions"]
 
 
 def stored_questions(questions: Sequence[Question]) -> dict[str, JsonValue]:
@@ -95,41 +89,3 @@ def check_answers(
                 question_id=question_id,
                 answer=index,
             )
-
-
-async def answer_question(
-    manager: SessionManager,
-    session_id: str,
-    question_id: str,
-    *,
-    answers: list[QuestionAnswer],
-    by: str,
-    owner: str | None = None,
-    forwarded: bool = False,
-) -> ApprovalRecord:
-    """Answer the agent's pending question; ``by`` names the key that answered. With several
-    replicas, on the replica whose turn waits for it (the command is forwarded there)."""
-    row = await manager.get(session_id, owner=owner)
-    elsewhere, live = await manager.command_target(session_id, forwarded=forwarded)
-    if elsewhere is not None and manager.cluster is not None:
-        args = {
-            "session_id": session_id,
-            "question_id": question_id,
-            "answers": [a.model_dump(mode="json") for a in answers],
-        }
-        issuer = issuer_of(owner, by)
-        answer = await manager.cluster.forward(elsewhere, "answer_question", args, issuer=issuer)
-        return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
-    if live is None:  # no turn of the session runs here: nothing waits for an answer
-        pending = await manager.store.get_approval(session_id, question_id)
-        if pending is None or pending.kind != "question":
-            raise NotFound(f"question {question_id} does not exist in this session")
-        raise QuestionNotPending(
-            f"question {question_id} is already {pending.status}", question_status=pending.status
-        )
-    turn_id = live.turn_id
-
-    async def emit(data: EventData) -> None:
-        await manager.events.append(session_id, data, turn_id=turn_id, provider=row.provider)
-
-    return await live.approvals.answer(question_id, answers, emit, by=by)

@@ -19,11 +19,11 @@ from app.records import (
     UsageGroup,
     UsageTotals,
 )
-from app.runtime.sessions import SessionManager
+from app.runtime.sessions import Sessions
 
 
 async def list_sessions(
-    manager: SessionManager,
+    manager: Sessions,
     *,
     owner: str | None,
     status: SessionStatus | None,
@@ -36,13 +36,11 @@ async def list_sessions(
     )
 
 
-def _page_bytes(manager: SessionManager) -> int:
+def _page_bytes(manager: Sessions) -> int:
     return manager.settings.limits.max_page_bytes
 
 
-async def event_page_length(
-    manager: SessionManager, session_id: str, *, after: int, limit: int
-) -> int:
+async def event_page_length(manager: Sessions, session_id: str, *, after: int, limit: int) -> int:
     """How many events after ``after`` the next JSON page holds: ``limit``, or fewer where
     they would pass ``limits.max_page_bytes`` (never none when there is one)."""
     return await manager.store.events_within(
@@ -51,7 +49,7 @@ async def event_page_length(
 
 
 async def list_turns(
-    manager: SessionManager,
+    manager: Sessions,
     session_id: str,
     *,
     owner: str | None,
@@ -66,7 +64,7 @@ async def list_turns(
 
 
 async def get_turn(
-    manager: SessionManager, session_id: str, turn_id: str, *, owner: str | None
+    manager: Sessions, session_id: str, turn_id: str, *, owner: str | None
 ) -> TurnRecord:
     await manager.get(session_id, owner=owner)
     turn = await manager.store.get_turn(session_id, turn_id)
@@ -76,7 +74,7 @@ async def get_turn(
 
 
 async def list_approvals(
-    manager: SessionManager,
+    manager: Sessions,
     session_id: str,
     *,
     owner: str | None,
@@ -91,25 +89,21 @@ async def list_approvals(
     )
 
 
-async def session_usage(
-    manager: SessionManager, sessions: list[SessionRecord]
-) -> dict[str, UsageTotals]:
+async def session_usage(manager: Sessions, sessions: list[SessionRecord]) -> dict[str, UsageTotals]:
     """The usage of each of ``sessions`` (already read, so the caller's), in one query; a
     session with no ended turn gets zero totals."""
     totals = await manager.store.session_usage([row.id for row in sessions])
     return {row.id: totals.get(row.id) or UsageTotals() for row in sessions}
 
 
-async def usage_report(
-    manager: SessionManager, *, since: datetime, until: datetime
-) -> list[UsageGroup]:
+async def usage_report(manager: Sessions, *, since: datetime, until: datetime) -> list[UsageGroup]:
     """Usage by key, provider and model of the turns that ended in ``[since, until)``; every
     key's, so only for an admin key (the route checks)."""
     return await manager.store.usage_report(since=since, until=until)
 
 
 async def list_questions(
-    manager: SessionManager,
+    manager: Sessions,
     session_id: str,
     *,
     owner: str | None,
@@ -129,15 +123,15 @@ async def list_questions(
     )
 
 
-async def count_open_sessions(manager: SessionManager, owner: str) -> int:
+async def count_open_sessions(manager: Sessions, owner: str) -> int:
     """Sessions of ``owner`` that are not closed or failed (its open-session quota)."""
     return await manager.store.count_open_sessions(owner)
 
 
-async def session_status_counts(manager: SessionManager) -> dict[str, int]:
+async def session_status_counts(manager: Sessions) -> dict[str, int]:
     return await manager.store.session_status_counts()
 
 
-async def storage_answers(manager: SessionManager) -> None:
+async def storage_answers(manager: Sessions) -> None:
     """Return once the database answers; raise what it raised otherwise."""
     await manager.store.ping()

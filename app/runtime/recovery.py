@@ -4,7 +4,7 @@ Pending approvals and questions are resolved ``expired``; turns that were runnin
 to retry are ``failed`` with kind ``interrupted`` and reason ``gateway_restart`` (one
 ``turn.failed`` each); sessions become idle and resume from their binding on their next
 turn. A turn waiting for a usage limit's reset (``resume_at`` stored) is the exception: its
-wait goes on, and the session manager resumes it (``scheduled_turns``). With several
+wait goes on, and ``LocalSessions`` resumes it (``scheduled_turns``). With several
 replicas the same happens to the sessions of a replica that was lost, one session at a time,
 on the replica that adopts them (reason ``replica_lost``), never to a session another replica
 still runs.
@@ -24,7 +24,7 @@ from app.store.interface import Storage
 
 async def recover(store: Storage, events: EventLog, *, now: datetime) -> list[TurnRecord]:
     """End everything the previous process left running (a single gateway, at start); the
-    turns whose wait for a usage limit's reset goes on, for the session manager to resume."""
+    turns whose wait for a usage limit's reset goes on, for ``LocalSessions`` to resume."""
     await end_unfinished(store, events, now=now, reason="gateway_restart")
     await store.reset_busy_sessions(now)
     return await scheduled_turns(store)

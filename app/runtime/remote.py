@@ -50,41 +50,49 @@ Page = Callable[[int, int], Awaitable[Sequence[Sequenced]]]
 
 async def follow(
     tail: Tail, page: Page, *, after: int, reconcile_s: float = RECONCILE_S
-) -> AsyncIterator[Sequenced]:
+) -> AsyncIterator[list[Sequenced]]:
     """Every event with ``seq > after``, once and in order: the store, then the live tail.
 
-    ``tail`` must be subscribed before this is called. Runs until the caller stops; raises
-    ``Pruned`` when the events after the cursor are no longer stored."""
+    Yields them in the batches they came in (a stored page, the new events of a published
+    message), never empty, so the caller delivers each at once as the owner does. ``tail``
+    must be subscribed before this is called. Runs until the caller stops; raises ``Pruned``
+    when the events after the cursor are no longer stored."""
     cursor = after
 
-    async def from_store() -> AsyncIterator[Sequenced]:
+    async def from_store() -> AsyncIterator[list[Sequenced]]:
         nonlocal cursor
         while True:
             events = await page(cursor, PAGE)
             if events and events[0].seq > cursor + 1:
                 raise Pruned(events[0].seq)
-            for event in events:
-                cursor = event.seq
-                yield event
+            if events:
+                cursor = events[-1].seq
+                yield list(events)
             if len(events) < PAGE:
                 return
 
-    async for event in from_store():
-        yield event
+    async for batch in from_store():
+        yield batch
     while True:
         published = await tail.next(reconcile_s)
         if published is None:
-            async for event in from_store():
-                yield event
+            async for batch in from_store():
+                yield batch
             continue
+        fresh: list[Sequenced] = []
         for event in published:
             if event.seq <= cursor:
                 continue
             if event.seq > cursor + 1:
+                if fresh:
+                    yield fresh
+                    fresh = []
                 async for stored in from_store():  # the gap, and whatever follows it
                     yield stored
                 if event.seq <= cursor:
                     continue
             if event.seq == cursor + 1:
                 cursor = event.seq
-                yield event
+                fresh.append(event)
+        if fresh:
+            yield fresh

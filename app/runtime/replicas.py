@@ -4,8 +4,9 @@ mirroring into local channels the sessions another replica runs.
 The owner of a session publishes each stored batch to Redis after its commit, in commit order,
 without waiting (a batch Redis loses is read from the store by the followers). A replica with
 subscribers of a session it does not hold follows it (app/runtime/remote.py: Redis, with the
-store filling gaps) and feeds the session's local channel, so every local subscription
-behaviour (caps, overflow, resync, shutdown) holds for remote sessions unchanged.
+store filling gaps) and hands each batch to the one delivery step (app/runtime/delivery.py),
+as the owner does with what it stores: lag eviction, queues and direct writes, overflow, resync,
+the delivery-lag metric and shutdown hold for the subscribers of remote sessions unchanged.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from collections.abc import Awaitable, Callable
 import orjson
 
 from app.runtime.cluster import Cluster
+from app.runtime.delivery import Delivery
 from app.runtime.remote import Pruned, Sequenced, follow
-from app.runtime.subscription import Channel, LoggedEvent, catch_up_from_store, fan_out
+from app.runtime.subscription import Channel, LoggedEvent
+from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +31,12 @@ MIRROR_CHECK_S = 2.0
 """How long a replica following another's session trusts a quiet Redis before it asks the
 store (a batch pub/sub lost), and waits before following again after a failure."""
 
-Page = Callable[..., Awaitable[list[LoggedEvent]]]
-"""``EventLog.page``: stored events of a session after a seq."""
 
-
-def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
+def _logged(session_id: str, event: Sequenced, received: float) -> LoggedEvent:
+    """The event as the delivery step takes it, timed from its arrival here (the owner's
+    clock is not this one's)."""
     if isinstance(event, LoggedEvent):
+        event.appended_at = received
         return event
     envelope = orjson.loads(event.json)
     return LoggedEvent(
@@ -42,6 +45,7 @@ def _logged(session_id: str, event: Sequenced) -> LoggedEvent:
         type=envelope["type"],
         turn_id=envelope.get("turn_id"),
         json=event.json,
+        appended_at=received,
     )
 
 
@@ -52,11 +56,13 @@ class Replicas:
         self,
         cluster: Cluster,
         *,
-        page: Page,
+        store: Storage,
+        delivery: Delivery,
         close: Callable[[str], Awaitable[None]],
     ) -> None:
         self._cluster = cluster
-        self._page = page
+        self._store = store
+        self._delivery = delivery
         self._close = close
         self._mirrors: dict[str, asyncio.Task[None]] = {}
         self._publishing: asyncio.Queue[tuple[str, list[tuple[int, str]]]] | None = None
@@ -107,34 +113,34 @@ class Replicas:
 
     async def _mirror(self, channel: Channel) -> None:
         session_id = channel.session_id
+        delivery = self._delivery
 
         async def page(after: int, limit: int) -> list[LoggedEvent]:
-            return await self._page(session_id, after=after, limit=limit)
+            return await delivery.page(session_id, after=after, limit=limit)
 
         while channel.subscribers and not self._cluster.holds(session_id):
             try:
+                # What the owner wrote before this replica followed is history to the
+                # subscribers here, as it is to the owner's: it does not count as lag.
+                _, last = await self._store.event_bounds(session_id)
+                delivery.count_lag_after(channel, last)
                 async with self._cluster.fanout.tail(session_id) as tail:
-                    events = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
-                    async for event in events:
-                        self._publish_mirrored(channel, _logged(session_id, event))
+                    batches = follow(tail, page, after=channel.last_seq, reconcile_s=MIRROR_CHECK_S)
+                    async for batch in batches:
+                        received = time.monotonic()
+                        fresh = [
+                            _logged(session_id, event, received)
+                            for event in batch
+                            if event.seq > channel.last_seq
+                        ]
+                        if fresh:
+                            delivery.deliver(channel, fresh)
                         if not channel.subscribers or self._cluster.holds(session_id):
                             return
-                        if event.json.find('"type":"session.closed"') != -1:
+                        if any(e.json.find('"type":"session.closed"') != -1 for e in fresh):
                             await self._close(session_id)
             except Pruned as pruned:
-                channel.first_seq = max(channel.first_seq, pruned.first_seq)
-                channel.last_seq = channel.assigned_seq = max(
-                    channel.last_seq, pruned.first_seq - 1
-                )
-                catch_up_from_store(channel)
+                delivery.advance(channel, first_seq=pruned.first_seq)
             except Exception as exc:  # Redis or the store away: try again shortly
                 log.warning("following %s on its owner failed: %s", session_id, exc)
                 await asyncio.sleep(MIRROR_CHECK_S)
-
-    @staticmethod
-    def _publish_mirrored(channel: Channel, event: LoggedEvent) -> None:
-        if event.seq <= channel.last_seq:
-            return
-        channel.last_seq = channel.assigned_seq = event.seq
-        event.appended_at = time.monotonic()
-        fan_out(channel, [event])

@@ -12,7 +12,7 @@ from app.events import ApprovalMode
 
 @dataclass(frozen=True, kw_only=True)
 class SessionRequest:
-    """A new session's wishes, as the API took them; ``SessionManager.create`` validates
+    """A new session's wishes, as the API took them; ``Sessions.create`` validates
     them against this gateway (approval modes, retry strategies, workspace roots, providers)
     before anything is stored."""
 

@@ -16,15 +16,16 @@ import json
 from dataclasses import dataclass, field, replace
 
 from app.records import SessionRecord, TurnRecord
+from app.runtime.commands import GATEWAY, StartTurn
 from app.runtime.requests import SessionRequest
-from app.runtime.sessions import SessionManager
+from app.runtime.sessions import Sessions
 
 
 @dataclass(kw_only=True)
 class Run:
     """A one-shot request: its session, its turn, and the switches it made."""
 
-    manager: SessionManager
+    manager: Sessions
     session: SessionRecord
     prompt: str
     request: SessionRequest
@@ -34,7 +35,10 @@ class Run:
     async def finish(self) -> TurnRecord:
         """Run the turn (failing over along the chain while that is allowed); the turn."""
         manager = self.manager
-        started = await manager.start_turn(self.session.id, self.prompt, retry=self.request.retry)
+        command = StartTurn(
+            session_id=self.session.id, prompt=self.prompt, retry=self.request.retry
+        )
+        started = await manager.execute(command, GATEWAY)
         await manager.wait_turn(self.session.id)
         turn = await manager.store.get_turn(self.session.id, started.id)
         assert turn is not None
@@ -62,7 +66,7 @@ class Run:
         ]
 
 
-async def start_run(manager: SessionManager, request: SessionRequest, prompt: str) -> Run:
+async def start_run(manager: Sessions, request: SessionRequest, prompt: str) -> Run:
     """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
     fallback = request.provider is None or request.fallback is True
     request = replace(request, metadata={"run": True}, fallback=fallback)

@@ -8,7 +8,7 @@ chosen; ``select`` takes each candidate's state (enabled, health probe, capabili
 figures as data, leaves out the ones that cannot serve, and lets the routing strategy
 (app/runtime/strategies.py; ``ordered`` by default: the first that can serve) rank the rest.
 An explicit provider is the only candidate: when it cannot serve the answer is 503, never a
-substitute. The session manager gathers the state (probes are cached by the registry, figures
+substitute. The sessions gather the state (probes are cached by the registry, figures
 by the figure book) and logs the choice.
 """
 

@@ -1,579 +1,84 @@
-"""The session manager: creates sessions, runs their turns, and owns their live CLI links.
+"""Sessions as the API sees them: one interface, for one gateway or for a cluster of them.
 
-Each gateway session has at most one ``LiveSession`` (app/runtime/live.py) in memory, holding
-the provider's session handle (and through it the CLI process), the running turn's task and
-the pending approvals. Everything a client can see is in the store and the event log, so a
-live session can be dropped (idle, crash, restart) and rebuilt from its binding on the next
-turn.
+    Sessions ─┬─ LocalSessions      the live sessions of this process (app/runtime/local.py)
+              └─ ClusteredSessions  wraps a LocalSessions: runs a command here when this
+                                    replica holds the session, else forwards it to the one
+                                    that does; owns loss and adoption (app/runtime/clustered.py)
+
+``app/main.py`` builds one of the two. Everything a client can see is in the store and the
+event log, so a session's live side (its CLI link, its running turn, its pending approvals)
+can be dropped (idle, crash, restart, another replica taking it) and rebuilt from its binding
+on the next turn.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import secrets
-import time
-import typing
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol, TypeVar
 
-from pydantic import JsonValue
-
-from app.errors import (
-    ApprovalNotPending,
-    ClusterUnavailable,
-    NotFound,
-    NoTurnRunning,
-    ProviderUnavailable,
-    SessionClosed,
-    TurnInProgress,
-)
-from app.events import (
-    ApprovalDecision,
-    EventData,
-)
-from app.events import (
-    SessionClosed as SessionClosedEvent,
-)
-from app.observability.logs import bind_ids
-from app.observability.metrics import GatewayMetrics
-from app.process.workspaces import recheck_workspace
-from app.providers.base import (
-    ApprovalAnswer,
-    ProcessInfo,
-    Provider,
-    SessionSpec,
-)
-from app.providers.registry import ProviderRegistry
-from app.records import (
-    ENDED_SESSION_STATUSES,
-    ApprovalRecord,
-    SessionRecord,
-    SessionStatus,
-    TurnRecord,
-)
-from app.runtime.approvals import ApprovalBroker
-from app.runtime.choosing import Chooser
-from app.runtime.cluster import Cluster, issuer_of, record_from
-from app.runtime.coordinator import RetryPolicy, Sleep, TurnCoordinator, resolve_policy
-from app.runtime.creation import create_session
+from app.providers.base import ProcessInfo
+from app.records import SessionRecord
+from app.runtime.commands import Issuer, SessionCommand
 from app.runtime.eventlog import EventLog
-from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
-from app.runtime.live import LiveSession, make_room
-from app.runtime.recovery import end_unfinished, fail_turn, recover, scheduled_turns
 from app.runtime.requests import SessionRequest
-from app.runtime.shares import admin_keys, holder_of, process_cap
-from app.runtime.turns import GATEWAY_SHUTDOWN, Recorder, TurnServices, run_turn
 from app.settings import Settings
 from app.store.interface import Storage
 
-log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
-class SessionManager:
-    """Sessions, turns, approvals and interrupts, as the API asks for them."""
+class Sessions(Protocol):
+    """Create sessions, read them, and run commands on them (app/runtime/commands.py)."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        store: Storage,
-        events: EventLog,
-        providers: Mapping[str, Provider],
-        registry: ProviderRegistry,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        sleep: Sleep = asyncio.sleep,
-        monotonic: Callable[[], float] = time.monotonic,
-        cluster: Cluster | None = None,
-        metrics: GatewayMetrics | None = None,
-    ) -> None:
-        self.cluster = cluster
-        """With several replicas: leases, forwarding and adoption (None: a single gateway)."""
-        self.registry = registry
-        self.sleep = sleep
-        self.monotonic = monotonic
-        self.settings = settings
-        self.store = store
-        self.events = events
-        self.providers = providers
-        self.clock = clock
-        self._live: dict[str, LiveSession] = {}
-        self._guard = asyncio.Lock()
-        self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
-        """Each provider's measured turns on this replica (routing strategies, metrics)."""
-        self.chooser = Chooser(
-            settings=settings, registry=registry, providers=providers, figures=self.figures
-        )
-        failover = Failover(
-            settings=settings,
-            store=store,
-            events=events,
-            providers=providers,
-            select=self.chooser.next_for,
-            clock=clock,
-            sleep=sleep,
-            monotonic=monotonic,
-        )
-        self._turn_services = TurnServices(
-            events=events,
-            store=store,
-            clock=clock,
-            max_event_bytes=settings.limits.max_turn_output_bytes,
-            set_status=self.set_status,
-            turn_finished=self.turn_finished,
-            forget_provider=registry.forget,
-            figures=self.figures,
-            fail_over=failover.go_on,
-            metrics=metrics,
-        )
-
-    # --- sessions -------------------------------------------------------------------------
+    settings: Settings
+    store: Storage
+    events: EventLog
+    clock: Callable[[], datetime]
+    figures: FigureBook
+    """Each provider's measured turns on this replica (routing strategies, metrics)."""
 
     async def create(self, request: SessionRequest) -> SessionRecord:
-        """Validate everything, then store the session whole; nothing is spawned here
-        (app/runtime/creation.py)."""
-        return await create_session(self, request)
+        """Validate everything, then store the session whole; nothing is spawned here."""
+        ...
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
-        row = await self.store.get_session(session_id)
-        if row is None or (owner is not None and row.owner != owner):
-            raise NotFound(f"session {session_id} does not exist")
-        return row
+        """The session (404 when it does not exist or ``owner`` is set and is not its owner)."""
+        ...
 
-    def process_info(self, session_id: str) -> ProcessInfo | None:
-        live = self._live.get(session_id)
-        return live.handle.process if live else None
-
-    async def thread_id(self, row: SessionRecord) -> str | None:
-        live = self._live.get(row.id)
-        if live is not None and live.thread_id is not None:
-            return live.thread_id
-        binding = await self.store.get_binding(row.id, row.provider)
-        return binding.thread_id if binding else None
-
-    async def set_status(self, live: LiveSession, status: SessionStatus) -> None:
-        await self.store.update_session(live.session_id, status=status, updated_at=self.clock())
-
-    async def delete(
-        self, session_id: str, *, owner: str | None = None, forwarded: bool = False
-    ) -> SessionRecord:
-        """Stop the session's turn and process group, close its event stream."""
-        row = await self.get(session_id, owner=owner)
-        if row.status in ENDED_SESSION_STATUSES:
-            return row
-        if self.cluster is not None:
-            elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
-            if elsewhere is not None:
-                args = {"session_id": session_id}
-                answer = await self.cluster.forward(
-                    elsewhere, "delete", args, issuer=issuer_of(owner)
-                )
-                return typing.cast(SessionRecord, record_from(SessionRecord, answer))
-        live = self._live.pop(session_id, None)
-        if live is not None:
-            await self._stop_live(live, "session closed")
-        await self.events.append(
-            session_id, SessionClosedEvent(reason="deleted"), provider=row.provider
-        )
-        now = self.clock()
-        row = await self.store.update_session(
-            session_id, status="closed", closed_at=now, updated_at=now
-        )
-        await self.events.close(session_id)
-        if self.cluster is not None:
-            await self.cluster.let_go(session_id)
-        log.info("session %s closed", session_id)
-        return row
-
-    async def _stop_live(self, live: LiveSession, reason: str) -> None:
-        live.stop_reason = reason
-        live.approvals.cancel_reason = "session_closed"
-        if live.turn_task is not None and not live.turn_task.done():
-            live.turn_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await live.turn_task
-        await live.handle.close()
-
-    # --- turns ----------------------------------------------------------------------------
-
-    async def start_turn(
-        self,
-        session_id: str,
-        prompt: str,
-        *,
-        retry: dict[str, JsonValue] | None = None,
-        owner: str | None = None,
-        forwarded: bool = False,
-    ) -> TurnRecord:
-        """Create the turn and start it in the background; 409 while another one runs.
-
-        With several replicas, on the replica that holds the session (taking it when nobody
-        does); a replica that does not forwards the request there."""
-        if self.cluster is not None:
-            row = await self.get(session_id, owner=owner)
-            if row.status in ENDED_SESSION_STATUSES:
-                raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
-            elsewhere = await self._hold_or_locate(session_id, forwarded=forwarded)
-            if elsewhere is not None:
-                args = {"session_id": session_id, "prompt": prompt, "retry": retry}
-                answer = await self.cluster.forward(
-                    elsewhere, "start_turn", args, issuer=issuer_of(owner)
-                )
-                return typing.cast(TurnRecord, record_from(TurnRecord, answer))
-        async with self._guard:
-            row = await self.get(session_id, owner=owner)
-            if row.status in ENDED_SESSION_STATUSES:
-                raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
-            recheck_workspace(row.id, row.workspace, self.settings.workspaces.roots)
-            live = await self._live_session(row)
-            if live.busy:
-                raise TurnInProgress(
-                    f"session {session_id} is already running turn {live.turn_id}; "
-                    "wait for it to end or interrupt it",
-                    turn_id=live.turn_id,
-                )
-            policy = resolve_policy(retry, row.retry, self.settings.retry)
-            await make_room(
-                live,
-                self._live.values(),
-                providers=self.providers,
-                cap=process_cap(self.settings),
-            )
-            now = self.clock()
-            turn = TurnRecord(
-                id="trn_" + secrets.token_hex(16),
-                session_id=session_id,
-                number=0,  # set by add_turn
-                prompt=prompt,
-                status="queued",
-                attempts=0,
-                retry_policy=policy.snapshot(),
-                provider=row.provider,
-                created_at=now,
-            )
-            turn = await self.store.add_turn(turn, now=now)
-            self._launch(live, turn, policy)
-        return turn
-
-    def _launch(self, live: LiveSession, turn: TurnRecord, policy: RetryPolicy) -> None:
-        """Run ``turn`` in its own task; a turn with ``resume_at`` resumes its stored wait
-        for a usage limit's reset, then continues with its next attempt."""
-        resumed = turn.resume_at is not None
-        live.turn_id = turn.id
-        live.busy = True
-        live.stop_reason = "interrupted by the client"
-        recorder = Recorder(
-            services=self._turn_services,
-            live=live,
-            turn_id=turn.id,
-            attempts=turn.attempts,
-            scheduled=resumed,
-        )
-        live.coordinator = TurnCoordinator(
-            handle=live.handle,
-            policy=policy,
-            continuation_prompt=self.settings.retry.continuation_prompt,
-            turn_timeout_s=self.settings.sessions.turn_timeout_s,
-            reporter=recorder,
-            sleep=self.sleep,
-            monotonic=self.monotonic,
-            clock=self.clock,
-            first_attempt=turn.attempts + 1,
-            resume_at=turn.resume_at,
-        )
-        # The task copies this context: every line it logs names the session and turn.
-        with bind_ids(session_id=live.session_id, turn_id=turn.id, provider=live.provider):
-            live.turn_task = asyncio.create_task(
-                run_turn(self._turn_services, live, turn, live.coordinator, resumed=resumed),
-                name=f"turn:{turn.id}",
-            )
-
-    async def _resume(self, turn: TurnRecord) -> None:
-        """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
-        the replica that adopted its session); a turn that cannot go on is ended."""
-        async with self._guard:
-            row = await self.get(turn.session_id)
-            try:
-                if row.status in ENDED_SESSION_STATUSES:
-                    raise SessionClosed(f"session {row.id} is {row.status}")
-                live = await self._live_session(row)
-                policy = RetryPolicy.from_snapshot(turn.retry_policy or {})
-            except (ProviderUnavailable, SessionClosed, ValueError) as exc:
-                log.warning("turn %s cannot resume after its usage limit: %s", turn.id, exc)
-                await fail_turn(
-                    self.store,
-                    self.events,
-                    turn,
-                    now=self.clock(),
-                    reason="gateway_restart",
-                    message=f"gateway_restart: the turn could not resume its wait ({exc})",
-                )
-                return
-            await self.set_status(live, "retrying")
-            self._launch(live, turn, policy)
-        log.info(
-            "turn %s resumes its wait for the usage limit's reset (%s)",
-            turn.id,
-            turn.resume_at.isoformat() if turn.resume_at else "now",
-            extra={"session_id": turn.session_id, "turn_id": turn.id},
-        )
-
-    async def _live_session(self, row: SessionRecord) -> LiveSession:
-        live = self._live.get(row.id)
-        if live is not None:
-            return live
-        provider = self.providers.get(row.provider)
-        if provider is None:
-            raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
-        binding = await self.store.get_binding(row.id, row.provider)
-        spec = SessionSpec(
-            session_id=row.id,
-            workspace=Path(row.workspace),
-            model=row.model,
-            approval_mode=row.approval_mode,  # type: ignore[arg-type]
-            thread_id=binding.thread_id if binding else None,
-            thread_bound_at=binding.created_at if binding else None,
-        )
-        session_id = row.id
-
-        async def on_change(pending: int) -> None:
-            live = self._live.get(session_id)
-            if live is not None and live.busy:
-                await self.set_status(live, "awaiting_approval" if pending else "running")
-
-        live = LiveSession(
-            session_id=session_id,
-            provider=row.provider,
-            handle=provider.open_session(spec),
-            approvals=ApprovalBroker(
-                session_id=session_id,
-                store=self.store,
-                timeout_s=self.settings.sessions.approval_timeout_s,
-                clock=self.clock,
-                on_change=on_change,
-                mask=self.events.mask,
-            ),
-            thread_id=spec.thread_id,
-            holder=holder_of(row.owner, admin_keys(self.settings)),
-            model=row.model,
-        )
-        self._live[row.id] = live
-        return live
-
-    async def wait_turn(self, session_id: str) -> None:
-        """Return once the session's running turn (if any) has ended."""
-        live = self._live.get(session_id)
-        if live is not None and live.turn_task is not None:
-            await asyncio.shield(live.turn_task)
-
-    async def turn_finished(self, live: LiveSession) -> None:
-        """The turn's row is final: the session takes new turns from now on."""
-        live.last_active = time.monotonic()
-        await self.set_status(live, "idle")
-        live.busy = False
-
-    async def interrupt(
-        self, session_id: str, *, owner: str | None = None, forwarded: bool = False
-    ) -> str:
-        """Ask the CLI to stop the running turn; returns the turn id."""
-        await self.get(session_id, owner=owner)
-        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
-        if elsewhere is not None and self.cluster is not None:
-            args = {"session_id": session_id}
-            issuer = issuer_of(owner)
-            return str(await self.cluster.forward(elsewhere, "interrupt", args, issuer=issuer))
-        live = self._live.get(session_id)
-        if live is None or not live.busy or live.turn_id is None:
-            raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
-        if live.coordinator is not None:
-            await live.coordinator.interrupt()
-        else:
-            await live.handle.interrupt()
-        return live.turn_id
-
-    # --- approvals ------------------------------------------------------------------------
-
-    async def respond(
-        self,
-        session_id: str,
-        approval_id: str,
-        *,
-        decision: ApprovalDecision,
-        message: str | None,
-        updated_input: dict[str, JsonValue] | None,
-        by: str,
-        owner: str | None = None,
-        forwarded: bool = False,
-    ) -> ApprovalRecord:
-        """Resolve a pending approval; ``by`` names the key that answered (recorded when it
-        edited the input)."""
-        row = await self.get(session_id, owner=owner)
-        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
-        if elsewhere is not None and self.cluster is not None:
-            args = {
-                "session_id": session_id,
-                "approval_id": approval_id,
-                "decision": decision,
-                "message": message,
-                "updated_input": updated_input,
-            }
-            issuer = issuer_of(owner, by)
-            answer = await self.cluster.forward(elsewhere, "respond", args, issuer=issuer)
-            return typing.cast(ApprovalRecord, record_from(ApprovalRecord, answer))
-        live = self._live.get(session_id)
-        if live is None:
-            approval = await self.store.get_approval(session_id, approval_id)
-            if approval is None:
-                raise NotFound(f"approval {approval_id} does not exist in this session")
-            raise ApprovalNotPending(f"approval {approval_id} is already {approval.status}")
-        answer = ApprovalAnswer(decision=decision, message=message, updated_input=updated_input)
-
-        async def emit(data: EventData) -> None:
-            await self.events.append(session_id, data, turn_id=live.turn_id, provider=row.provider)
-
-        return await live.approvals.respond(
-            approval_id, answer, emit, by=by, edit_refusal=self._edit_refusal(row.provider)
-        )
-
-    async def command_target(
-        self, session_id: str, *, forwarded: bool
-    ) -> tuple[str | None, LiveSession | None]:
-        """Where a command on a session's running turn goes: the replica to forward it to
-        (None: it runs here), and the session's live state here, if any."""
-        elsewhere = None if forwarded else await self._located_elsewhere(session_id)
-        return elsewhere, self._live.get(session_id)
-
-    def _edit_refusal(self, provider: str) -> str | None:
-        """Why an allow with edited input cannot be taken for this provider, or None."""
-        if not self.settings.sessions.allow_updated_input:
-            return (
-                "this gateway does not accept edited tool input "
-                "(sessions.allow_updated_input = false): allow or deny the call as asked"
-            )
-        built = self.providers.get(provider)
-        if built is not None and not built.capabilities.approval_edits:
-            return (
-                f"{provider} runs exactly the tool call it asked about and cannot take edited "
-                "input: allow or deny the call as asked"
-            )
-        return None
-
-    # --- lifecycle ------------------------------------------------------------------------
+    async def execute(self, command: SessionCommand[R], issuer: Issuer) -> R:
+        """Run ``command`` as the key ``issuer``: only on a session that key may reach."""
+        ...
 
     async def recover(self) -> None:
-        """After a restart: end the turns and approvals that died with the previous process
-        (with several replicas: those of sessions no live replica holds)."""
-        if self.cluster is None:
-            for turn in await recover(self.store, self.events, now=self.clock()):
-                await self._resume(turn)
-            return
-        try:
-            await self.adopt_orphans()
-        except ClusterUnavailable:  # Redis away: the adoption loop tries again
-            log.warning("could not look for sessions of lost replicas at start; will retry")
+        """At start: end the turns and approvals that died with a previous process."""
+        ...
 
-    # --- several replicas -------------------------------------------------------------------
-
-    async def _hold_or_locate(self, session_id: str, *, forwarded: bool) -> str | None:
-        """Hold the session here (taking it if free): None; or the replica that holds it."""
-        assert self.cluster is not None
-        held_before = self.cluster.holds(session_id)
-        holder = await self.cluster.hold(session_id)
-        if holder is None:
-            if not held_before:
-                await self.events.take_over(session_id)
-                stale = self._live.pop(session_id, None)  # from an earlier hold of it
-                if stale is not None:
-                    await self._stop_live(stale, "replica_lost")
-            return None
-        if forwarded:  # it moved on between the two replicas: the client retries
-            raise ClusterUnavailable(
-                f"session {session_id} moved to replica {holder.replica_id}; retry",
-                retry_after_s=1,
-            )
-        return holder.replica_id
-
-    async def _located_elsewhere(self, session_id: str) -> str | None:
-        """The other replica that holds the session, if one does (nothing is taken)."""
-        if self.cluster is None or self.cluster.holds(session_id):
-            return None
-        holder = await self.cluster.leases.holder(session_id)  # ClusterUnavailable: 503
-        if holder is None or holder.replica_id == self.cluster.replica_id:
-            return None
-        return holder.replica_id
+    async def start(self) -> None:
+        """After ``recover``: serve what comes from outside the API (forwarded commands)."""
+        ...
 
     async def replica_of(self, session_id: str) -> str | None:
-        """The replica that runs the session (None on a single gateway, or when none holds
-        it)."""
-        return None if self.cluster is None else await self.cluster.owner(session_id)
+        """The replica that runs the session (None on a single gateway, or when none does)."""
+        ...
 
-    async def lost(self, session_id: str) -> None:
-        """Another replica took the session over: stop what runs it here, write nothing."""
-        live = self._live.pop(session_id, None)
-        if live is not None:
-            await self._stop_live(live, "replica_lost")
-        self.events.let_go(session_id)
+    def process_info(self, session_id: str) -> ProcessInfo | None:
+        """The session's CLI process here, if it has one."""
+        ...
 
-    async def adopt_orphans(self) -> int:
-        """End the in-flight turns and approvals of sessions whose replica was lost (busy in
-        the store, no lease in Redis); returns how many sessions were adopted."""
-        assert self.cluster is not None
-        candidates = {turn.session_id for turn in await self.store.unfinished_turns()}
-        candidates |= {approval.session_id for approval in await self.store.pending_approvals()}
-        adopted = 0
-        for session_id in sorted(candidates):
-            if self.cluster.holds(session_id) or session_id in self._live:
-                continue
-            if await self.cluster.leases.holder(session_id) is not None:
-                continue  # its replica is alive
-            if await self.cluster.hold(session_id) is not None:
-                continue  # another replica adopted it first
-            resumed = False
-            try:
-                await self.events.take_over(session_id)
-                now = self.clock()
-                await end_unfinished(
-                    self.store, self.events, now=now, reason="replica_lost", sessions={session_id}
-                )
-                scheduled = await scheduled_turns(self.store, {session_id})
-                if scheduled:  # a wait for a usage limit's reset goes on here
-                    await self._resume(scheduled[0])
-                    resumed = session_id in self._live
-                else:
-                    await self.store.update_session(session_id, status="idle", updated_at=now)
-                adopted += 1
-                log.warning(
-                    "adopted session %s from a lost replica: %s",
-                    session_id,
-                    "its turn waits here" if resumed else "its turn ended (replica_lost)",
-                    extra={"session_id": session_id, "event": "cluster.adopted"},
-                )
-            finally:
-                await self.events.flush()
-                if not resumed:
-                    await self.cluster.let_go(session_id)
-                    self.events.let_go(session_id)
-        return adopted
+    async def thread_id(self, row: SessionRecord) -> str | None:
+        """The CLI thread the session continues."""
+        ...
+
+    async def wait_turn(self, session_id: str) -> None:
+        """Return once the session's running turn (if any) here has ended."""
+        ...
 
     async def suspend_idle(self, now: float | None = None) -> int:
         """Close live processes idle past their provider's ``idle_timeout_s``."""
-        moment = time.monotonic() if now is None else now
-        suspended = 0
-        for live in list(self._live.values()):
-            idle_limit = self.settings.providers[live.provider].idle_timeout_s
-            if not live.busy and live.handle.process and moment - live.last_active >= idle_limit:
-                await live.handle.suspend()
-                suspended += 1
-        return suspended
+        ...
 
     async def aclose(self) -> None:
         """Stop every live session (turns end as interrupted); used at shutdown."""
-        lives = list(self._live.values())
-        self._live.clear()
-        await asyncio.gather(
-            *(self._stop_live(live, GATEWAY_SHUTDOWN) for live in lives),
-            return_exceptions=True,
-        )
+        ...

@@ -23,16 +23,13 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from prometheus_client import Histogram
 
 from app.events import EventType
 from app.process.queues import next_item
 from app.runtime.shares import Holder
-
-if TYPE_CHECKING:
-    from app.runtime.eventlog import EventLog
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +150,7 @@ class Subscriber:
     """Set by a transport that can take live events on its connection from the publisher."""
     parked: bool = False
     """Its task waits on an empty queue, having written everything up to ``cursor``: a live
-    batch may go straight to the connection (``fan_out``)."""
+    batch may go straight to the connection (app/runtime/delivery.py)."""
 
     def wake(self) -> None:
         try:
@@ -182,12 +179,17 @@ class Channel:
         self.assigned_seq = max(self.assigned_seq, self.last_seq)
 
 
-def catch_up_from_store(channel: Channel) -> None:
-    """Have every subscriber read what it may have missed from the store (the channel's
-    numbering moved without them: another replica wrote, or events were pruned)."""
-    for subscriber in channel.subscribers:
-        subscriber.overflowed = True
-        subscriber.wake()
+class Feed(Protocol):
+    """What a subscription reads from and reports to (app/runtime/delivery.py)."""
+
+    @property
+    def queue_size(self) -> int: ...
+
+    async def page(self, session_id: str, *, after: int, limit: int) -> list[LoggedEvent]: ...
+
+    def delivered(self, subscriber: Subscriber, event: LoggedEvent) -> None: ...
+
+    def unregister(self, channel: Channel, subscriber: Subscriber) -> None: ...
 
 
 class Subscription:
@@ -200,7 +202,7 @@ class Subscription:
 
     def __init__(
         self,
-        log_: EventLog,
+        feed: Feed,
         session_id: str,
         channel: Channel,
         subscriber: Subscriber,
@@ -208,7 +210,7 @@ class Subscription:
         after: int,
         heartbeat_s: float | None,
     ) -> None:
-        self._log = log_
+        self._feed = feed
         self._session_id = session_id
         self._channel = channel
         self._subscriber = subscriber
@@ -228,7 +230,7 @@ class Subscription:
         return self._batches
 
     def release(self) -> None:
-        self._log._unregister(self._channel, self._subscriber)
+        self._feed.unregister(self._channel, self._subscriber)
 
     def write_directly(self, direct: DirectWrite) -> None:
         """Let live events go straight to the connection while this subscription keeps up
@@ -274,7 +276,7 @@ class Subscription:
             while not self._done:
                 # A fresh queue before the replay: whatever is appended from now on is either
                 # in the store when the replay reads it or in this queue, or both.
-                subscriber.queue = asyncio.Queue(self._log._queue_size)
+                subscriber.queue = asyncio.Queue(self._feed.queue_size)
                 subscriber.overflowed = False
                 async for batch in self._replay():
                     yield batch
@@ -300,7 +302,7 @@ class Subscription:
                 yield [stop]
                 return
             cursor, head = subscriber.cursor, channel.last_seq
-            page = await self._log.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
+            page = await self._feed.page(self._session_id, after=cursor, limit=REPLAY_PAGE)
             batch: list[StreamItem] = []
             first = page[0].seq if page else head + 1
             if first > cursor + 1 and (page or cursor < head):
@@ -352,47 +354,5 @@ class Subscription:
                 oldest = oldest or item
                 batch.append(item)
             if oldest is not None:
-                self._log._delivered(subscriber, oldest)
+                self._feed.delivered(subscriber, oldest)
                 yield batch
-
-
-def fan_out(channel: Channel, events: list[LoggedEvent]) -> list[Subscriber]:
-    """Hand one stored batch of a session to its subscribers; returns those it was written to
-    directly (for the delivery-lag metric).
-
-    A parked subscriber with a direct writer gets the batch on its connection at once, the
-    bytes made once per connection kind; the others get it in their queue (a full queue
-    switches that subscriber to reading the store)."""
-    first = events[0].seq
-    encoded: dict[str, bytes] = {}
-    direct: list[Subscriber] = []
-    for subscriber in channel.subscribers:
-        if subscriber.overflowed:
-            continue
-        way = subscriber.direct
-        if way is not None and subscriber.parked and subscriber.cursor >= first - 1:
-            fresh = (
-                events
-                if subscriber.cursor < first
-                else [e for e in events if e.seq > subscriber.cursor]
-            )
-            if not fresh:
-                continue
-            kind = way.writer.kind
-            data = encoded.get(kind) if fresh is events else None
-            if data is None:
-                data = way.encode(fresh)
-                if fresh is events:
-                    encoded[kind] = data
-            if way.writer.write(data):
-                subscriber.cursor = fresh[-1].seq
-                direct.append(subscriber)
-                continue
-        queue = subscriber.queue
-        for event in events:
-            try:
-                queue.put_nowait(event)
-            except asyncio.QueueFull:
-                subscriber.overflowed = True
-                break
-    return direct

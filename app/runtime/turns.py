@@ -2,16 +2,17 @@
 
     turn created (queued) ─► running ─► coordinator.run(...) ─► completed | failed | interrupted
 
-The runner emits ``turn.started`` and exactly one terminal event, and keeps the ``turns`` row
-and the session status in step; the attempts and retries in between are the coordinator's
-(app/runtime/coordinator.py). A turn is owned by its task, never by a client connection.
+``drive_turn`` emits ``turn.started``, keeps the ``turns`` row in step with the attempts, and
+returns how the turn ended; the session's host (app/runtime/host.py) records that end
+(``record_end``) and tells exactly one terminal event. The attempts and retries in between are
+the coordinator's (app/runtime/coordinator.py). A turn is owned by its task, never by a client
+connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,17 +47,18 @@ from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook, TurnTiming
-from app.runtime.live import LiveSession
+from app.runtime.live import TurnContext
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
 FailOver = Callable[
-    [LiveSession, TurnRecord, TurnError, int, Sequence[str]],
+    [TurnRecord, TurnError, int, Sequence[str]],
     Awaitable[tuple[TurnCoordinator, str] | None],
 ]
-"""``(live, turn, error, attempts, tried)`` → the turn's coordinator on the next provider and
-its hand-off prompt, or None when the failure stands (app/runtime/failover.py)."""
+"""``(turn, error, attempts, tried)`` → the turn's coordinator on the next provider and its
+hand-off prompt, or None when the failure stands: the host's (app/runtime/host.py), which
+has moved its live session there by then."""
 
 GATEWAY_SHUTDOWN = "gateway_shutdown: the gateway was shut down while the turn was running"
 """The stop reason of turns ended by a graceful shutdown (``TurnError.reason`` gateway_shutdown)."""
@@ -96,22 +98,18 @@ class EventBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class TurnServices:
-    """What running and recording a turn uses; the session manager builds it once."""
+    """What running and recording a turn uses; ``LocalSessions`` builds it once, and its
+    session hosts (app/runtime/host.py) share it."""
 
     events: EventLog
     store: Storage
     clock: Callable[[], datetime]
     max_event_bytes: int
     """``limits.max_turn_output_bytes``: the events one turn may record."""
-    set_status: Callable[[LiveSession, SessionStatus], Awaitable[None]]
-    turn_finished: Callable[[LiveSession], Awaitable[None]]
-    """The session is idle again (before the turn's terminal event is told)."""
     forget_provider: Callable[[str], None]
     """Drop a provider's cached health (its CLI turned out to be missing)."""
     figures: FigureBook
     """Where each turn's time to first text, duration, outcome and cost are measured."""
-    fail_over: FailOver | None = None
-    """Move a turn that failed for good to the next provider (app/runtime/failover.py)."""
     metrics: GatewayMetrics | None = None
     """Where an ended turn's usage is counted (tokens and cost by provider and model)."""
 
@@ -121,7 +119,7 @@ class Hooks:
     """``TurnHooks`` for one attempt of one turn."""
 
     services: TurnServices
-    live: LiveSession
+    live: TurnContext
     turn_id: str
     attempt: int = 1
     budget: EventBudget | None = None
@@ -185,8 +183,10 @@ class Recorder:
     """The coordinator's ``AttemptReporter``: the turn record, the session status, the log."""
 
     services: TurnServices
-    live: LiveSession
+    live: TurnContext
     turn_id: str
+    set_status: Callable[[SessionStatus], Awaitable[None]]
+    """Records the session's status (its host's)."""
     attempts: int = 0
     scheduled: bool = False
     """The turn row holds a ``resume_at`` (a usage-limit wait) to clear at the next attempt."""
@@ -221,24 +221,35 @@ class Recorder:
         await self.services.store.update_turn(
             self.turn_id, status="retrying", resume_at=event.resume_at
         )
-        await self.services.set_status(self.live, "retrying")
+        await self.set_status("retrying")
         await self.hooks(failed_attempt).emit(event)
 
 
-async def run_turn(
+@dataclass(frozen=True, kw_only=True)
+class Driven:
+    """How a turn ended, for its host to record: the outcome and the attempt it is told
+    under."""
+
+    outcome: TurnOutcome
+    attempt: int
+
+
+async def drive_turn(
     services: TurnServices,
-    live: LiveSession,
+    live: TurnContext,
     turn: TurnRecord,
     coordinator: TurnCoordinator,
     *,
+    fail_over: FailOver | None = None,
     resumed: bool = False,
-) -> None:
-    """Drive ``turn`` to its end and record the outcome; never raises except cancellation.
+) -> Driven:
+    """Drive ``turn`` through its attempts (and failover: ``fail_over`` moves ``live`` to the
+    next provider) and return how it ended; raises only cancellation (its host records a
+    stopped turn then).
 
     When the store refuses a write (disk full, I/O error), the CLI is stopped at once, since
-    nothing it prints could be recorded, and the turn fails once its end can be recorded.
-    A ``resumed`` turn (its stored wait for a usage limit's reset, after a restart) has
-    already told ``turn.started``.
+    nothing it prints could be recorded, and the turn fails. A ``resumed`` turn (its stored
+    wait for a usage limit's reset, after a restart) has already told ``turn.started``.
     """
     hooks = Hooks(services=services, live=live, turn_id=turn.id, attempt=max(turn.attempts, 1))
     live.timing = services.figures.turn_started(live.provider)
@@ -250,9 +261,9 @@ async def run_turn(
         result = await _within_budget(coordinator, turn.prompt, live)
         outcome = result.outcome
         tried = [live.provider]
-        while outcome.status == "failed" and outcome.error is not None and services.fail_over:
+        while outcome.status == "failed" and outcome.error is not None and fail_over:
             failed_on, timing = live.provider, live.timing
-            moved = await services.fail_over(live, turn, outcome.error, result.attempts, tried)
+            moved = await fail_over(turn, outcome.error, result.attempts, tried)
             if moved is None:
                 break
             coordinator, prompt = moved  # the same turn goes on with the hand-off
@@ -264,20 +275,12 @@ async def run_turn(
             outcome = replace(result.outcome, usage=spent(before, result.outcome.usage))
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
-        hooks.attempt = max(result.attempts, 1)
-    except asyncio.CancelledError:
-        if live.stop_reason == GATEWAY_SHUTDOWN and coordinator.resume_at is not None:
-            # Waiting for a usage limit's reset: the wait is stored and the next start of
-            # the gateway resumes it, so the turn is not ended here.
-            log.info("turn %s keeps its wait for the usage limit's reset", turn.id)
-            raise
-        await _finish(services, live, turn, hooks, _stopped(live.stop_reason))
-        raise
+        return Driven(outcome=outcome, attempt=max(result.attempts, 1))
     except StorageUnavailable:
         log.error(
             "turn %s of session %s: storage unavailable; stopping the CLI", turn.id, live.session_id
         )
-        await _stop_cli(live)
+        await stop_cli(live)
         error = TurnError(
             kind="unknown",
             message="the gateway could not record the turn's events (storage unavailable); "
@@ -285,25 +288,16 @@ async def run_turn(
             provider=live.provider,
             reason="storage_unavailable",
         )
-        outcome = TurnOutcome(status="failed", error=error)
     except Exception:
         log.exception("turn %s of session %s failed inside the gateway", turn.id, live.session_id)
         error = TurnError(
             kind="unknown", message="internal error while running the turn", provider=live.provider
         )
-        outcome = TurnOutcome(status="failed", error=error)
-    for attempt in itertools.count():
-        try:
-            await _finish(services, live, turn, hooks, outcome)
-            return
-        except StorageUnavailable:
-            if attempt == 0:
-                await _stop_cli(live)
-            await asyncio.sleep(STORAGE_RETRY_S[min(attempt, len(STORAGE_RETRY_S) - 1)])
+    return Driven(outcome=TurnOutcome(status="failed", error=error), attempt=hooks.attempt)
 
 
 async def _within_budget(
-    coordinator: TurnCoordinator, prompt: str, live: LiveSession
+    coordinator: TurnCoordinator, prompt: str, live: TurnContext
 ) -> CoordinatedTurn:
     """Run the turn; once its events exceed their budget, stop it and fail it as such."""
     recorder = coordinator.reporter
@@ -360,7 +354,7 @@ def _measure(
         )
 
 
-async def _stop_cli(live: LiveSession) -> None:
+async def stop_cli(live: TurnContext) -> None:
     """Stop what the CLI is doing for this session; its next turn starts it again."""
     try:
         await live.handle.interrupt()
@@ -369,7 +363,8 @@ async def _stop_cli(live: LiveSession) -> None:
         log.exception("could not stop the CLI of session %s", live.session_id)
 
 
-def _stopped(reason: str) -> TurnOutcome:
+def stopped(reason: str) -> TurnOutcome:
+    """How a turn whose task was cancelled for ``reason`` ended."""
     if reason == GATEWAY_SHUTDOWN:
         error = TurnError(kind="interrupted", message=reason, reason="gateway_shutdown")
     else:
@@ -377,9 +372,11 @@ def _stopped(reason: str) -> TurnOutcome:
     return TurnOutcome(status="interrupted", error=error)
 
 
-async def _finish(
-    services: TurnServices, live: LiveSession, turn: TurnRecord, hooks: Hooks, outcome: TurnOutcome
-) -> None:
+async def record_end(
+    services: TurnServices, live: TurnContext, turn: TurnRecord, outcome: TurnOutcome
+) -> EventData:
+    """Keep how the turn ended in its row (and its usage in the metrics); the terminal event
+    for its host to tell once the session is idle."""
     timing, live.timing = live.timing, None  # measured once, however often this is tried
     _measure(services, live.provider, timing, outcome)
     usage = json_dict(outcome.usage) if outcome.usage is not None else None
@@ -409,16 +406,4 @@ async def _finish(
     if outcome.usage is not None and services.metrics is not None:
         # Counted once the row keeps it: the counters and GET /v1/usage sum the same turns.
         services.metrics.count_usage(provider=live.provider, model=live.model, usage=outcome.usage)
-    # The session is idle before clients learn that the turn ended, so a client reacting to
-    # the terminal event can start the next turn at once. The append's task is scheduled as
-    # soon as `busy` clears, ahead of any turn a client could start, so this event is
-    # numbered before the next turn's `turn.started`.
-    await services.turn_finished(live)
-    await hooks.emit(terminal)
-    log.info(
-        "turn %s of session %s %s",
-        turn.id,
-        live.session_id,
-        outcome.status,
-        extra={"session_id": live.session_id, "turn_id": turn.id, "provider": live.provider},
-    )
+    return terminal

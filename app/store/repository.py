@@ -4,41 +4,35 @@
 file and PostgreSQL: it takes and returns the plain records of ``app.records``; ORM rows stay
 in here (``app.store.mapping`` converts). The event log's table, on the path of every event,
 has its own access per engine: ``EventFile`` (SQLite, threads and connections of its own) and
-``EventTable`` (PostgreSQL, whole columns per statement).
-Records are snapshots: change what is stored through the ``update_*`` methods, which write
-and return the fresh record.
+``EventTable`` (PostgreSQL, whole columns per statement); its queries are in
+``app.store.eventqueries``. Records are snapshots: change what is stored through the
+``update_*`` methods, which write and return the fresh record.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.events import encode_event
 from app.records import (
     ENDED_SESSION_STATUSES,
     LIVE_TURN_STATUSES,
     ApprovalRecord,
     BindingRecord,
-    EventRecord,
     RequestKind,
     SessionRecord,
-    StoredEvent,
     TurnRecord,
     UsageGroup,
     UsageTotals,
 )
 from app.store.bindings import touch_binding
-from app.store.calls import run_to_completion, uninterrupted
-from app.store.db import session_factory, sqlite_file, storage_errors
-from app.store.eventfile import EventFile, PageRow
-from app.store.eventtable import EventTable
+from app.store.calls import uninterrupted
+from app.store.db import storage_errors
+from app.store.eventqueries import EventQueries
 from app.store.mapping import (
     approval_record,
     approval_row,
@@ -48,68 +42,20 @@ from app.store.mapping import (
     turn_record,
     turn_row,
 )
-from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded, fitting, stored_size
+from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded
 from app.store.retention import CleanupReport, cleanup
-from app.store.tables import (
-    ApprovalRow,
-    BindingRow,
-    EventRow,
-    SessionRow,
-    TurnRow,
-)
+from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
 from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
 
 
-class Store:
+class Store(EventQueries):
     """The gateway's tables, one short transaction per call.
 
     A write the database cannot take (disk full, I/O error, still locked after the busy
-    timeout) raises ``StorageUnavailable`` (503); nothing of that call is kept.
+    timeout) raises ``StorageUnavailable`` (503); nothing of that call is kept. The
+    transactions are ``app.store.transactions``'s, the event log's queries
+    ``app.store.eventqueries``'s.
     """
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self._sessions = session_factory(engine)
-        self._events: EventFile | EventTable | None = None
-
-    def close(self) -> None:
-        """Stop the event file's threads and close their connections (before the engine's
-        ``dispose``); a later event read or write opens them again."""
-        events, self._events = self._events, None
-        if events is not None:
-            events.close()
-
-    def _event_file(self) -> EventFile | EventTable:
-        if self._events is None:
-            if self.engine.url.get_backend_name() == "sqlite":
-                self._events = EventFile(sqlite_file(self.engine.url))
-            else:
-                self._events = EventTable(self.engine)
-        return self._events
-
-    @contextlib.asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncSession]:
-        with storage_errors():
-            async with self._sessions() as db:
-                yield db
-
-    @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncSession]:
-        """A transaction that commits when the block ends and rolls back when it raises.
-
-        The commit or rollback runs to its end even when the calling task is cancelled
-        meanwhile (a turn stopped by a session's deletion): abandoned half-way, it would hand
-        the pool a connection still holding SQLite's write lock, and every other writer would
-        wait out the busy timeout.
-        """
-        with storage_errors():
-            async with self._sessions() as db:  # closes to completion as well
-                try:
-                    yield db
-                except BaseException:
-                    await run_to_completion(db.rollback())
-                    raise
-                await run_to_completion(db.commit())
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -337,110 +283,6 @@ class Store:
         assert row is not None, approval_id
         return approval_record(row)
 
-    # --- events ---------------------------------------------------------------------------
-
-    async def insert_events(
-        self,
-        records: Sequence[EventRecord],
-        *,
-        prune_through: Mapping[str, int] | None = None,
-        fences: Mapping[str, int] | None = None,
-    ) -> None:
-        """Append events (of one or more sessions) in one transaction, advancing each
-        session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
-        up to which its older events are deleted in the same transaction. ``fences`` maps a
-        session to the lease token its events are written under: a session claimed since by a
-        newer lease fails the whole call with ``SessionFenced`` and nothing is written.
-
-        Written by the event log's own access (``EventFile`` on SQLite, ``EventTable`` on
-        PostgreSQL); runs to its end even when the caller is cancelled."""
-        if not records:
-            return
-        rows = [
-            (r.session_id, r.seq, r.turn_id, r.attempt, r.provider, r.at_text, r.type, r.data_json)
-            for r in records
-        ]
-        events = self._event_file()
-        if isinstance(events, EventFile):
-            await events.write(rows, prune_through, fences)  # classifies and shields itself
-            return
-        with storage_errors():
-            await run_to_completion(events.write(rows, prune_through, fences))
-
-    async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
-        """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.
-
-        Read as plain rows on the event file's own reader (``EventFile.page``), the payload
-        as the JSON text it was stored as, built into the envelope without being decoded:
-        replays read thousands of events."""
-        with storage_errors():
-            rows = await self._event_file().page(session_id, after=after, limit=limit)
-        return _stored_events(session_id, rows)
-
-    async def events_before(
-        self, session_id: str, *, before: int, types: Sequence[str], limit: int
-    ) -> list[StoredEvent]:
-        """Up to ``limit`` events of ``types`` with ``seq < before``, newest first, in their
-        wire form (read like ``events_after``): the log read from its end."""
-        with storage_errors():
-            rows = await self._event_file().page_backwards(
-                session_id, before=before, types=types, limit=limit
-            )
-        return _stored_events(session_id, rows)
-
-    @uninterrupted
-    async def events_within(
-        self, session_id: str, *, after: int, limit: int, max_bytes: int
-    ) -> int:
-        """How many of the next ``limit`` events after ``after`` fit in ``max_bytes``."""
-        query = (
-            select(EventRow.seq, stored_size(EventRow.data))
-            .where(EventRow.session_id == session_id, EventRow.seq > after)
-            .order_by(EventRow.seq)
-            .limit(limit)
-        )
-        async with self._read() as db:
-            return len(fitting((await db.execute(query)).tuples().all(), max_bytes))
-
-    @uninterrupted
-    async def claim_session(self, session_id: str) -> int | None:
-        """Hand out the session's next fencing token (its ``fence`` plus one) to a replica
-        that has just taken its lease: events written under an older token are refused from
-        now on. None when there is no such session."""
-        async with self._write() as db:
-            token = await db.scalar(
-                update(SessionRow)
-                .where(SessionRow.id == session_id)
-                .values(fence=SessionRow.fence + 1)
-                .returning(SessionRow.fence)
-            )
-        return None if token is None else int(token)
-
-    @uninterrupted
-    async def last_event_seq(self, session_id: str) -> int:
-        return (await self.event_bounds(session_id))[1]
-
-    @uninterrupted
-    async def event_bounds(self, session_id: str) -> tuple[int, int]:
-        """``(first, last)``: the oldest kept seq and the newest seq ever numbered.
-
-        The newest is the larger of the stored events and the session's ``last_seq`` (pruning
-        or retention may have removed every event); with no event kept, first is last + 1.
-        """
-        async with self._read() as db:
-            low, high = (
-                await db.execute(
-                    select(func.min(EventRow.seq), func.max(EventRow.seq)).where(
-                        EventRow.session_id == session_id
-                    )
-                )
-            ).one()
-            recorded = await db.scalar(
-                select(SessionRow.last_seq).where(SessionRow.id == session_id)
-            )
-        last = max(high or 0, recorded or 0)
-        return (low if low is not None else last + 1), last
-
     # --- retention ------------------------------------------------------------------------
 
     async def retain(
@@ -478,25 +320,3 @@ class Store:
         query = select(ApprovalRow).where(ApprovalRow.status == "pending")
         async with self._read() as db:
             return [approval_record(row) for row in await db.scalars(query)]
-
-
-def _stored_events(session_id: str, rows: Sequence[PageRow]) -> list[StoredEvent]:
-    """Event rows in their wire form, the payload kept as the JSON text it was stored as."""
-    return [
-        StoredEvent(
-            seq=seq,
-            type=kind,  # type: ignore[arg-type]  # written from EventType values only
-            turn_id=turn_id,
-            json=encode_event(
-                seq=seq,
-                session_id=session_id,
-                turn_id=turn_id,
-                attempt=attempt,
-                provider=provider,
-                at=at,
-                type=kind,
-                data_json=data,
-            ),
-        )
-        for seq, turn_id, attempt, provider, at, kind, data in rows
-    ]

@@ -19,7 +19,8 @@ from app.cluster.commands import Command, Issuer, Signer, encode_command, seal_a
 from app.cluster.redis import connect
 from app.cluster_settings import ClusterSettings
 from app.errors import ClusterUnavailable, GatewayError, TurnInProgress
-from app.runtime.cluster import Cluster
+from app.runtime.cluster import Cluster, Received
+from app.runtime.supervision import Supervisor
 from app.store.repository import Store
 from tests.dbservers import RedisServer
 
@@ -84,18 +85,32 @@ async def pair(
         store,
     )
 
-    a.start(owner.serve, nothing, adopt_none)
+    serving = serve(a, owner)
     yield [a, b]
+    await serving.aclose()
     await a.aclose()
     await b.aclose()
 
 
-async def nothing(session_id: str) -> None:
-    return None
+def serve(cluster: Cluster, owner: Owner) -> Supervisor:
+    """Run each command ``cluster`` receives with ``owner`` and send its answer back, as a
+    replica's sessions do; until the returned loops are closed."""
+    loops = Supervisor(logging.getLogger(__name__))
 
+    async def answer(received: Received) -> None:
+        command = received.command
+        try:
+            result = await owner.serve(command.op, command.args, command.issuer)
+        except Exception as exc:
+            await cluster.answer(received, error=exc)
+        else:
+            await cluster.answer(received, result=result)
 
-async def adopt_none() -> int:
-    return 0
+    async def spawn(received: Received) -> None:
+        loops.spawn("command", answer(received))
+
+    loops.consume("commands", cluster.commands, spawn)
+    return loops
 
 
 def sealed(
@@ -198,6 +213,7 @@ async def test_a_forwarded_command_captured_and_pushed_again_is_refused_as_a_rep
         store,
         refused=owner.refused.put_nowait,
     )
+    serving: Supervisor | None = None
     try:
         forwarded = asyncio.create_task(b.forward("gw-c", "echo", {"n": 1}, issuer=ALICE))
         captured: list[bytes | str] = []
@@ -205,12 +221,14 @@ async def test_a_forwarded_command_captured_and_pushed_again_is_refused_as_a_rep
             while not captured:
                 captured = await b.redis.lrange("agw:commands:gw-c", 0, -1)
                 await asyncio.sleep(0.01)
-        c.start(owner.serve, nothing, adopt_none)
+        serving = serve(c, owner)
         assert (await asyncio.wait_for(forwarded, timeout=10))["args"] == {"n": 1}
         await b.redis.rpush("agw:commands:gw-c", captured[0])
         assert await owner.next_refusal() == "replayed"
         assert [op for op, _, _ in owner.ran] == ["echo"]  # once
     finally:
+        if serving is not None:
+            await serving.aclose()
         await c.aclose()
 
 

@@ -85,14 +85,18 @@ class Owner:
             await self.fanout.publish(SESSION, [(r.seq, wire(r)) for r in records])
 
 
-async def collect(events: AsyncIterator[Sequenced], upto: int, timeout_s: float = 10) -> list[int]:
+async def collect(
+    batches: AsyncIterator[list[Sequenced]], upto: int, timeout_s: float = 10
+) -> list[int]:
     seen: list[int] = []
 
     async def read() -> None:
-        async for event in events:
-            seen.append(event.seq)
-            assert event.json.startswith(f'{{"seq":{event.seq},')
-            if event.seq >= upto:
+        async for batch in batches:
+            assert batch
+            for event in batch:
+                seen.append(event.seq)
+                assert event.json.startswith(f'{{"seq":{event.seq},')
+            if seen[-1] >= upto:
                 return
 
     await asyncio.wait_for(read(), timeout_s)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from tests.fakes.gateway import FakeGateway, fake_gateway_at, fake_server_in
-from tests.gateway import SseReader, is_turn_end
+from tests.gateway import SseReader, is_turn_end, metric, scrape
 
 SSE = {"Accept": "text/event-stream"}
 
@@ -89,6 +89,27 @@ def test_the_next_agent_is_told_the_conversation_and_the_turn_counts_both_parts(
             assert failed_over["usage"]["input_tokens"] == sum(u["input_tokens"] for u in reported)
     finally:
         gateway.stop()
+
+
+def test_a_failed_over_turn_counts_its_usage_under_the_model_the_new_agent_runs(
+    tmp_path: Path,
+) -> None:
+    # The session named a model for Claude Code; Codex runs its own (none configured), and
+    # that is what the session shows and what the turn's tokens are counted under.
+    gateway = gateway_with_codex(tmp_path)
+    try:
+        with gateway.client() as client:
+            body = {"workspace": str(gateway.workspace), "fallback": True, "model": "opus"}
+            sid = client.post("/v1/sessions", json=body).json()["id"]
+            events = turn(client, sid, "fail-auth")
+            assert events[-1]["type"] == "turn.completed", events[-1]
+            assert client.get(f"/v1/sessions/{sid}").json()["model"] is None
+            samples = scrape(client)
+    finally:
+        gateway.stop()
+    tokens = "agent_gateway_tokens_total"
+    assert metric(samples, tokens, provider="codex", model="default", kind="input") > 0
+    assert metric(samples, tokens, provider="codex", model="opus", kind="input") == 0
 
 
 def test_when_nobody_is_left_to_take_over_the_failure_stands(tmp_path: Path) -> None:
@@ -219,6 +240,9 @@ def test_the_hand_off_carries_the_newest_turns_of_a_long_session_within_its_boun
         retry={"enabled": False},
         server={"coalesce_deltas_ms": 0},
         sessions={"handoff_max_chars": 3_000},
+        # The test reads the 100,000-event turn off SSE: on a loaded machine it may fall
+        # behind further than the default lag allowance, which would evict it.
+        limits={"subscriber_max_lag_events": 300_000},
     ).start()
     filler = " ".join(["context"] * 80)
     try:

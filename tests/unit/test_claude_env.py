@@ -6,6 +6,7 @@ from pathlib import Path
 
 from app.process.runner import ProcessRunner
 from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider
+from app.providers.descriptor import BuildContext
 from app.settings import ProviderSettings, RetrySettings
 
 PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-x", "SECRET": "no"}
@@ -15,11 +16,14 @@ def provider(
     env: dict[str, str] | None = None, retry: RetrySettings | None = None
 ) -> ClaudeCodeProvider:
     return ClaudeCodeProvider(
-        settings=ProviderSettings(env=env or {}),
-        executable="claude",
-        runner=ProcessRunner(),
-        parent_env=PARENT,
-        retry=retry,
+        BuildContext(
+            name="claude_code",
+            settings=ProviderSettings(env=env or {}),
+            executable="claude",
+            runner=ProcessRunner(),
+            parent_env=PARENT,
+            retry=retry or RetrySettings(),
+        )
     )
 
 
@@ -49,7 +53,13 @@ def test_the_provider_env_overlay_still_wins(tmp_path: Path) -> None:
 def test_a_parent_variable_does_not_leak_past_the_setting(tmp_path: Path) -> None:
     parent = {**PARENT, "CLAUDE_CODE_MAX_RETRIES": "10"}
     claude = ClaudeCodeProvider(
-        settings=ProviderSettings(), executable="claude", runner=ProcessRunner(), parent_env=parent
+        BuildContext(
+            name="claude_code",
+            settings=ProviderSettings(),
+            executable="claude",
+            runner=ProcessRunner(),
+            parent_env=parent,
+        )
     )
 
     assert claude.child_env(tmp_path)["CLAUDE_CODE_MAX_RETRIES"] == "2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from pathlib import Path
@@ -23,6 +24,7 @@ from app.providers.codex.argv import (
     toml_value,
 )
 from app.providers.codex.provider import CodexProvider
+from app.providers.descriptor import BuildContext
 from app.settings import ProviderSettings, RetrySettings
 
 
@@ -209,12 +211,11 @@ def test_provider_passes_the_gateway_retry_settings(tmp_path: Any) -> None:
     settings = ProviderSettings(config=STUB_PROVIDER)
     retry = RetrySettings(cli_request_retries=1, cli_stream_retries=4)
 
-    provider = CodexProvider(
-        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}, retry=retry
+    context = BuildContext(
+        name="codex", settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}
     )
-    default = CodexProvider(
-        settings=settings, executable="codex", runner=ProcessRunner(), parent_env={}
-    )
+    provider = CodexProvider(dataclasses.replace(context, retry=retry))
+    default = CodexProvider(context)
 
     def budget(p: CodexProvider) -> dict[str, Any]:
         return {

@@ -393,7 +393,7 @@ def test_the_parsed_capture_keeps_the_server_request_ids() -> None:
     assert json.dumps(capture.requests[0].params["availableDecisions"][0]) == '"accept"'
 
 
-STUB_CAPTURES = REFERENCE.parent  # recorded against tests/stub_llm.py (see its README.md)
+STUB_CAPTURES = REFERENCE.parent  # recorded against tests/stub_llm/ (see its README.md)
 
 
 def turns_of(name: str) -> dict[str, TurnEnded]:

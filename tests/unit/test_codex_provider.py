@@ -19,6 +19,7 @@ from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, Tur
 from app.providers.codex.argv import thread_config
 from app.providers.codex.provider import CodexProvider
 from app.providers.codex.session import CodexSession
+from app.providers.descriptor import BuildContext
 from app.settings import ConfigError, ProviderSettings
 from tests.fakes.hooks import RecordingHooks as Hooks
 
@@ -55,10 +56,13 @@ async def make_provider(runner: ProcessRunner, log_path: Path) -> AsyncIterator[
             **settings,
         }
         provider = CodexProvider(
-            settings=ProviderSettings(**values),
-            executable=str(executable),
-            runner=runner,
-            parent_env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-x", "SECRET": "no"},
+            BuildContext(
+                name="codex",
+                settings=ProviderSettings(**values),
+                executable=str(executable),
+                runner=runner,
+                parent_env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-x", "SECRET": "no"},
+            )
         )
         made.append(provider)
         return provider

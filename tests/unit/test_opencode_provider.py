@@ -26,6 +26,7 @@ from app.events import (
 )
 from app.process.runner import ProcessRunner
 from app.providers.base import ApprovalAnswer, ApprovalRequest, SessionSpec, TurnOutcome
+from app.providers.descriptor import BuildContext
 from app.providers.opencode.provider import OpenCodeProvider
 from app.providers.opencode.session import OpenCodeSession
 from app.settings import ProviderSettings
@@ -88,10 +89,13 @@ async def make_provider(
             **settings,
         }
         provider = OpenCodeProvider(
-            settings=ProviderSettings(**values),
-            executable=str(executable),
-            runner=runner,
-            parent_env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-x", "SECRET": "no"},
+            BuildContext(
+                name="opencode",
+                settings=ProviderSettings(**values),
+                executable=str(executable),
+                runner=runner,
+                parent_env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-x", "SECRET": "no"},
+            )
         )
         made.append(provider)
         return provider
@@ -472,7 +476,12 @@ async def test_a_server_that_cannot_start_is_reported_with_its_stderr(
 
 async def test_a_missing_executable_is_cli_missing(runner: ProcessRunner, tmp_path: Path) -> None:
     provider = OpenCodeProvider(
-        settings=ProviderSettings(), executable=str(tmp_path / "nope"), runner=runner
+        BuildContext(
+            name="opencode",
+            settings=ProviderSettings(),
+            executable=str(tmp_path / "nope"),
+            runner=runner,
+        )
     )
     outcome = await open_session(provider, tmp_path).run_turn("Say hello", Hooks())
     assert error_of(outcome) == ("cli_missing", False)

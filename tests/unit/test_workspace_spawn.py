@@ -23,6 +23,7 @@ from app.process.runner import ProcessRunner
 from app.process.workspaces import WorkspaceMoved, check_confined, open_confined
 from app.providers.base import SessionSpec, TurnOutcome
 from app.providers.codex.provider import CodexProvider
+from app.providers.descriptor import BuildContext
 from app.providers.opencode.provider import OpenCodeProvider
 from app.settings import ProviderSettings
 from tests.fakes.hooks import RecordingHooks as Hooks
@@ -285,13 +286,16 @@ async def test_t6_codex_gets_no_thread_or_turn_in_a_swapped_workspace(
 ) -> None:
     log = tmp_path / "codex.log"
     provider = CodexProvider(
-        settings=ProviderSettings(
-            startup_timeout_s=5, stop_grace_s=1, env={"FAKE_CODEX_LOG": str(log)}
-        ),
-        executable=str(FAKES / "fake_codex_app_server.py"),
-        runner=runner,
-        parent_env={"PATH": os.environ["PATH"]},
-        workspace_roots=layout.roots,
+        BuildContext(
+            name="codex",
+            settings=ProviderSettings(
+                startup_timeout_s=5, stop_grace_s=1, env={"FAKE_CODEX_LOG": str(log)}
+            ),
+            executable=str(FAKES / "fake_codex_app_server.py"),
+            runner=runner,
+            parent_env={"PATH": os.environ["PATH"]},
+            workspace_roots=layout.roots,
+        )
     )
     try:
         session = provider.open_session(session_spec(layout))
@@ -322,15 +326,18 @@ async def test_t6_opencode_gets_no_thread_or_prompt_in_a_swapped_workspace(
     )
     executable.chmod(0o755)
     provider = OpenCodeProvider(
-        settings=ProviderSettings(
-            startup_timeout_s=20,
-            stop_grace_s=2,
-            env={"FAKE_OPENCODE_LOG": str(log), "XDG_DATA_HOME": str(tmp_path / "data")},
-        ),
-        executable=str(executable),
-        runner=runner,
-        parent_env={"PATH": os.environ["PATH"]},
-        workspace_roots=layout.roots,
+        BuildContext(
+            name="opencode",
+            settings=ProviderSettings(
+                startup_timeout_s=20,
+                stop_grace_s=2,
+                env={"FAKE_OPENCODE_LOG": str(log), "XDG_DATA_HOME": str(tmp_path / "data")},
+            ),
+            executable=str(executable),
+            runner=runner,
+            parent_env={"PATH": os.environ["PATH"]},
+            workspace_roots=layout.roots,
+        )
     )
     try:
         session = provider.open_session(session_spec(layout))

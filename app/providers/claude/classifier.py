@@ -10,9 +10,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from app.events import RETRYABLE_KINDS, FailureKind, TurnError
+from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
 from app.providers.exits import how_it_ended
-from app.providers.raw import as_unix_time
+from app.providers.faults import kind_for_status
+from app.providers.raw import as_int, as_number, as_opt_int, as_unix_time
 
 __all__ = [
     "PROVIDER",
@@ -22,6 +23,7 @@ __all__ = [
     "interrupted_error",
     "kind_for_api_error",
     "kind_for_api_retry",
+    "retry_notice",
 ]
 
 PROVIDER = "claude_code"
@@ -92,23 +94,15 @@ _SUBTYPE_KINDS: dict[str, FailureKind] = {
 def kind_for_api_error(status: int | None, error: str | None) -> FailureKind:
     """Classify an Anthropic API failure by HTTP status first, then by category or text.
 
-    The status wins because the CLI's category is coarse: 2.1.330 files every status ≥ 408
-    that is not 429/529 under ``server_error`` (e.g. a 413), and labels an exhausted 529
-    ``server_error`` on the synthetic assistant line.
+    The status is read in the shared table (``faults.kind_for_status``). It wins because the
+    CLI's category is coarse: 2.1.330 files every status ≥ 408 that is not 429/529 under
+    ``server_error`` (e.g. a 413), and labels an exhausted 529 ``server_error`` on the
+    synthetic assistant line.
     """
     if status is not None:
-        if status == 429:
-            return "rate_limited"
-        if status == 529:
-            return "overloaded"
-        if status in (401, 403):
-            return "auth"
-        if status == 408:
-            return "network"
-        if status in (400, 404, 413, 422):
-            return "invalid_request"
-        if 500 <= status <= 599:
-            return "server_error"
+        by_status = kind_for_status(status)
+        if by_status is not None:
+            return by_status
     if error:
         kind = _CATEGORY_KINDS.get(error.strip().lower())
         if kind is not None:
@@ -240,3 +234,22 @@ def _message(result: dict[str, Any], subtype: str | None, terminal_reason: str |
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def retry_notice(raw: dict[str, Any]) -> RetryScheduled:
+    """A ``system/api_retry`` line: the CLI retries a failed model request itself."""
+    status = as_opt_int(raw.get("error_status"))
+    category = _str(raw.get("error"))
+    delay_ms = as_number(raw.get("retry_delay_ms"))
+    if status is not None:
+        message = f"Claude API error {status} ({category or 'unknown'}); the CLI retries."
+    else:
+        message = f"Claude API connection error ({category or 'unknown'}); the CLI retries."
+    return RetryScheduled(
+        source="cli",
+        attempt=as_int(raw.get("attempt"), default=1),
+        max_attempts=as_opt_int(raw.get("max_retries")),
+        delay_s=delay_ms / 1000 if delay_ms is not None else None,
+        kind=kind_for_api_retry(status, category),
+        message=message,
+    )

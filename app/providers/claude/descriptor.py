@@ -2,22 +2,8 @@
 
 from __future__ import annotations
 
-from app.providers.base import Provider
 from app.providers.claude.provider import NAME, PASSTHROUGH_ENV, ClaudeCodeProvider
-from app.providers.descriptor import BuildContext, Credentials, ProviderDescriptor
-
-
-def _build(context: BuildContext) -> Provider:
-    return ClaudeCodeProvider(
-        settings=context.settings,
-        executable=context.executable,
-        runner=context.runner,
-        parent_env=context.parent_env,
-        retry=context.retry,
-        limits=context.limits,
-        workspace_roots=context.workspace_roots,
-    )
-
+from app.providers.descriptor import Credentials, ProviderDescriptor
 
 DESCRIPTOR = ProviderDescriptor(
     name=NAME,
@@ -37,5 +23,5 @@ DESCRIPTOR = ProviderDescriptor(
         "providers.claude_code.env.ANTHROPIC_API_KEY",
     ),
     passthrough=lambda _settings: PASSTHROUGH_ENV,
-    build=_build,
+    build=ClaudeCodeProvider,
 )

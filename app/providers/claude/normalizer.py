@@ -34,20 +34,13 @@ from typing import Any
 
 from app.events import (
     PlanUpdated,
-    RetryScheduled,
     ToolCompleted,
     ToolStarted,
-    Usage,
     UsageReported,
     Warning,
 )
-from app.providers.base import TurnOutcome
 from app.providers.claude.blocks import BlockKind, ContentBlocks
-from app.providers.claude.classifier import (
-    error_for_result,
-    interrupted_error,
-    kind_for_api_retry,
-)
+from app.providers.claude.classifier import retry_notice
 from app.providers.claude.control import control_request, control_response
 from app.providers.claude.items import (
     ApprovalAsked,
@@ -59,14 +52,12 @@ from app.providers.claude.items import (
     TurnEnded,
     UnsupportedControlRequest,
 )
+from app.providers.claude.result import CostMeter, outcome_of, usage_of
 from app.providers.claude.tools import PLAN_TOOL, plan_from_todos, tool_kind
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES, tool_output
 from app.providers.raw import (
     as_dict,
-    as_int,
     as_list,
-    as_number,
-    as_opt_int,
     as_str,
     as_unix_time,
     parse_json,
@@ -133,7 +124,6 @@ _IGNORED_SYSTEM_SUBTYPES = frozenset(
     }
 )
 _IGNORED_STREAM_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "ping"})
-_INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
 # The marker the CLI writes as a user line when an interrupt lands (2.1.330, obs); also
 # "[Request interrupted by user for tool use]".
 _INTERRUPT_MARKER = "[Request interrupted by user"
@@ -153,7 +143,7 @@ class ClaudeNormalizer:
         self._stream_message_id: str | None = None
         self._interrupt_seen = False
         self._auto_denied: set[str] = set()
-        self._cost_total: float | None = None
+        self._cost = CostMeter()
         self._limit_resets_at: datetime | None = None
         """When the usage limit a ``rate_limit_event`` rejected resets (this turn)."""
         self._plans: dict[str, PlanUpdated] = {}
@@ -374,7 +364,7 @@ class ClaudeNormalizer:
         if subtype == "init":
             return self._see_thread(raw.get("session_id"))
         if subtype == "api_retry":
-            return [_retry(raw)]
+            return [retry_notice(raw)]
         if subtype == "permission_denied":
             # Auto-denied without asking (a deny rule, `dontAsk` in read_only mode); the
             # tool_result that follows is reported as denied.
@@ -406,70 +396,21 @@ class ClaudeNormalizer:
         items += self._blocks.flush()
         items += self._parse_error_summary()
         self._stream_message_id = None
-        usage = self._usage(raw)
+        usage = usage_of(raw, self._cost)
         if usage is not None:
             items.append(UsageReported(usage=usage))
-        stop_reason = as_str(raw.get("stop_reason"))
-        terminal_reason = as_str(raw.get("terminal_reason"))
-        if raw.get("is_error") is not True:
-            # Branch on is_error, never on subtype: an API failure after retries arrives as
-            # subtype "success" with is_error true (2.1.330, obs).
-            outcome = TurnOutcome(
-                status="completed",
-                final_text=as_str(raw.get("result")) or "",
-                usage=usage,
-                stop_reason=stop_reason,
-            )
-        elif terminal_reason in _INTERRUPTED_REASONS or (
-            raw.get("subtype") == "error_during_execution" and self._interrupt_seen
-        ):
-            outcome = TurnOutcome(
-                status="interrupted",
-                usage=usage,
-                stop_reason=stop_reason,
-                error=interrupted_error(terminal_reason),
-            )
-        else:
-            error = error_for_result(raw)
-            if error.kind == "usage_limit" and error.resets_at is None:
-                error = error.model_copy(update={"resets_at": self._limit_resets_at})
-            outcome = TurnOutcome(
-                status="failed", usage=usage, stop_reason=stop_reason, error=error
-            )
+        outcome = outcome_of(
+            raw,
+            usage,
+            interrupt_seen=self._interrupt_seen,
+            limit_resets_at=self._limit_resets_at,
+        )
         self._limit_resets_at = None
         self._interrupt_seen = False
         self._auto_denied.clear()
         self._plans.clear()
         items.append(TurnEnded(outcome=outcome, thread_id=as_str(raw.get("session_id"))))
         return items
-
-    def _usage(self, raw: dict[str, Any]) -> Usage | None:
-        usage = raw.get("usage")
-        if not isinstance(usage, dict):
-            return None
-        return Usage(
-            input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
-            cached_input_tokens=as_int(usage.get("cache_read_input_tokens")),
-            cache_creation_input_tokens=as_int(usage.get("cache_creation_input_tokens")),
-            cost_usd=self._turn_cost(raw),
-        )
-
-    def _turn_cost(self, raw: dict[str, Any]) -> float | None:
-        # `total_cost_usd` is the process's running total across turns (2.1.330 schema:
-        # "cumulative across turns in streaming-input sessions"), while `usage` is per turn.
-        # The per-turn cost is the sum of `model_usage_since_last_result`, else the growth
-        # of the running total since this process's previous result.
-        total = as_number(raw.get("total_cost_usd"))
-        previous, self._cost_total = self._cost_total, total
-        since_last = raw.get("model_usage_since_last_result")
-        if isinstance(since_last, dict):
-            costs = [as_number(as_dict(model).get("costUSD")) for model in since_last.values()]
-            if None not in costs:
-                return float(sum(cost for cost in costs if cost is not None))
-        if total is None:
-            return None
-        return max(total - previous, 0.0) if previous is not None else total
 
 
 # --- block helpers --------------------------------------------------------------------------
@@ -504,21 +445,3 @@ def _server_tool_completed(block: dict[str, Any]) -> list[ClaudeItem]:
     content = block.get("content")
     failed = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
     return [ToolCompleted(tool_id=tool_id, status="failed" if failed else "completed")]
-
-
-def _retry(raw: dict[str, Any]) -> RetryScheduled:
-    status = as_opt_int(raw.get("error_status"))
-    category = as_str(raw.get("error"))
-    delay_ms = as_number(raw.get("retry_delay_ms"))
-    if status is not None:
-        message = f"Claude API error {status} ({category or 'unknown'}); the CLI retries."
-    else:
-        message = f"Claude API connection error ({category or 'unknown'}); the CLI retries."
-    return RetryScheduled(
-        source="cli",
-        attempt=as_int(raw.get("attempt"), default=1),
-        max_attempts=as_opt_int(raw.get("max_retries")),
-        delay_s=delay_ms / 1000 if delay_ms is not None else None,
-        kind=kind_for_api_retry(status, category),
-        message=message,
-    )

@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,17 +24,13 @@ from typing import Any
 from pydantic import JsonValue
 
 from app.events import FailureKind, TurnError
-from app.process.childspec import ProcessSpec, child_environment
-from app.process.managed import LineTooLong, ManagedProcess, ProcessError, SpawnError
-from app.process.runner import ProcessRunner
+from app.process.childspec import child_environment
+from app.process.managed import LineTooLong, ManagedProcess, ProcessError
 from app.providers.base import (
     Answers,
     ApprovalAnswer,
     ApprovalRequest,
     Capabilities,
-    ProcessInfo,
-    Provider,
-    ProviderSession,
     QuestionRequest,
     SessionSpec,
     TurnHooks,
@@ -55,9 +51,9 @@ from app.providers.claude.normalizer import (
     UnsupportedControlRequest,
 )
 from app.providers.claude.questions import answers_response
-from app.providers.exits import limit_error, spawn_error
+from app.providers.hosting import HostedProvider
+from app.providers.process_session import ProcessSession, Running
 from app.providers.turnloop import TurnLoop, failure, turn_error
-from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +100,12 @@ class _Exited:
         self.error = error
 
 
-@dataclass(frozen=True)
-class _Live:
-    process: ManagedProcess
-    reader: asyncio.Task[None]
+@dataclass(eq=False, kw_only=True)
+class _Live(Running):
     items: asyncio.Queue[ClaudeItem | _Exited]
-    info: ProcessInfo
 
 
-class ClaudeCodeProvider(Provider):
+class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
     name = NAME
     capabilities = Capabilities(
         text_deltas=True,
@@ -125,29 +118,6 @@ class ClaudeCodeProvider(Provider):
         approval_edits=True,
         model_choice=True,
     )
-
-    def __init__(
-        self,
-        *,
-        settings: ProviderSettings,
-        executable: str,
-        runner: ProcessRunner,
-        parent_env: Mapping[str, str] | None = None,
-        retry: RetrySettings | None = None,
-        limits: LimitsSettings | None = None,
-        workspace_roots: Sequence[Path] | None = None,
-    ) -> None:
-        """``workspace_roots``: every spawn checks that the session's workspace is still its
-        directory inside one of them (``ProcessSpec.confine_to``); None checks only that it
-        is a directory."""
-        self.settings = settings
-        self.executable = executable
-        self.runner = runner
-        self.parent_env = dict(os.environ if parent_env is None else parent_env)
-        self.retry = RetrySettings() if retry is None else retry
-        self.limits = LimitsSettings() if limits is None else limits
-        self.workspace_roots = None if workspace_roots is None else tuple(workspace_roots)
-        self._sessions: set[ClaudeSession] = set()
 
     def child_env(self, workspace: Path) -> dict[str, str]:
         """The CLI's environment: passthrough, ``FIXED_ENV``, the retry budget, then ``env``.
@@ -166,76 +136,41 @@ class ClaudeCodeProvider(Provider):
             },
         )
 
-    def open_session(self, spec: SessionSpec) -> ClaudeSession:
-        session = ClaudeSession(provider=self, spec=spec)
-        self._sessions.add(session)
-        return session
-
-    def forget(self, session: ClaudeSession) -> None:
-        self._sessions.discard(session)
-
-    async def aclose(self) -> None:
-        await asyncio.gather(*(s.close() for s in list(self._sessions)), return_exceptions=True)
+    def new_session(self, spec: SessionSpec) -> ClaudeSession:
+        return ClaudeSession(provider=self, spec=spec)
 
 
-class ClaudeSession(ProviderSession):
+class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):
     """One gateway session on Claude Code; spawns (or resumes) its process on demand."""
 
     def __init__(self, *, provider: ClaudeCodeProvider, spec: SessionSpec) -> None:
+        super().__init__(host=provider, spec=spec, cli=CLI)
         self._provider = provider
-        self._spec = spec
-        self._thread_id = spec.thread_id
-        self._live: _Live | None = None
-        self._spawns = 0
         self._request_ids = itertools.count(1)
         self._replies: dict[str, asyncio.Future[ControlReply]] = {}
-        self._loop: TurnLoop[ClaudeItem | _Exited] | None = None
-        self._closed = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
-
-    @property
-    def process(self) -> ProcessInfo | None:
-        live = self._live
-        if live is None or live.process.returncode is not None:
-            return None
-        return live.info
 
     # --- process lifecycle ----------------------------------------------------------------
 
-    async def _ensure_process(self) -> _Live | TurnOutcome:
-        live = self._live
-        if live is not None and live.process.returncode is None and not live.reader.done():
-            return live
+    async def _ensure_process(self, hooks: TurnHooks) -> _Live | TurnOutcome:
+        live = await self._serving()
         if live is not None:
-            await self._release(live)
+            return live
         settings = self._provider.settings
         spec = dataclasses.replace(self._spec, thread_id=self._thread_id)
         argv = build_argv(
             executable=self._provider.executable, spec=spec, extra_args=settings.extra_args
         )
-        env = self._provider.child_env(spec.workspace)
-        try:
-            process = await self._provider.runner.spawn(
-                ProcessSpec(
-                    argv=tuple(argv),
-                    cwd=spec.workspace,
-                    env=env,
-                    confine_to=self._provider.workspace_roots,
-                    label=NAME,
-                )
-            )
-        except SpawnError as exc:
-            return TurnOutcome(status="failed", error=spawn_error(exc, cli=CLI, provider=NAME))
-        self._spawns += 1
         items: asyncio.Queue[ClaudeItem | _Exited] = asyncio.Queue(ITEM_QUEUE_SIZE)
-        info = ProcessInfo(pid=process.pid, started_at=process.started_at, spawns=self._spawns)
-        reader = asyncio.create_task(
-            self._read(process, items), name=f"claude-reader:{process.pid}"
+        spawned = await self._spawn(
+            argv,
+            self._provider.child_env(spec.workspace),
+            lambda process: self._read(process, items),
+            task="claude-reader",
         )
-        live = self._live = _Live(process=process, reader=reader, items=items, info=info)
+        if isinstance(spawned, TurnOutcome):
+            return spawned
+        process, reader, info = spawned
+        live = self._live = _Live(process=process, follower=reader, items=items, info=info)
         reply = await self._control(live, protocol.initialize_request, settings.startup_timeout_s)
         if isinstance(reply, ControlReply) and reply.ok:
             return live
@@ -289,9 +224,10 @@ class ClaudeSession(ProviderSession):
         except ProcessError as exc:
             await items.put(_Exited(_error("cli_crashed", f"lost the CLI's output: {exc}")))
             return
-        if process.exceeded is not None:
+        exceeded = self._exceeded(process)
+        if exceeded is not None:
             # Whatever it printed after the limit is dropped; its end is the turn's end.
-            await items.put(_Exited(limit_error(process.exceeded, cli=CLI, provider=NAME)))
+            await items.put(_Exited(exceeded))
             return
         returncode = await process.wait()
         await items.put(_Exited(error_for_exit(returncode, process.stderr_tail)))
@@ -305,7 +241,7 @@ class ClaudeSession(ProviderSession):
         try:
             await live.process.write_line(encode(request_id))
             async with asyncio.timeout(timeout_s):
-                waits: set[asyncio.Future[Any]] = {future, live.reader}
+                waits: set[asyncio.Future[Any]] = {future, live.follower}
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except (ProcessError, TimeoutError):
             pass
@@ -317,57 +253,18 @@ class ClaudeSession(ProviderSession):
         stderr = live.process.stderr_tail.strip()
         return _failed("cli_crashed", f"no answer to a control request; stderr: {stderr[-2000:]}")
 
-    async def _release(self, live: _Live) -> None:
-        if self._live is live:
-            self._live = None
-        await live.process.stop(grace_s=self._provider.settings.stop_grace_s)
-        live.reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await live.reader
-
     # --- turns ----------------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
-        self._loop = TurnLoop(
-            provider=NAME, cli="Claude Code", settings=self._provider.settings, hooks=hooks
-        )
-        try:
-            return await self._run_turn(prompt, self._loop)
-        finally:
-            self._loop = None
-
-    async def _run_turn(self, prompt: str, loop: TurnLoop[ClaudeItem | _Exited]) -> TurnOutcome:
-        if self._closed:
-            return _failed("invalid_request", "the session is closed")
-        live = await self._ensure_process()
-        if isinstance(live, TurnOutcome):
-            return live
-        if loop.interrupted:
-            # Asked while the process was starting: the prompt is never sent.
-            return loop.interrupted_outcome("interrupted by the client before the prompt was sent")
-        live.process.limit_output(self._provider.limits.max_turn_output_bytes)
-        try:
-            await live.process.write_line(protocol.user_message(prompt))
-        except ProcessError as exc:
-            await self._release(live)
-            return _failed("cli_crashed", f"could not send the prompt: {exc}")
-
-        async def handle(item: ClaudeItem | _Exited) -> TurnOutcome | None:
-            return await self._handle(live, loop, item)
-
-        async def release() -> None:
-            await self._release(live)
-
-        try:
-            return await loop.run(
-                live.items,
-                handle,
-                on_idle=release,
-                on_interrupt_expired=release,
-                activity=lambda: live.process.last_output_at,
-            )
-        finally:
-            live.process.limit_output(None)
+    async def _prompt(
+        self, live: _Live, prompt: str, loop: TurnLoop[ClaudeItem | _Exited]
+    ) -> TurnOutcome:
+        with self._output_limited(live):
+            try:
+                await live.process.write_line(protocol.user_message(prompt))
+            except ProcessError as exc:
+                await self._release(live)
+                return _failed("cli_crashed", f"could not send the prompt: {exc}")
+            return await self._follow(live, loop, live.items)
 
     async def _handle(
         self, live: _Live, loop: TurnLoop[ClaudeItem | _Exited], item: ClaudeItem | _Exited
@@ -439,16 +336,6 @@ class ClaudeSession(ProviderSession):
         request_id = f"req_{next(self._request_ids)}_{os.urandom(4).hex()}"
         with contextlib.suppress(ProcessError):
             await live.process.write_line(protocol.interrupt_request(request_id))
-
-    async def suspend(self) -> None:
-        live = self._live
-        if live is not None:
-            await self._release(live)
-
-    async def close(self) -> None:
-        self._closed = True
-        await self.suspend()
-        self._provider.forget(self)
 
 
 def _error(kind: FailureKind, message: str, *, retryable: bool = False) -> TurnError:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from app.events import RETRYABLE_KINDS, FailureKind, RetryScheduled, TurnError
+from app.providers import faults
 from app.providers.exits import how_it_ended
 from app.providers.raw import as_dict, as_number, as_unix_time
 
@@ -81,23 +82,21 @@ _NETWORK_TEXT = re.compile(
 _RECONNECTING = re.compile(r"Reconnecting\.\.\.\s*(\d+)\s*/\s*(\d+)")
 
 
+_STATUS_DIALECT: dict[int, FailureKind] = {
+    499: "network",  # the request was cut before the API answered
+    503: "overloaded",  # the Responses API's "high demand" answer
+}
+
+
 def kind_for_status(status: int | None) -> FailureKind:
-    """Classify an HTTP status of the model API; ``None`` (no response at all) is network."""
+    """Classify an HTTP status of the model API in the shared table (with Codex's dialect);
+    ``None`` (no response at all) is network, another 4xx an invalid request."""
     if status is None:
         return "network"
-    if status == 429:
-        return "rate_limited"
-    if status in (401, 403):
-        return "auth"
-    if status in (408, 499):
-        return "network"
-    if status in {503, 529}:
-        return "overloaded"
-    if 500 <= status <= 599:
-        return "server_error"
-    if 400 <= status <= 499:
-        return "invalid_request"
-    return "unknown"
+    kind = faults.kind_for_status(status, dialect=_STATUS_DIALECT)
+    if kind is not None:
+        return kind
+    return "invalid_request" if 400 <= status <= 499 else "unknown"
 
 
 def kind_for_error_info(info: object, message: str = "") -> FailureKind:

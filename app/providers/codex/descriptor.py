@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from app.providers.base import Provider
 from app.providers.codex.provider import PASSTHROUGH_ENV, CodexProvider
-from app.providers.descriptor import BuildContext, Credentials, ProviderDescriptor
-
-
-def _build(context: BuildContext) -> Provider:
-    return CodexProvider(
-        settings=context.settings,
-        executable=context.executable,
-        runner=context.runner,
-        parent_env=context.parent_env,
-        retry=context.retry,
-        workspace_roots=context.workspace_roots,
-    )
-
+from app.providers.descriptor import Credentials, ProviderDescriptor
 
 DESCRIPTOR = ProviderDescriptor(
     name="codex",
@@ -30,5 +17,5 @@ DESCRIPTOR = ProviderDescriptor(
         hint="run `codex login`, or set providers.codex.env.OPENAI_API_KEY",
     ),
     passthrough=lambda _settings: PASSTHROUGH_ENV,
-    build=_build,
+    build=CodexProvider,
 )

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
 from app.events import FailureKind
 from app.process.workspaces import WorkspaceMoved, check_confined
-from app.providers.base import ProcessInfo, ProviderSession, SessionSpec, TurnHooks, TurnOutcome
+from app.providers.base import ProcessInfo, SessionSpec, ThreadSession, TurnHooks, TurnOutcome
 from app.providers.codex.argv import thread_config, thread_policy
 from app.providers.codex.classifier import PROVIDER, error_for_resume, error_for_rpc
 from app.providers.codex.jsonrpc import InboxItem, JsonRpcClient, RpcError, RpcFailure
@@ -35,26 +35,21 @@ from app.providers.codex.turn import (
 from app.providers.exits import workspace_error
 
 if TYPE_CHECKING:
-    from app.providers.codex.provider import CodexProvider
+    from app.providers.codex.server import CodexServer
+    from app.providers.hosting import ServerProvider
 
 __all__ = ["CodexSession"]
 
 
-class CodexSession(ProviderSession):
+class CodexSession(ThreadSession):
     """A gateway session's thread; holds no process of its own (the server is shared)."""
 
-    def __init__(self, *, provider: CodexProvider, spec: SessionSpec) -> None:
+    def __init__(self, *, provider: ServerProvider[Any, CodexServer], spec: SessionSpec) -> None:
+        super().__init__(spec)
         self._provider = provider
-        self._spec = spec
-        self._thread_id = spec.thread_id
         self._client: JsonRpcClient | None = None  # the server the thread is loaded on
         self._inbox: Inbox = asyncio.Queue()
         self._turn: CodexTurn | None = None
-        self._closed = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
 
     @property
     def process(self) -> ProcessInfo | None:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import JsonValue
 
@@ -49,7 +49,8 @@ from app.providers.turnloop import TurnLoop
 from app.providers.turnloop import turn_error as shared_turn_error
 
 if TYPE_CHECKING:
-    from app.providers.codex.provider import CodexProvider
+    from app.providers.codex.server import CodexServer
+    from app.providers.hosting import ServerProvider
 
 __all__ = ["CodexTurn", "Inbox", "failed", "server_failure", "turn_error"]
 
@@ -65,7 +66,7 @@ class CodexTurn:
     def __init__(
         self,
         *,
-        provider: CodexProvider,
+        provider: ServerProvider[Any, CodexServer],
         spec: SessionSpec,
         client: JsonRpcClient,
         inbox: Inbox,
@@ -198,7 +199,7 @@ class CodexTurn:
 
 
 async def server_failure(
-    provider: CodexProvider, client: JsonRpcClient, exc: RpcFailure
+    provider: ServerProvider[Any, CodexServer], client: JsonRpcClient, exc: RpcFailure
 ) -> TurnOutcome:
     """A request of ours timed out or lost its server: the server is of no use now."""
     if isinstance(exc, RpcTimeout):

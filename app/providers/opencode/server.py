@@ -11,7 +11,8 @@ event to the inbox of the turn that follows its ``ses_…`` thread; events of th
 follows are dropped. A cut stream is reconnected, and every inbox is told that events may
 have been lost (``StreamResumed``). When the process ends, every inbox gets ``ServerGone``;
 the next need starts a new process, and threads continue there (they live in OpenCode's data
-directory, not in the process).
+directory, not in the process). Starting once, restarting and stopping are the shared server
+lifecycle's (``app.providers.shared_server``).
 """
 
 from __future__ import annotations
@@ -25,16 +26,14 @@ import signal
 import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeAlias
 
 import httpx
 
 from app.events import TurnError
-from app.process.childspec import ProcessSpec, child_environment
-from app.process.managed import ManagedProcess, ProcessError, SpawnError
+from app.process.childspec import child_environment
+from app.process.managed import ManagedProcess, ProcessError
 from app.process.runner import ProcessRunner
-from app.providers.base import ProcessInfo
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER, error_for_exit
 from app.providers.opencode.config import (
@@ -44,6 +43,7 @@ from app.providers.opencode.config import (
     server_env,
 )
 from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
+from app.providers.shared_server import ServerUnavailable, SharedServer, Up
 from app.settings import ProviderSettings
 
 __all__ = ["Delivery", "OpenCodeServer", "ServerGone", "ServerUnavailable", "StreamResumed"]
@@ -63,14 +63,6 @@ _RECONNECT_DELAYS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 _LISTENING = re.compile(rb"listening on (http://\S+)")
 
 
-class ServerUnavailable(Exception):
-    """The server could not be started (``missing``: the executable does not exist)."""
-
-    def __init__(self, message: str, *, missing: bool = False) -> None:
-        super().__init__(message)
-        self.missing = missing
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ServerGone:
     """The server process ended; ``error`` says how, for a turn that was running."""
@@ -87,18 +79,19 @@ Delivery: TypeAlias = ServerEvent | ServerGone | StreamResumed
 
 
 @dataclass(eq=False, kw_only=True)
-class _Up:
-    process: ManagedProcess
+class _Up(Up):
     api: OpenCodeApi
-    generation: int
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     pump: asyncio.Task[None] | None = None
-    watcher: asyncio.Task[None] | None = None
 
 
-class OpenCodeServer:
+class OpenCodeServer(SharedServer[_Up, OpenCodeApi]):
     """Starts, watches and stops the shared server; routes its events to turn inboxes."""
+
+    title = "opencode serve"
+    owner = "OpenCode"
+    label = PROVIDER
 
     def __init__(
         self,
@@ -108,42 +101,23 @@ class OpenCodeServer:
         runner: ProcessRunner,
         parent_env: Mapping[str, str],
     ) -> None:
+        super().__init__(runner=runner, stop_grace_s=settings.stop_grace_s)
         self._executable = executable
         self._settings = settings
-        self._runner = runner
         self._parent_env = dict(parent_env)
         self._inboxes: dict[str, asyncio.Queue[Delivery]] = {}
-        self._up: _Up | None = None
-        self._lock = asyncio.Lock()
-        self._generation = 0
-        self._closed = False
 
-    @property
-    def info(self) -> ProcessInfo | None:
-        """The running server process, if any; ``spawns`` counts its starts."""
-        up = self._up
-        if up is None or up.gone.is_set():
-            return None
-        return ProcessInfo(
-            pid=up.process.pid, started_at=up.process.started_at, spawns=up.generation
-        )
+    def _alive(self, up: _Up) -> bool:
+        return not up.gone.is_set()
 
-    async def ensure(self) -> OpenCodeApi:
-        """Return the live server's API, starting the server first if needed.
+    def _handle(self, up: _Up) -> OpenCodeApi:
+        return up.api
 
-        Raises ``ServerUnavailable`` when it cannot be started within ``startup_timeout_s``.
-        """
-        async with self._lock:
-            up = self._up
-            if up is not None and not up.gone.is_set():
-                return up.api
-            if self._closed:
-                raise ServerUnavailable("the OpenCode provider is shut down")
-            if up is not None and up.watcher is not None:
-                # Let the old process's ServerGone reach its followers before anyone
-                # subscribes against the new one.
-                await asyncio.gather(up.watcher, return_exceptions=True)
-            return (await self._start()).api
+    async def _retire(self, up: _Up) -> None:
+        if up.watcher is not None:
+            # Let the old process's ServerGone reach its followers before anyone subscribes
+            # against the new one.
+            await asyncio.gather(up.watcher, return_exceptions=True)
 
     async def unreachable(self, api: OpenCodeApi) -> bool:
         """``api`` got no answer: wait (bounded) for its process to end; return if it did.
@@ -181,20 +155,14 @@ class OpenCodeServer:
             return f"opencode serve is not healthy: {exc}"
         return None
 
-    async def aclose(self) -> None:
-        """Stop the server and its tasks; later needs fail with ``ServerUnavailable``."""
-        self._closed = True
-        async with self._lock:
-            up = self._up
-            if up is None:
-                return
-            # `opencode serve` ignores stdin EOF (1.18.33): SIGTERM at once, then the usual
-            # bounded stop.
-            await up.process.signal_group(signal.SIGTERM)
-            await up.process.stop(grace_s=self._settings.stop_grace_s)
-            if up.watcher is not None:
-                await asyncio.gather(up.watcher, return_exceptions=True)
-            await self._release(up)
+    async def _shut(self, up: _Up) -> None:
+        # `opencode serve` ignores stdin EOF (1.18.33): SIGTERM at once, then the usual
+        # bounded stop.
+        await up.process.signal_group(signal.SIGTERM)
+        await up.process.stop(grace_s=self._settings.stop_grace_s)
+        if up.watcher is not None:
+            await asyncio.gather(up.watcher, return_exceptions=True)
+        await self._release(up)
 
     # --- start ----------------------------------------------------------------------------
 
@@ -209,18 +177,7 @@ class OpenCodeServer:
         argv = build_argv(
             executable=self._executable, port=_free_port(), extra_args=settings.extra_args
         )
-        # Shared by every workspace, the server's own cwd means nothing: each request names
-        # its directory.
-        spec = ProcessSpec(argv=tuple(argv), cwd=Path("/"), env=env, label=PROVIDER)
-        try:
-            process = await self._runner.spawn(spec)
-        except SpawnError as exc:
-            raise ServerUnavailable(
-                f"cannot start {argv[0]}: {exc.detail}", missing=exc.kind == "cli_missing"
-            ) from exc
-        except ProcessError as exc:  # the runner is closed: the gateway is shutting down
-            raise ServerUnavailable(f"cannot start {argv[0]}: {exc}") from exc
-        self._generation += 1
+        process = await self._spawn(tuple(argv), env)
         up: _Up | None = None
         try:
             async with asyncio.timeout(settings.startup_timeout_s):
@@ -246,7 +203,6 @@ class OpenCodeServer:
                 f"opencode serve did not start: {reason}; stderr: {tail}"
             ) from exc
         up.watcher = asyncio.create_task(self._watch(up), name="opencode-watch")
-        self._up = up
         log.info("opencode serve pid=%d up at %s (start %d)", process.pid, base_url, up.generation)
         return up
 
@@ -296,22 +252,11 @@ class OpenCodeServer:
             while (line := await process.read_line()) is not None:
                 log.debug("opencode serve: %.500r", line)
         up.gone.set()
-        # Ended output usually means the process is exiting: give it the grace to do so, so
-        # that its own exit status (not our SIGTERM) is what gets reported.
-        grace = self._settings.stop_grace_s
-        try:
-            returncode: int | None = await process.stop(grace_s=grace, term_s=grace)
-        except ProcessError:
-            returncode = None
+        returncode = await self._reap(process)
         await self._release(up)
         if self._up is up:
             self._up = None
-        if not self._closed:
-            log.warning(
-                "opencode serve pid=%d ended (status %s); the next need restarts it",
-                process.pid,
-                returncode,
-            )
+        self._ended(process, f"status {returncode}")
         self._broadcast(ServerGone(error=error_for_exit(returncode, process.stderr_tail)))
 
     def _broadcast(self, news: ServerGone | StreamResumed) -> None:

@@ -14,14 +14,14 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.events import FailureKind, Warning
 from app.process.workspaces import WorkspaceMoved, check_confined
 from app.providers.base import (
     ProcessInfo,
-    ProviderSession,
     SessionSpec,
+    ThreadSession,
     TurnHooks,
     TurnOutcome,
 )
@@ -35,7 +35,8 @@ from app.providers.opencode.server import Delivery, ServerUnavailable
 from app.providers.turnloop import TurnLoop, failure
 
 if TYPE_CHECKING:
-    from app.providers.opencode.provider import OpenCodeProvider
+    from app.providers.hosting import ServerProvider
+    from app.providers.opencode.server import OpenCodeServer
 
 __all__ = ["NAME", "OpenCodeSession"]
 
@@ -63,20 +64,14 @@ class _Turn:
         self.ended = False
 
 
-class OpenCodeSession(ProviderSession):
-    def __init__(self, *, provider: OpenCodeProvider, spec: SessionSpec) -> None:
+class OpenCodeSession(ThreadSession):
+    def __init__(self, *, provider: ServerProvider[Any, OpenCodeServer], spec: SessionSpec) -> None:
+        super().__init__(spec)
         self._provider = provider
-        self._spec = spec
-        self._thread_id = spec.thread_id
         self._turn: _Turn | None = None
         self._loop: TurnLoop[Delivery] | None = None
         self._attached = False
-        self._closed = False
         self._model_warned = False
-
-    @property
-    def thread_id(self) -> str | None:
-        return self._thread_id
 
     @property
     def process(self) -> ProcessInfo | None:

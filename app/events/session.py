@@ -1,0 +1,79 @@
+"""The data of a session's own events: created, its provider chosen or switched, its thread
+bound, closed."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from app.events.vocabulary import Payload, RoutingStrategy, SelectionReason
+
+
+class SkippedProvider(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    reason: str
+
+
+class CandidateScore(BaseModel):
+    """How the routing strategy rated one candidate that could serve (lower is better)."""
+
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    score: float | None
+    """The strategy's figure for it; null under ``ordered`` and while it is being explored."""
+    turns: int
+    """Turns of this provider in the measured window when it was rated."""
+    exploring: bool = False
+    """Too few measured turns: tried before the measured ones so its figures can be learnt."""
+
+
+class SessionCreated(Payload):
+    TYPE = "session.created"
+    provider: str
+    workspace: str
+    model: str | None
+    approval_mode: str
+
+
+class SessionProviderSelected(Payload):
+    TYPE = "session.provider_selected"
+    provider: str
+    reason: SelectionReason
+    skipped: list[SkippedProvider] = []
+    strategy: RoutingStrategy = "ordered"
+    scores: list[CandidateScore] = []
+    """Every candidate that could serve, best first (the chosen one leads)."""
+
+
+class SessionThreadBound(Payload):
+    TYPE = "session.thread_bound"
+    thread_id: str
+
+
+class SessionClosed(Payload):
+    TYPE = "session.closed"
+    reason: str
+
+
+class HandoffSize(BaseModel):
+    """How much of the conversation a failover handed to the new agent."""
+
+    model_config = ConfigDict(frozen=True)
+    turns: int
+    """Earlier turns in the hand-off (whole or summarized)."""
+    chars: int
+    """Length of the new agent's first prompt."""
+
+
+class ProviderSwitched(Payload):
+    """The session moved to another provider: a fresh thread there, whose first prompt is a
+    hand-off of the conversation so far (``handoff``) when there was one."""
+
+    TYPE = "provider.switched"
+    from_provider: str
+    to_provider: str
+    reason: str
+    """The failure kind that ended the provider's part (``usage_limit``, ``auth``, …)."""
+    message: str | None = None
+    """The failure's message."""
+    handoff: HandoffSize | None = None

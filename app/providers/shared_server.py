@@ -1,0 +1,178 @@
+"""The lifecycle every shared server follows (Codex's ``app-server``, ``opencode serve``).
+
+    (none) ──first need──► spawn ─► the server's own handshake ─► up ──ends / stopped──► down
+                                                                  ▲                       │
+                                                                  └────── next need ──────┘
+
+One process serves every session of its provider. It is started on the first need (a turn, a
+health ping: ``ensure``), once, under a lock; after it has ended or been stopped for not
+answering, the next need starts a new one (``generation`` counts the starts, reported as
+``ProcessInfo.spawns``). ``aclose`` stops it for good: later needs fail with
+``ServerUnavailable``. Shared by every workspace, the server runs from ``/``: each request
+names its own directory.
+
+A subclass says how its server is started and talked to (``_start``), when it counts as up
+(``_alive``), what sessions get from it (``_handle``: a JSON-RPC client, an HTTP API), how an
+ended one is let go before the next start (``_retire``) and how it is stopped for good
+(``_shut``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Generic, TypeVar
+
+from app.process.childspec import ProcessSpec
+from app.process.managed import ManagedProcess, ProcessError, SpawnError
+from app.process.runner import ProcessRunner
+from app.providers.base import ProcessInfo
+
+log = logging.getLogger(__name__)
+
+
+class ServerUnavailable(Exception):
+    """The server could not be started (``missing``: the executable does not exist)."""
+
+    def __init__(self, message: str, *, missing: bool = False, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.stderr_tail = stderr_tail
+
+
+@dataclass(eq=False, kw_only=True)
+class Up:
+    """One started server process; ``generation`` counts the starts, this one included."""
+
+    process: ManagedProcess
+    generation: int
+    watcher: asyncio.Task[None] | None = None
+
+
+U = TypeVar("U", bound=Up)
+H = TypeVar("H")
+
+
+class SharedServer(ABC, Generic[U, H]):
+    """Starts the shared server once, watches it, restarts it on the next need after it ended,
+    and stops it for good on ``aclose``."""
+
+    title: ClassVar[str]
+    """How logs and errors name the server (``the Codex app-server``)."""
+    owner: ClassVar[str]
+    """The CLI the provider drives (``Codex``), for ``the Codex provider is shut down``."""
+    label: ClassVar[str]
+    """The provider's name, the label of its process."""
+
+    def __init__(self, *, runner: ProcessRunner, stop_grace_s: float) -> None:
+        self._runner = runner
+        self._stop_grace_s = stop_grace_s
+        self._up: U | None = None
+        self._lock = asyncio.Lock()
+        self._generation = 0
+        self._closed = False
+
+    @property
+    def info(self) -> ProcessInfo | None:
+        """The running server process, if any; ``spawns`` counts its starts."""
+        up = self._up
+        if up is None or not self._alive(up):
+            return None
+        return ProcessInfo(
+            pid=up.process.pid, started_at=up.process.started_at, spawns=up.generation
+        )
+
+    async def ensure(self) -> H:
+        """What sessions talk to the live server through, starting the server if needed.
+
+        Raises ``ServerUnavailable`` when it cannot be started (or is shut down).
+        """
+        async with self._lock:
+            up = self._up
+            if up is not None and self._alive(up):
+                return self._handle(up)
+            if self._closed:
+                raise ServerUnavailable(f"the {self.owner} provider is shut down")
+            if up is not None:
+                await self._retire(up)
+            up = await self._start()
+            self._up = up
+            return self._handle(up)
+
+    @abstractmethod
+    async def ping(self) -> str | None:
+        """``None`` when the server answers a cheap request, else why not (starts it: a
+        health check is a need)."""
+
+    async def aclose(self) -> None:
+        """Stop the server for good; later needs fail with ``ServerUnavailable``."""
+        self._closed = True
+        async with self._lock:
+            if self._up is not None:
+                await self._shut(self._up)
+
+    # --- what a server says -----------------------------------------------------------------
+
+    @abstractmethod
+    def _alive(self, up: U) -> bool:
+        """Whether ``up`` still serves."""
+
+    @abstractmethod
+    def _handle(self, up: U) -> H:
+        """What sessions use to talk to ``up``."""
+
+    @abstractmethod
+    async def _start(self) -> U:
+        """Spawn (``_spawn``) and hand-shake a new server; raises ``ServerUnavailable``."""
+
+    @abstractmethod
+    async def _retire(self, up: U) -> None:
+        """Let go of an ended (or unresponsive) server before the next one starts."""
+
+    @abstractmethod
+    async def _shut(self, up: U) -> None:
+        """Stop the running server for good."""
+
+    # --- shared steps -----------------------------------------------------------------------
+
+    async def _spawn(self, argv: tuple[str, ...], env: Mapping[str, str]) -> ManagedProcess:
+        """Spawn a new server process from ``/``; counts the start.
+
+        Raises ``ServerUnavailable`` (``missing`` when the executable does not exist).
+        """
+        spec = ProcessSpec(argv=argv, cwd=Path("/"), env=env, label=self.label)
+        try:
+            process = await self._runner.spawn(spec)
+        except SpawnError as exc:
+            raise ServerUnavailable(
+                f"cannot start {argv[0]}: {exc.detail}", missing=exc.kind == "cli_missing"
+            ) from exc
+        except ProcessError as exc:  # the runner is closed: the gateway is shutting down
+            raise ServerUnavailable(f"cannot start {argv[0]}: {exc}") from exc
+        self._generation += 1
+        return process
+
+    async def _reap(self, process: ManagedProcess) -> int | None:
+        """Stop a server whose output ended or that exited, and return its exit status.
+
+        Ended output usually means the process is exiting: the grace lets it report its own
+        exit status rather than our SIGTERM. The whole process group is stopped, so a wrapper
+        (npm's ``codex`` on Node < 22.15 runs the native server as its own child, with our
+        pipes) does not leave the real server running and answering.
+        """
+        grace = self._stop_grace_s
+        try:
+            return await process.stop(grace_s=grace, term_s=grace)
+        except ProcessError:
+            return None
+
+    def _ended(self, process: ManagedProcess, how: str) -> None:
+        """Log a server that ended by itself (not one stopped on purpose)."""
+        if not self._closed:
+            log.warning(
+                "%s pid=%d ended (%s); the next need restarts it", self.title, process.pid, how
+            )

@@ -1,0 +1,404 @@
+"""The sessions of one gateway process: it creates them, runs their commands, and owns their
+live CLI links.
+
+Each session has at most one ``SessionHost`` (app/runtime/host.py) here, the owner of its
+provider's session handle (and through it the CLI process), its running turn and its pending
+approvals and questions. A command runs against it (``execute``); with several replicas,
+``ClusteredSessions`` (app/runtime/clustered.py) decides first that it runs on this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar, cast
+
+from app.errors import (
+    ApprovalNotPending,
+    NotFound,
+    NoTurnRunning,
+    ProviderUnavailable,
+    QuestionNotPending,
+    SessionClosed,
+    TurnInProgress,
+)
+from app.events import SessionClosed as SessionClosedEvent
+from app.observability.metrics import GatewayMetrics
+from app.process.workspaces import recheck_workspace
+from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec
+from app.providers.registry import ProviderRegistry
+from app.records import ENDED_SESSION_STATUSES, ApprovalRecord, SessionRecord, TurnRecord
+from app.runtime.choosing import Chooser
+from app.runtime.commands import (
+    Answer,
+    Close,
+    Interrupt,
+    Issuer,
+    Respond,
+    SessionCommand,
+    StartTurn,
+)
+from app.runtime.coordinator import RetryPolicy, Sleep, resolve_policy
+from app.runtime.creation import create_session
+from app.runtime.eventlog import EventLog
+from app.runtime.failover import Failover
+from app.runtime.figures import FigureBook
+from app.runtime.host import HostServices, SessionHost
+from app.runtime.live import make_room
+from app.runtime.recovery import fail_turn, recover
+from app.runtime.requests import SessionRequest
+from app.runtime.shares import admin_keys, holder_of, process_cap
+from app.runtime.turns import GATEWAY_SHUTDOWN, TurnServices
+from app.settings import Settings
+from app.store.interface import Storage
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+class LocalSessions:
+    """Sessions, turns, approvals and interrupts on this gateway process (``Sessions``)."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Storage,
+        events: EventLog,
+        providers: Mapping[str, Provider],
+        registry: ProviderRegistry,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Sleep = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        metrics: GatewayMetrics | None = None,
+    ) -> None:
+        self.registry = registry
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self.settings = settings
+        self.store = store
+        self.events = events
+        self.providers = providers
+        self.clock = clock
+        self._hosts: dict[str, SessionHost] = {}
+        self._guard = asyncio.Lock()
+        self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
+        """Each provider's measured turns on this replica (routing strategies, metrics)."""
+        self.chooser = Chooser(
+            settings=settings, registry=registry, providers=providers, figures=self.figures
+        )
+        failover = Failover(
+            settings=settings,
+            store=store,
+            events=events,
+            select=self.chooser.next_for,
+            clock=clock,
+        )
+        turns = TurnServices(
+            events=events,
+            store=store,
+            clock=clock,
+            max_event_bytes=settings.limits.max_turn_output_bytes,
+            forget_provider=registry.forget,
+            figures=self.figures,
+            metrics=metrics,
+        )
+        self._host_services = HostServices(
+            settings=settings,
+            store=store,
+            turns=turns,
+            providers=providers,
+            clock=clock,
+            sleep=sleep,
+            monotonic=monotonic,
+            fail_over=failover.go_on,
+        )
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def create(self, request: SessionRequest) -> SessionRecord:
+        """Validate everything, then store the session whole; nothing is spawned here
+        (app/runtime/creation.py)."""
+        return await create_session(
+            request,
+            settings=self.settings,
+            chooser=self.chooser,
+            store=self.store,
+            events=self.events,
+            clock=self.clock,
+        )
+
+    async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
+        row = await self.store.get_session(session_id)
+        if row is None or (owner is not None and row.owner != owner):
+            raise NotFound(f"session {session_id} does not exist")
+        return row
+
+    def process_info(self, session_id: str) -> ProcessInfo | None:
+        host = self._hosts.get(session_id)
+        return host.process if host else None
+
+    async def thread_id(self, row: SessionRecord) -> str | None:
+        host = self._hosts.get(row.id)
+        if host is not None and host.thread_id is not None:
+            return host.thread_id
+        binding = await self.store.get_binding(row.id, row.provider)
+        return binding.thread_id if binding else None
+
+    async def replica_of(self, session_id: str) -> str | None:
+        return None
+
+    def is_live(self, session_id: str) -> bool:
+        """Whether the session has its live side in this process."""
+        return session_id in self._hosts
+
+    # --- commands -------------------------------------------------------------------------
+
+    async def execute(self, command: SessionCommand[R], issuer: Issuer) -> R:
+        """Run ``command`` here, as ``issuer`` (404 for a session that key may not reach)."""
+        match command:
+            case StartTurn():
+                return cast(R, await self._start_turn(command, issuer))
+            case Interrupt():
+                return cast(R, await self._interrupt(command, issuer))
+            case Respond():
+                return cast(R, await self._respond(command, issuer))
+            case Answer():
+                return cast(R, await self._answer(command, issuer))
+            case Close():
+                return cast(R, await self._close(command, issuer))
+        raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
+
+    async def _close(self, command: Close, issuer: Issuer) -> SessionRecord:
+        """Stop the session's turn and process group, close its event stream."""
+        session_id = command.session_id
+        row = await self.get(session_id, owner=issuer.owner)
+        if row.status in ENDED_SESSION_STATUSES:
+            return row
+        await self.drop(session_id, "session closed")
+        await self.events.append(
+            session_id, SessionClosedEvent(reason="deleted"), provider=row.provider
+        )
+        now = self.clock()
+        row = await self.store.update_session(
+            session_id, status="closed", closed_at=now, updated_at=now
+        )
+        await self.events.close(session_id)
+        log.info("session %s closed", session_id)
+        return row
+
+    async def drop(self, session_id: str, reason: str) -> None:
+        """Stop the session's live side here, if it has one (its turn ends for ``reason``)."""
+        host = self._hosts.pop(session_id, None)
+        if host is not None:
+            await host.stop(reason)
+
+    async def _start_turn(self, command: StartTurn, issuer: Issuer) -> TurnRecord:
+        """Create the turn and start it in the background; 409 while another one runs."""
+        session_id = command.session_id
+        async with self._guard:
+            row = await self.get(session_id, owner=issuer.owner)
+            if row.status in ENDED_SESSION_STATUSES:
+                raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
+            recheck_workspace(row.id, row.workspace, self.settings.workspaces.roots)
+            host = await self._host(row)
+            if host.busy:
+                raise TurnInProgress(
+                    f"session {session_id} is already running turn {host.turn_id}; "
+                    "wait for it to end or interrupt it",
+                    turn_id=host.turn_id,
+                )
+            policy = resolve_policy(command.retry, row.retry, self.settings.retry)
+            await make_room(
+                host,
+                self._hosts.values(),
+                providers=self.providers,
+                cap=process_cap(self.settings),
+            )
+            now = self.clock()
+            turn = TurnRecord(
+                id="trn_" + secrets.token_hex(16),
+                session_id=session_id,
+                number=0,  # set by add_turn
+                prompt=command.prompt,
+                status="queued",
+                attempts=0,
+                retry_policy=policy.snapshot(),
+                provider=row.provider,
+                created_at=now,
+            )
+            turn = await self.store.add_turn(turn, now=now)
+            host.launch(turn, policy)
+        return turn
+
+    async def resume(self, turn: TurnRecord) -> bool:
+        """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
+        the replica that adopted its session); a turn that cannot go on is ended. Whether
+        the turn runs here now."""
+        async with self._guard:
+            row = await self.get(turn.session_id)
+            try:
+                if row.status in ENDED_SESSION_STATUSES:
+                    raise SessionClosed(f"session {row.id} is {row.status}")
+                host = await self._host(row)
+                policy = RetryPolicy.from_snapshot(turn.retry_policy or {})
+            except (ProviderUnavailable, SessionClosed, ValueError) as exc:
+                log.warning("turn %s cannot resume after its usage limit: %s", turn.id, exc)
+                await fail_turn(
+                    self.store,
+                    self.events,
+                    turn,
+                    now=self.clock(),
+                    reason="gateway_restart",
+                    message=f"gateway_restart: the turn could not resume its wait ({exc})",
+                )
+                return False
+            await host.resume(turn, policy)
+        log.info(
+            "turn %s resumes its wait for the usage limit's reset (%s)",
+            turn.id,
+            turn.resume_at.isoformat() if turn.resume_at else "now",
+            extra={"session_id": turn.session_id, "turn_id": turn.id},
+        )
+        return True
+
+    async def _host(self, row: SessionRecord) -> SessionHost:
+        """The session's host here, opening its provider's session (no process yet) when it
+        has none."""
+        host = self._hosts.get(row.id)
+        if host is not None:
+            return host
+        provider = self.providers.get(row.provider)
+        if provider is None:
+            raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
+        binding = await self.store.get_binding(row.id, row.provider)
+        spec = SessionSpec(
+            session_id=row.id,
+            workspace=Path(row.workspace),
+            model=row.model,
+            approval_mode=row.approval_mode,  # type: ignore[arg-type]
+            thread_id=binding.thread_id if binding else None,
+            thread_bound_at=binding.created_at if binding else None,
+        )
+        host = SessionHost(
+            services=self._host_services,
+            session_id=row.id,
+            provider=row.provider,
+            handle=provider.open_session(spec),
+            thread_id=spec.thread_id,
+            holder=holder_of(row.owner, admin_keys(self.settings)),
+            model=row.model,
+            approval_timeout_s=self.settings.sessions.approval_timeout_s,
+        )
+        self._hosts[row.id] = host
+        return host
+
+    async def wait_turn(self, session_id: str) -> None:
+        """Return once the session's running turn (if any) has ended."""
+        host = self._hosts.get(session_id)
+        if host is not None:
+            await host.wait()
+
+    async def _interrupt(self, command: Interrupt, issuer: Issuer) -> str:
+        """Ask the CLI to stop the running turn; returns the turn id."""
+        session_id = command.session_id
+        await self.get(session_id, owner=issuer.owner)
+        host = self._hosts.get(session_id)
+        if host is None:
+            raise NoTurnRunning(f"session {session_id} has no running turn to interrupt")
+        return await host.interrupt()
+
+    # --- approvals and questions ------------------------------------------------------------
+
+    async def _respond(self, command: Respond, issuer: Issuer) -> ApprovalRecord:
+        """Resolve a pending approval; the issuer's name is recorded when it edited the
+        input."""
+        session_id, approval_id = command.session_id, command.approval_id
+        row = await self.get(session_id, owner=issuer.owner)
+        host = self._hosts.get(session_id)
+        if host is None:
+            approval = await self.store.get_approval(session_id, approval_id)
+            if approval is None:
+                raise NotFound(f"approval {approval_id} does not exist in this session")
+            raise ApprovalNotPending(f"approval {approval_id} is already {approval.status}")
+        answer = ApprovalAnswer(
+            decision=command.decision,
+            message=command.message,
+            updated_input=command.updated_input,
+        )
+        return await host.respond(
+            approval_id,
+            answer,
+            provider=row.provider,
+            by=issuer.name,
+            edit_refusal=self._edit_refusal(row.provider),
+        )
+
+    async def _answer(self, command: Answer, issuer: Issuer) -> ApprovalRecord:
+        """Answer the agent's pending question; the issuer's name is recorded as who did."""
+        session_id, question_id = command.session_id, command.question_id
+        row = await self.get(session_id, owner=issuer.owner)
+        host = self._hosts.get(session_id)
+        if host is None:  # no turn of the session runs here: nothing waits for an answer
+            pending = await self.store.get_approval(session_id, question_id)
+            if pending is None or pending.kind != "question":
+                raise NotFound(f"question {question_id} does not exist in this session")
+            raise QuestionNotPending(
+                f"question {question_id} is already {pending.status}",
+                question_status=pending.status,
+            )
+        return await host.answer(
+            question_id, list(command.answers), provider=row.provider, by=issuer.name
+        )
+
+    def _edit_refusal(self, provider: str) -> str | None:
+        """Why an allow with edited input cannot be taken for this provider, or None."""
+        if not self.settings.sessions.allow_updated_input:
+            return (
+                "this gateway does not accept edited tool input "
+                "(sessions.allow_updated_input = false): allow or deny the call as asked"
+            )
+        built = self.providers.get(provider)
+        if built is not None and not built.capabilities.approval_edits:
+            return (
+                f"{provider} runs exactly the tool call it asked about and cannot take edited "
+                "input: allow or deny the call as asked"
+            )
+        return None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """After a restart: end the turns and approvals that died with the previous process;
+        resume the stored waits for a usage limit's reset."""
+        for turn in await recover(self.store, self.events, now=self.clock()):
+            await self.resume(turn)
+
+    async def start(self) -> None:
+        """Nothing comes from outside the API on a single gateway."""
+
+    async def suspend_idle(self, now: float | None = None) -> int:
+        """Close live processes idle past their provider's ``idle_timeout_s``."""
+        moment = time.monotonic() if now is None else now
+        suspended = 0
+        for host in list(self._hosts.values()):
+            idle_limit = self.settings.providers[host.provider].idle_timeout_s
+            if not host.busy and host.process and moment - host.last_active >= idle_limit:
+                await host.suspend()
+                suspended += 1
+        return suspended
+
+    async def aclose(self) -> None:
+        """Stop every live session (turns end as interrupted); used at shutdown."""
+        hosts = list(self._hosts.values())
+        self._hosts.clear()
+        await asyncio.gather(
+            *(host.stop(GATEWAY_SHUTDOWN) for host in hosts),
+            return_exceptions=True,
+        )

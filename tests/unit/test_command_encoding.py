@@ -1,0 +1,90 @@
+"""Session commands have one encoding: what one replica encodes, another decodes to the same
+command, and what is not a command is refused before anything runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from app.errors import InvalidRequest
+from app.events import QuestionAnswer
+from app.records import TurnRecord
+from app.runtime.commands import (
+    Answer,
+    Close,
+    Command,
+    Interrupt,
+    Respond,
+    StartTurn,
+    decode,
+    decode_result,
+    encode,
+)
+
+COMMANDS: list[Command] = [
+    StartTurn(session_id="ses_1", prompt="hi", retry={"max_attempts": 2, "strategy": "none"}),
+    StartTurn(session_id="ses_1", prompt="hi"),
+    Interrupt(session_id="ses_1"),
+    Respond(
+        session_id="ses_1",
+        approval_id="apr_1",
+        decision="allow",
+        message="go",
+        updated_input={"command": ["ls", "-l"]},
+    ),
+    Respond(session_id="ses_1", approval_id="apr_1", decision="deny"),
+    Answer(
+        session_id="ses_1",
+        question_id="apr_2",
+        answers=(QuestionAnswer(selected=["Yes"]), QuestionAnswer(text="my own")),
+    ),
+    Close(session_id="ses_1"),
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.kind)
+def test_a_command_decodes_to_itself_after_a_trip_through_json(command: Command) -> None:
+    kind, fields = encode(command)
+    assert kind == command.kind
+    sent = json.loads(json.dumps(fields))  # as it travels between replicas
+    assert decode(kind, sent) == command
+
+
+def test_each_command_has_its_own_kind() -> None:
+    kinds = {encode(command)[0] for command in COMMANDS}
+    assert kinds == {"start_turn", "interrupt", "respond", "answer_question", "delete"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "says"),
+    [
+        ("format_disk", {"session_id": "ses_1"}, "no command 'format_disk'"),
+        ("start_turn", {"session_id": "ses_1"}, "invalid start_turn command"),
+        ("respond", {"session_id": "ses_1", "approval_id": "a", "decision": "maybe"}, "respond"),
+        ("answer_question", {"session_id": "s", "question_id": "q", "answers": "yes"}, "answer"),
+        ("interrupt", {}, "invalid interrupt command"),
+    ],
+)
+def test_what_is_not_a_command_is_refused(kind: str, fields: dict[str, object], says: str) -> None:
+    with pytest.raises(InvalidRequest, match=says):
+        decode(kind, fields)
+
+
+def test_an_answer_sent_back_is_read_as_the_record_the_api_would_get() -> None:
+    created = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    turn = TurnRecord(
+        id="trn_1",
+        session_id="ses_1",
+        number=1,
+        prompt="hi",
+        status="queued",
+        attempts=0,
+        provider="claude",
+        created_at=created,
+    )
+    sent = json.loads(json.dumps(dataclasses.asdict(turn), default=datetime.isoformat))
+    assert decode_result(StartTurn(session_id="ses_1", prompt="hi"), sent) == turn
+    assert decode_result(Interrupt(session_id="ses_1"), "trn_1") == "trn_1"
