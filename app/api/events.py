@@ -50,7 +50,6 @@ from app.api.schemas import (
 )
 from app.api.security import (
     KEY_RETIRED,
-    Principal,
     StreamAuthenticated,
     key_still_valid,
     require_ws_token,
@@ -68,7 +67,6 @@ from app.runtime.commands import (
     StartTurn,
 )
 from app.runtime.sessions import Sessions
-from app.runtime.shares import Holder
 from app.runtime.subscription import (
     DIRECT_WRITER,
     DirectWrite,
@@ -110,11 +108,6 @@ def _cursor_text(value: object) -> object:
 
 Cursor = Annotated[Annotated[int, Field(ge=0, le=MAX_CURSOR)] | None, BeforeValidator(_cursor_text)]
 """A ``Last-Event-ID`` / ``after`` value: an event seq, or nothing (from the start)."""
-
-
-def stream_holder(principal: Principal) -> Holder:
-    """The key a stream counts for in the subscriber caps' shares (``limits.max_key_share``)."""
-    return Holder(key=principal.name, admin=principal.admin)
 
 
 def parse_cursor(raw: str | None, *, name: str) -> int | None:
@@ -218,7 +211,7 @@ async def get_events(
         after=cursor,
         heartbeat_s=keepalive,
         transport="sse",
-        holder=stream_holder(principal),
+        holder=issuer(principal),
     )
     return SubscriptionResponse(
         _sse(subscription, request.scope.get("extensions", {}).get(DIRECT_WRITER)),
@@ -308,7 +301,7 @@ async def session_ws(
         cursor = parse_cursor(after, name="after") or 0
         await _checked_cursor(manager, session_id, cursor)
         subscription = await manager.events.open(
-            session_id, after=cursor, transport="ws", holder=stream_holder(principal)
+            session_id, after=cursor, transport="ws", holder=issuer(principal)
         )
     except GatewayError as exc:
         log.info(

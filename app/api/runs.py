@@ -21,7 +21,7 @@ from pydantic import BaseModel, StringConstraints
 
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session, issuer
-from app.api.events import SubscriptionResponse, sse_message, stream_holder
+from app.api.events import SubscriptionResponse, sse_message
 from app.api.schemas import SessionOptions, TurnStatus
 from app.api.security import Authenticated, Principal
 from app.errors import GatewayError
@@ -109,7 +109,7 @@ async def create_run(
     """Select a provider, run one turn; a provider that fails for good hands over to the next."""
     streaming = "text/event-stream" in request.headers.get("accept", "")
     if streaming:  # refused before any session is created or CLI started
-        manager.events.check_capacity(stream_holder(principal))
+        manager.events.check_capacity(issuer(principal))
     async with admit_session(request, manager, principal):
         run = await start_run(manager, body.session_request(owner=principal.name), body.prompt)
     if not streaming:
@@ -135,7 +135,7 @@ async def _subscribe(run: Run, principal: Principal, *, heartbeat_s: float) -> S
             after=0,
             heartbeat_s=heartbeat_s,
             transport="runs",
-            holder=stream_holder(principal),
+            holder=issuer(principal),
         )
     except GatewayError:
         try:

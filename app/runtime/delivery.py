@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from app.errors import TooManyRequests, Unavailable
 from app.observability.metrics import GatewayMetrics
-from app.runtime.shares import CAP_RETRY_AFTER_S, Holder, SharedCap, Tally, subscriber_cap
+from app.runtime.commands import Issuer
+from app.runtime.shares import CAP_RETRY_AFTER_S, SharedCap, Tally, subscriber_cap
 from app.runtime.subscription import (
     Channel,
     LoggedEvent,
@@ -170,7 +171,7 @@ class Delivery:
         heartbeat_s: float | None,
         check_limits: bool,
         transport: str,
-        holder: Holder | None,
+        holder: Issuer | None,
     ) -> Subscription:
         """Register a subscriber of the channel's events with ``seq > after`` (see
         ``EventLog.open`` for what it raises)."""
@@ -190,7 +191,7 @@ class Delivery:
             self, channel.session_id, channel, subscriber, after=after, heartbeat_s=heartbeat_s
         )
 
-    def check_capacity(self, holder: Holder | None = None) -> None:
+    def check_capacity(self, holder: Issuer | None = None) -> None:
         """Raise what ``open()`` would for ``holder``'s subscriber of a session that has none
         yet, registering nothing."""
         self._refuse_while_stopping()
@@ -203,7 +204,7 @@ class Delivery:
                 retry_after_s=max(1.0, self._stopping.retry_ms / 1000),
             )
 
-    def _refuse_at_caps(self, session_subscribers: int, holder: Holder | None) -> None:
+    def _refuse_at_caps(self, session_subscribers: int, holder: Issuer | None) -> None:
         if self._max_per_session is not None and session_subscribers >= self._max_per_session:
             raise TooManyRequests(
                 f"this session already has {session_subscribers} event subscribers "

@@ -24,9 +24,10 @@ from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
 from app.runtime.coalesce import Coalescer, Origin
+from app.runtime.commands import Issuer
 from app.runtime.delivery import Delivery, catch_up_from_store
 from app.runtime.replicas import Replicas
-from app.runtime.shares import Holder, SharedCap
+from app.runtime.shares import SharedCap
 from app.runtime.subscription import (
     Channel,
     Evicted,
@@ -408,7 +409,7 @@ class EventLog:
         heartbeat_s: float | None = None,
         check_limits: bool = True,
         transport: str = "internal",
-        holder: Holder | None = None,
+        holder: Issuer | None = None,
     ) -> Subscription:
         """Register a subscriber of the session's events with ``seq > after``, held by the
         key ``holder`` (app/runtime/shares.py).
@@ -430,7 +431,7 @@ class EventLog:
             self._replicas.follow(channel)
         return subscription
 
-    def check_capacity(self, holder: Holder | None = None) -> None:
+    def check_capacity(self, holder: Issuer | None = None) -> None:
         """Raise what ``open()`` would for ``holder``'s subscriber of a session that has none
         yet, registering nothing: lets a request be refused before it creates that session."""
         self._delivery.check_capacity(holder)

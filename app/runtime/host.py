@@ -39,10 +39,10 @@ from app.providers.base import (
 )
 from app.records import ApprovalRecord, SessionStatus, TurnRecord
 from app.runtime.approvals import ApprovalBroker, Emit
+from app.runtime.commands import Issuer
 from app.runtime.coordinator import AttemptReporter, RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.failover import Moved
 from app.runtime.live import TurnContext
-from app.runtime.shares import Holder
 from app.runtime.turns import (
     GATEWAY_SHUTDOWN,
     STORAGE_RETRY_S,
@@ -95,7 +95,7 @@ class SessionHost:
         provider: str,
         handle: ProviderSession,
         thread_id: str | None,
-        holder: Holder,
+        holder: Issuer,
         model: str | None,
         approval_timeout_s: float,
     ) -> None:
@@ -138,7 +138,7 @@ class SessionHost:
         return self._context.provider
 
     @property
-    def holder(self) -> Holder:
+    def holder(self) -> Issuer:
         return self._holder
 
     @property

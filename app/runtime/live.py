@@ -14,8 +14,9 @@ from typing import Protocol
 
 from app.providers.base import ProcessInfo, Provider, ProviderSession
 from app.runtime.approvals import ApprovalBroker
+from app.runtime.commands import Issuer
 from app.runtime.figures import TurnTiming
-from app.runtime.shares import Holder, SharedCap
+from app.runtime.shares import SharedCap
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class Seat(Protocol):
     @property
     def provider(self) -> str: ...
     @property
-    def holder(self) -> Holder: ...
+    def holder(self) -> Issuer: ...
     @property
     def busy(self) -> bool: ...
     @property
@@ -88,7 +89,7 @@ async def make_room(
         and owns_process(providers, other)
         and (other.busy or other.process is not None)
     ]
-    mine = [h for h in holders if h.holder.key == live.holder.key]
+    mine = [h for h in holders if h.holder.name == live.holder.name]
     closing = _idlest(mine, len(mine) + 1 - cap.per_key) if cap.divided else []
     if closing is None:
         raise cap.over_share(live.holder, held=len(mine))

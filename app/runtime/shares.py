@@ -23,33 +23,23 @@ from dataclasses import dataclass
 
 from app.errors import AtCapacity, GatewayError, KeyShareExceeded
 from app.limits import LimitsSettings
+from app.runtime.commands import GATEWAY, Issuer
 from app.settings import Settings
 
 CAP_RETRY_AFTER_S = 5.0
 """The ``Retry-After`` of a refusal at a cap or a share (a slot frees when a stream or a turn
 ends)."""
-ADMIN_KEY = "admin"
-"""The name the admin key (``server.token`` or the token file) goes by."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Holder:
-    """The key a stream or a process counts for."""
-
-    key: str
-    admin: bool
 
 
 def admin_keys(settings: Settings) -> frozenset[str]:
     """The names of the keys with admin rights: the admin key and admin ``server.api_keys``."""
-    return frozenset({ADMIN_KEY, *(k.name for k in settings.server.api_keys if k.admin)})
+    return frozenset({GATEWAY.name, *(k.name for k in settings.server.api_keys if k.admin)})
 
 
-def holder_of(owner: str | None, admins: Iterable[str]) -> Holder:
-    """The holder a session's processes count for; a session without an owner is the
-    admin key's."""
-    key = owner if owner is not None else ADMIN_KEY
-    return Holder(key=key, admin=key in admins)
+def holder_of(owner: str | None, admins: Iterable[str]) -> Issuer:
+    """The key a session's processes count for; a session without an owner is the admin
+    key's."""
+    return GATEWAY if owner is None else Issuer(name=owner, admin=owner in admins)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,13 +83,13 @@ class SharedCap:
         """The top of the cap only admin keys may take."""
         return math.floor(self.cap * self.admin_reserve)
 
-    def limit_for(self, holder: Holder) -> int:
+    def limit_for(self, holder: Issuer) -> int:
         """How far the total may go with one more for ``holder`` (its share aside)."""
         return self.cap if holder.admin else self.cap - self.reserve
 
-    def over_share(self, holder: Holder, *, held: int) -> KeyShareExceeded:
+    def over_share(self, holder: Issuer, *, held: int) -> KeyShareExceeded:
         return KeyShareExceeded(
-            f"this key ({holder.key}) already holds {held} of the {self.cap} {self.noun} this "
+            f"this key ({holder.name}) already holds {held} of the {self.cap} {self.noun} this "
             f"gateway may have (limits.{self.setting}); one key may hold {self.per_key} of "
             f"them (limits.max_key_share = {self.key_share:g}): close one or retry later",
             retry_after_s=self.retry_after_s,
@@ -109,7 +99,7 @@ class SharedCap:
             held=held,
         )
 
-    def full(self, holder: Holder, *, total: int, held: int) -> AtCapacity:
+    def full(self, holder: Issuer, *, total: int, held: int) -> AtCapacity:
         if total >= self.cap:
             detail = (
                 f"the gateway has its maximum of {self.cap} {self.noun} (limits.{self.setting}); "
@@ -130,7 +120,7 @@ class SharedCap:
             held=held,
         )
 
-    def refusal(self, holder: Holder, *, total: int, held: int) -> GatewayError | None:
+    def refusal(self, holder: Issuer, *, total: int, held: int) -> GatewayError | None:
         """Why ``holder``, holding ``held`` of ``total``, may not take one more; None if it may."""
         if self.divided and held >= self.per_key:
             return self.over_share(holder, held=held)
@@ -169,29 +159,29 @@ class Tally:
     def held(self, key: str) -> int:
         return self._held.get(key, 0)
 
-    def check(self, holder: Holder | None) -> None:
+    def check(self, holder: Issuer | None) -> None:
         """Raise the refusal for one more held by ``holder``; without a holder only the cap
         itself applies."""
         if self.cap is None:
             return
         if holder is None:
             if self.total >= self.cap.cap:
-                raise self.cap.full(Holder(key="", admin=True), total=self.total, held=0)
+                raise self.cap.full(GATEWAY, total=self.total, held=0)
             return
-        refusal = self.cap.refusal(holder, total=self.total, held=self.held(holder.key))
+        refusal = self.cap.refusal(holder, total=self.total, held=self.held(holder.name))
         if refusal is not None:
             raise refusal
 
-    def add(self, holder: Holder | None) -> None:
+    def add(self, holder: Issuer | None) -> None:
         self.total += 1
         if holder is not None:
-            self._held[holder.key] = self.held(holder.key) + 1
+            self._held[holder.name] = self.held(holder.name) + 1
 
-    def remove(self, holder: Holder | None) -> None:
+    def remove(self, holder: Issuer | None) -> None:
         self.total -= 1
         if holder is not None:
-            left = self.held(holder.key) - 1
+            left = self.held(holder.name) - 1
             if left > 0:
-                self._held[holder.key] = left
+                self._held[holder.name] = left
             else:
-                self._held.pop(holder.key, None)
+                self._held.pop(holder.name, None)

@@ -29,7 +29,7 @@ from prometheus_client import Histogram
 
 from app.events import EventType
 from app.process.queues import next_item
-from app.runtime.shares import Holder
+from app.runtime.commands import Issuer
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class Subscriber:
     at its own pace; only events appended since count towards its lag."""
     transport: str = "internal"
     """What the events are delivered over (``sse``, ``ws``, ``runs``), for the metrics."""
-    holder: Holder | None = None
+    holder: Issuer | None = None
     """The key the subscriber counts for (``limits.max_key_share``); None: internal."""
     cursor: int = 0
     """The last seq handed to the client's transport."""

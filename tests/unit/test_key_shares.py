@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from app.errors import AtCapacity, KeyShareExceeded
-from app.runtime.shares import Holder, SharedCap, Tally, admin_keys, holder_of, process_cap
+from app.runtime.commands import Issuer
+from app.runtime.shares import SharedCap, Tally, admin_keys, holder_of, process_cap
 from app.settings import Settings
 
 TOKEN = "t" * 32
-ALICE = Holder(key="alice", admin=False)
-BOB = Holder(key="bob", admin=False)
-ADMIN = Holder(key="admin", admin=True)
+ALICE = Issuer(name="alice", admin=False)
+BOB = Issuer(name="bob", admin=False)
+ADMIN = Issuer(name="admin", admin=True)
 
 
 def settings(**limits: float) -> Settings:
@@ -70,9 +71,9 @@ def test_t28_the_admin_key_alone_holds_the_whole_cap() -> None:
 def test_t28_admin_keys_are_the_admin_key_and_the_admin_api_keys() -> None:
     admins = admin_keys(settings())
     assert admins == {"admin", "ops"}
-    assert holder_of("ops", admins) == Holder(key="ops", admin=True)
-    assert holder_of("alice", admins) == Holder(key="alice", admin=False)
-    assert holder_of(None, admins) == Holder(key="admin", admin=True)
+    assert holder_of("ops", admins) == Issuer(name="ops", admin=True)
+    assert holder_of("alice", admins) == Issuer(name="alice", admin=False)
+    assert holder_of(None, admins) == Issuer(name="admin", admin=True)
 
 
 def test_t28_an_undivided_cap_refuses_at_the_cap_not_at_a_share() -> None:
