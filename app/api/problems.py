@@ -114,9 +114,14 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(methods)
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    error = internal_error(log, f"{request.method} {request.url.path}", exc)
+def _internal(method: str, path: str, exc: Exception) -> JSONResponse:
+    """The id-only answer to an unexpected error, logged under that id."""
+    error = internal_error(log, f"{method} {path}", exc)
     return _response(problem_for(error), error.status)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return _internal(request.method, request.url.path, exc)
 
 
 class UnexpectedErrors:
@@ -148,8 +153,7 @@ class UnexpectedErrors:
         except Exception as exc:
             if started:
                 raise
-            error = internal_error(log, f"{scope['method']} {scope['path']}", exc)
-            await _response(problem_for(error), error.status)(scope, receive, send)
+            await _internal(scope["method"], scope["path"], exc)(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
