@@ -106,10 +106,8 @@ class ClusteredSessions:
         does, for a turn or a close), else on the replica that does."""
         row = await self.local.get(command.session_id, owner=issuer.owner)
         if isinstance(command, Close | StartTurn):
-            if row.status in ENDED_SESSION_STATUSES:
-                if isinstance(command, Close):
-                    return cast(R, row)
-                raise SessionClosed(f"session {row.id} is {row.status}; create a new session")
+            if (ended := _ended(command, row)) is not None:
+                return cast(R, ended)
             elsewhere = await self._hold_or_locate(command.session_id)
         else:
             elsewhere = await self._located_elsewhere(command.session_id)
@@ -125,10 +123,8 @@ class ClusteredSessions:
         command = decode(kind, fields)
         if isinstance(command, Close | StartTurn):
             row = await self.local.get(command.session_id, owner=issuer.owner)
-            if row.status in ENDED_SESSION_STATUSES:
-                if isinstance(command, Close):
-                    return row
-                raise SessionClosed(f"session {row.id} is {row.status}; create a new session")
+            if (ended := _ended(command, row)) is not None:
+                return ended
             holder = await self._hold_or_locate(command.session_id)
             if holder is not None:  # it moved on between the two replicas: the client retries
                 raise ClusterUnavailable(
@@ -241,3 +237,13 @@ class ClusteredSessions:
                     await self.cluster.let_go(session_id)
                     self.events.let_go(session_id)
         return adopted
+
+
+def _ended(command: Close | StartTurn, row: SessionRecord) -> SessionRecord | None:
+    """What a close or a turn on an ended session answers without any replica taking it: the
+    session itself for a close; a turn is refused. None while the session is open."""
+    if row.status not in ENDED_SESSION_STATUSES:
+        return None
+    if isinstance(command, Close):
+        return row
+    raise SessionClosed(f"session {row.id} is {row.status}; create a new session")
