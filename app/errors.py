@@ -189,14 +189,16 @@ class ClusterUnavailable(Unavailable):
     title = "Cluster unavailable"
 
 
-class SessionFenced(Exception):
-    """Events were written under a replica lease older than the one that has claimed their
-    session since: the writer lost the session to another replica and must stop."""
+class SessionFenced(ClusterUnavailable):
+    """A write for a session that another replica has claimed since this one did (its events
+    under an older fencing token, or anything else its owner writes): the writer lost the
+    session and must stop. A client that met it retries and reaches the new owner."""
 
     def __init__(self, session_ids: list[str]) -> None:
         super().__init__(
             "another replica has taken over " + ", ".join(session_ids) + "; this one may no "
-            "longer write its events"
+            "longer write for it: retry",
+            retry_after_s=1,
         )
         self.session_ids = session_ids
 

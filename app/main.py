@@ -71,7 +71,11 @@ def _cluster(redis: Redis, settings: Settings, store: Store, metrics: GatewayMet
     """This replica's part in the cluster; refused commands are counted by reason."""
     refusals = metrics.cluster_refused
     return Cluster(
-        redis, settings.cluster, store, refused=lambda reason: refusals.labels(reason=reason).inc()
+        redis,
+        settings.cluster,
+        store,
+        refused=lambda reason: refusals.labels(reason=reason).inc(),
+        metrics=metrics,
     )
 
 
@@ -91,13 +95,19 @@ def create_app(
     mask, token_file = _secrets(settings, token, mask, from_file=not configured)
     # Several replicas: the one Redis client (it connects on first use) of the limits and
     # the cluster.
-    redis = connect(settings.cluster.redis_url) if settings.cluster.redis_url else None
+    cluster_settings = settings.cluster
+    redis = (
+        connect(cluster_settings.redis_url, name=f"agw:{cluster_settings.replica_id}:main")
+        if cluster_settings.redis_url
+        else None
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
-        store = Store(engine)
+        # With replicas every write a session's owner makes is fenced by its claim.
+        store = Store(engine, holder=None if redis is None else settings.cluster.replica_id)
         cluster = None if redis is None else _cluster(redis, settings, store, gateway_metrics)
         try:
             await check_schema(engine)

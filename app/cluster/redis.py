@@ -33,18 +33,22 @@ _UNREACHABLE = (
 )
 
 
-def connect(url: str, *, timeout_s: float = REDIS_TIMEOUT_S, blocking: bool = False) -> Redis:
+def connect(
+    url: str, *, timeout_s: float = REDIS_TIMEOUT_S, blocking: bool = False, name: str | None = None
+) -> Redis:
     """A client for ``url`` (``redis://host:port/db``); connects on first use.
 
     ``blocking``: for calls that wait on the server longer than ``timeout_s`` (``BLPOP`` for
     a forwarded command's answer): no read deadline of its own, so the caller bounds each
-    call (``asyncio.timeout``); connecting still has ``timeout_s``."""
+    call (``asyncio.timeout``); connecting still has ``timeout_s``. ``name``: the connections'
+    name in Redis (``CLIENT LIST``), ``agw:<replica>:<role>``."""
     return Redis.from_url(
         url,
         socket_timeout=None if blocking else timeout_s,
         socket_connect_timeout=timeout_s,
         health_check_interval=30,
         decode_responses=False,
+        client_name=name,
     )
 
 

@@ -118,6 +118,36 @@ class GatewayMetrics:
             ["reason"],
             registry=registry,
         )
+        self.cluster_held = Gauge(
+            "agent_gateway_cluster_sessions_held",
+            "Sessions this replica holds (runs their CLI) now",
+            registry=registry,
+        )
+        self.cluster_adoptions = Counter(
+            "agent_gateway_cluster_adoptions",
+            "Sessions adopted from a replica that stopped sending heartbeats",
+            registry=registry,
+        )
+        self.cluster_fenced = Counter(
+            "agent_gateway_cluster_fenced_writes",
+            "Writes refused because another replica had claimed their session since; each "
+            "stops that session here",
+            registry=registry,
+        )
+        self.cluster_forwarded = Counter(
+            "agent_gateway_cluster_forwarded",
+            "Commands forwarded to the replica holding their session, by command and outcome "
+            "(answered, error, owner_gone, not_run, unconfirmed)",
+            ["op", "outcome"],
+            registry=registry,
+        )
+        self.cluster_forward_seconds = Histogram(
+            "agent_gateway_cluster_forward_seconds",
+            "Time from forwarding a command to another replica to its answer, by command",
+            ["op"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=registry,
+        )
         self.approvals = Counter(
             "agent_gateway_approvals",
             "Approvals resolved, by provider, decision and who decided (client, policy, gateway)",

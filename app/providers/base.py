@@ -203,8 +203,10 @@ class ProviderSession(ABC):
         """Release the live process; the next turn resumes the thread from the binding."""
 
     @abstractmethod
-    async def close(self) -> None:
-        """Stop everything this session holds; the session will not be used again."""
+    async def close(self, *, at_once: bool = False) -> None:
+        """Stop everything this session holds; the session will not be used again. With
+        ``at_once`` (another replica runs the session now, or this one is shutting down) its
+        CLI gets no grace: a process of its own is killed, a shared server's turn aborted."""
 
 
 class ThreadSession(ProviderSession):

@@ -165,11 +165,15 @@ class ProcessSession(ThreadSession, Generic[L, T]):
             return None
         return limit_error(process.exceeded, cli=self._cli, provider=self._name)
 
-    async def _release(self, live: L) -> None:
-        """Stop ``live``'s process and its follower; the next turn spawns a new one."""
+    async def _release(self, live: L, *, at_once: bool = False) -> None:
+        """Stop ``live``'s process and its follower; the next turn spawns a new one. With
+        ``at_once`` the process is killed without waiting for it to exit on its own."""
         if self._live is live:
             self._live = None
-        await live.process.stop(grace_s=self._stop_grace_s())
+        if at_once:
+            await live.process.stop(grace_s=0, term_s=0)
+        else:
+            await live.process.stop(grace_s=self._stop_grace_s())
         await self._disconnect(live)
         live.follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -235,7 +239,9 @@ class ProcessSession(ThreadSession, Generic[L, T]):
         if live is not None:
             await self._release(live)
 
-    async def close(self) -> None:
+    async def close(self, *, at_once: bool = False) -> None:
         self._closed = True
-        await self.suspend()
+        live = self._live
+        if live is not None:
+            await self._release(live, at_once=at_once)
         self._host.forget(self)

@@ -1,12 +1,15 @@
-"""Sessions of a cluster of replicas: a ``LocalSessions`` wrapped with leases, forwarding,
-loss and adoption (app/runtime/cluster.py has the leases and the signed transport).
+"""Sessions of a cluster of replicas: a ``LocalSessions`` wrapped with claims, forwarding,
+loss, adoption and hand-back (app/runtime/cluster.py has ownership and the signed transport).
 
     execute(command, issuer) at any replica
-        StartTurn, Close:  hold the session (taking a free lease) ─► run it here
+        StartTurn, Close:  hold the session (claiming it if free) ─► run it here
                            held by replica R                      ─► forward it to R
         the others:        held by replica R                      ─► forward it to R
                            else                                   ─► run it here (nothing
                                                                      waits elsewhere)
+        R died and never began it (``OwnerGone``)                 ─► adopt the session, run here
+        this replica shutting down: a StartTurn or Close          ─► its session handed back,
+                                                                     the command sent to another
     a command forwarded here runs here, as the key that asked; a StartTurn or Close for a
     session that moved on meanwhile is ``cluster_unavailable`` (the client retries)
 
@@ -17,18 +20,30 @@ Between ``start`` and ``aclose`` three supervised loops consume what the cluster
 (app/runtime/supervision.py: a failure is logged, the loop goes on):
 
     cluster.commands()   ─► Received     run it here (each in a task of its own) ─► answer
-    cluster.losses()     ─► Lost         stop the session here, write nothing more
+    cluster.losses()     ─► Lost         stop the session's CLI here at once, write nothing
     cluster.adoptions()  ─► AdoptionDue  adopt the sessions of replicas that died
+
+Whenever this replica claims a session (a turn, a close, an adoption), what its last holder
+left unfinished is settled once (app/runtime/recovery.py ``settle_session``), so the log and
+the rows tell the same end of every turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from app.errors import ClusterUnavailable, SessionClosed
+from app.errors import (
+    ClusterUnavailable,
+    NotFound,
+    SessionClosed,
+    StorageUnavailable,
+    Unavailable,
+)
 from app.providers.base import ProcessInfo
 from app.records import ENDED_SESSION_STATUSES, SessionRecord
 from app.runtime.cluster import AdoptionDue, Cluster, Lost, Received
@@ -43,10 +58,12 @@ from app.runtime.commands import (
 )
 from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook
+from app.runtime.forwarding import OwnerGone
 from app.runtime.local import LocalSessions
-from app.runtime.recovery import end_unfinished, scheduled_turns
+from app.runtime.recovery import settle_session
 from app.runtime.requests import SessionRequest
 from app.runtime.supervision import Supervisor
+from app.runtime.turns import GATEWAY_SHUTDOWN
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -67,6 +84,9 @@ class ClusteredSessions:
         self.clock: Callable[[], datetime] = local.clock
         self.figures: FigureBook = local.figures
         self._loops = Supervisor(log)
+        self._closing = False
+        self._handing_back: dict[str, asyncio.Task[None]] = {}
+        local.fenced = cluster.fenced  # a write refused for a session: it is lost here
 
     # --- what does not depend on where the session runs -----------------------------------
 
@@ -88,14 +108,6 @@ class ClusteredSessions:
     async def suspend_idle(self, now: float | None = None) -> int:
         return await self.local.suspend_idle(now)
 
-    async def aclose(self) -> None:
-        """Stop the sessions here, then the loops (a command forwarded meanwhile is still
-        answered, as the leases are still renewed); idempotent."""
-        try:
-            await self.local.aclose()
-        finally:
-            await self._loops.aclose()
-
     async def replica_of(self, session_id: str) -> str | None:
         return await self.cluster.owner(session_id)
 
@@ -103,18 +115,33 @@ class ClusteredSessions:
 
     async def execute(self, command: SessionCommand[R], issuer: Issuer) -> R:
         """Run ``command`` here when this replica holds the session (taking it when nobody
-        does, for a turn or a close), else on the replica that does."""
-        row = await self.local.get(command.session_id, owner=issuer.owner)
+        does, for a turn or a close), else on the replica that does; while this replica
+        shuts down, a turn or a close goes to another one."""
+        session_id = command.session_id
+        row = await self.local.get(session_id, owner=issuer.owner)
         if isinstance(command, Close | StartTurn):
             if (ended := _ended(command, row)) is not None:
                 return cast(R, ended)
-            elsewhere = await self._hold_or_locate(command.session_id)
+            if self._closing:
+                await self._hand_back(session_id)
+                elsewhere: str | None = await self._another_replica()
+            else:
+                elsewhere = await self._hold_or_locate(session_id)
         else:
-            elsewhere = await self._located_elsewhere(command.session_id)
+            elsewhere = await self.cluster.holder_elsewhere(session_id)
         if elsewhere is None:
             return await self._here(command, issuer)
         kind, fields = encode(cast(Any, command))
-        answer = await self.cluster.forward(elsewhere, kind, fields, issuer=issuer)
+        try:
+            answer = await self.cluster.forward(elsewhere, kind, fields, issuer=issuer)
+        except OwnerGone:  # it died and never began the command: adopt the session, run here
+            if self._closing or not await self.adopt(session_id, keep=True):
+                raise ClusterUnavailable(
+                    f"replica {elsewhere}, which ran session {session_id}, stopped; another "
+                    "replica is taking the session over: retry",
+                    retry_after_s=1,
+                ) from None
+            return await self._here(command, issuer)
         return decode_result(command, answer)
 
     async def _serve(self, kind: str, fields: dict[str, Any], issuer: Issuer) -> Any:
@@ -125,6 +152,10 @@ class ClusteredSessions:
             row = await self.local.get(command.session_id, owner=issuer.owner)
             if (ended := _ended(command, row)) is not None:
                 return ended
+            if self._closing:
+                raise ClusterUnavailable(
+                    f"replica {self.cluster.replica_id} is shutting down; retry", retry_after_s=1
+                )
             holder = await self._hold_or_locate(command.session_id)
             if holder is not None:  # it moved on between the two replicas: the client retries
                 raise ClusterUnavailable(
@@ -140,39 +171,52 @@ class ClusteredSessions:
         return result
 
     async def _hold_or_locate(self, session_id: str) -> str | None:
-        """Hold the session here (taking it if free): None; or the replica that holds it."""
-        held_before = self.cluster.holds(session_id)
-        holder = await self.cluster.hold(session_id)
-        if holder is not None:
-            return holder.replica_id
-        if not held_before:
-            await self.events.take_over(session_id)
-            await self.local.drop(session_id, "replica_lost")  # from an earlier hold of it
-        return None
-
-    async def _located_elsewhere(self, session_id: str) -> str | None:
-        """The other replica that holds the session, if one does (nothing is taken)."""
+        """Hold the session here (claiming it if free): None; or the replica that holds it.
+        A session newly held here first has what died with its last holder ended."""
         if self.cluster.holds(session_id):
             return None
-        holder = await self.cluster.leases.holder(session_id)  # ClusterUnavailable: 503
-        if holder is None or holder.replica_id == self.cluster.replica_id:
-            return None
-        return holder.replica_id
+        holder = await self.cluster.hold(session_id)
+        if holder is not None:
+            return holder
+        await self._taken(session_id)
+        return None
+
+    async def _taken(self, session_id: str) -> None:
+        """This replica has just claimed the session: number its events from the store, drop
+        what an earlier hold of it left here, and settle what its last holder left unfinished
+        (nothing, when that one let it go cleanly)."""
+        await self.events.take_over(session_id)
+        await self.local.drop(session_id, "replica_lost")
+        scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
+        if scheduled is not None:
+            await self.local.resume(scheduled)
+
+    async def _another_replica(self) -> str:
+        """A live replica other than this one (shutting down), for a turn or a close."""
+        others = [r for r in await self.cluster.live_replicas() if r != self.cluster.replica_id]
+        if not others:
+            raise Unavailable(
+                "this replica is shutting down and no other replica is alive; retry shortly",
+                retry_after_s=5,
+            )
+        return secrets.choice(others)
 
     # --- loss and adoption ------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """At start: adopt the sessions no live replica holds (ends what died with theirs)."""
+        """At start: send the first heartbeat, then adopt what this replica's earlier run left
+        (and, once it may adopt, the sessions no live replica holds)."""
+        await self.cluster.beat()
         try:
             await self.adopt_orphans()
-        except ClusterUnavailable:  # Redis away: the adoption loop tries again
+        except StorageUnavailable:  # the adoption loop tries again
             log.warning("could not look for sessions of lost replicas at start; will retry")
 
     async def start(self) -> None:
-        """Serve forwarded commands, renew the leases held here, adopt orphans, until
-        ``aclose``."""
+        """Serve forwarded commands, send heartbeats and watch the sessions held here, adopt
+        orphans, until ``aclose``."""
         self._loops.consume("cluster-commands", self.cluster.commands, self._received)
-        self._loops.consume("cluster-leases", self.cluster.losses, self._lost)
+        self._loops.consume("cluster-heartbeat", self.cluster.losses, self._lost)
         self._loops.consume("cluster-adoption", self.cluster.adoptions, self._adopt)
 
     async def _received(self, received: Received) -> None:
@@ -189,54 +233,87 @@ class ClusteredSessions:
             await self.cluster.answer(received, result=result)
 
     async def _lost(self, lost: Lost) -> None:
-        """Another replica took the session over: stop what runs it here, write nothing."""
-        await self.local.drop(lost.session_id, "replica_lost")
+        """Another replica took the session over: stop its CLI here at once, write nothing."""
+        await self.local.drop(lost.session_id, "replica_lost", quiet=True)
         self.events.let_go(lost.session_id)
 
     async def _adopt(self, _: AdoptionDue) -> None:
         try:
             await self.adopt_orphans()
-        except ClusterUnavailable:  # Redis away: the next tick tries again
+        except StorageUnavailable:  # the next tick tries again
             log.warning("could not look for sessions of lost replicas; will retry")
 
     async def adopt_orphans(self) -> int:
-        """End the in-flight turns and approvals of sessions whose replica was lost (busy in
-        the store, no lease in Redis); returns how many sessions were adopted."""
-        candidates = {turn.session_id for turn in await self.store.unfinished_turns()}
-        candidates |= {approval.session_id for approval in await self.store.pending_approvals()}
+        """Adopt the sessions nobody alive runs (app/store/ownership.py); how many."""
         adopted = 0
-        for session_id in sorted(candidates):
-            if self.cluster.holds(session_id) or self.local.is_live(session_id):
-                continue
-            if await self.cluster.leases.holder(session_id) is not None:
-                continue  # its replica is alive
-            if await self.cluster.hold(session_id) is not None:
-                continue  # another replica adopted it first
-            resumed = False
-            try:
-                await self.events.take_over(session_id)
-                now = self.clock()
-                await end_unfinished(
-                    self.store, self.events, now=now, reason="replica_lost", sessions={session_id}
-                )
-                scheduled = await scheduled_turns(self.store, {session_id})
-                if scheduled:  # a wait for a usage limit's reset goes on here
-                    resumed = await self.local.resume(scheduled[0])
-                else:
-                    await self.store.update_session(session_id, status="idle", updated_at=now)
+        for session_id in await self.cluster.orphans():
+            if self.local.is_live(session_id) and not self.cluster.holds(session_id):
+                await self.local.drop(session_id, "replica_lost", quiet=True)
+            if await self.adopt(session_id):
                 adopted += 1
-                log.warning(
-                    "adopted session %s from a lost replica: %s",
-                    session_id,
-                    "its turn waits here" if resumed else "its turn ended (replica_lost)",
-                    extra={"session_id": session_id, "event": "cluster.adopted"},
-                )
-            finally:
-                await self.events.flush()
-                if not resumed:
-                    await self.cluster.let_go(session_id)
-                    self.events.let_go(session_id)
         return adopted
+
+    async def adopt(self, session_id: str, *, keep: bool = False) -> bool:
+        """Claim a session whose holder died (or that nobody holds) and end what died with it,
+        once; then give it back unless ``keep`` or its turn's wait for a usage limit goes on
+        here. Whether this replica adopted it (False: another one was first, or its holder is
+        alive after all)."""
+        if self.cluster.holds(session_id):
+            return True
+        try:
+            holder = await self.cluster.hold(session_id, adopt=True)
+        except NotFound:
+            return False
+        if holder is not None:
+            return False
+        resumed = False
+        try:
+            await self.events.take_over(session_id)
+            scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
+            if scheduled is not None:
+                resumed = await self.local.resume(scheduled)
+            self.cluster.count_adopted()
+            log.warning(
+                "adopted session %s from a lost replica%s",
+                session_id,
+                ": its turn waits here" if resumed else "",
+                extra={"session_id": session_id, "event": "cluster.adopted"},
+            )
+        finally:
+            await self.events.flush()
+            if not (resumed or keep):
+                await self.cluster.let_go(session_id)
+                self.events.let_go(session_id)
+        return True
+
+    # --- shutdown -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Hand every session held here back (each as soon as its CLI is stopped and its last
+        events are stored), then stop the loops; turns and closes that arrive meanwhile go to
+        another replica. Idempotent."""
+        self._closing = True
+        try:
+            await asyncio.gather(
+                *(self._hand_back(s) for s in self.cluster.held()), return_exceptions=True
+            )
+            await self.local.aclose()
+        finally:
+            await self._loops.aclose()
+
+    async def _hand_back(self, session_id: str) -> None:
+        """Stop the session here (its turn ends as interrupted, ``gateway_shutdown``), store
+        its last events, then let the session go: another replica may claim it at once."""
+        task = self._handing_back.get(session_id)
+        if task is None:
+            task = asyncio.ensure_future(self._give_back(session_id))
+            self._handing_back[session_id] = task
+        await asyncio.shield(task)
+
+    async def _give_back(self, session_id: str) -> None:
+        await self.local.drop(session_id, GATEWAY_SHUTDOWN, at_once=True)
+        await self.events.flush()
+        await self.cluster.let_go(session_id)
 
 
 def _ended(command: Close | StartTurn, row: SessionRecord) -> SessionRecord | None:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.errors import StorageUnavailable
+from app.errors import SessionFenced, StorageUnavailable
 from app.events import EventData, StreamedText, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
 from app.records import EventRecord
@@ -343,7 +343,10 @@ class EventLog:
             self._pending = [item for item in self._pending if item.channel is not channel]
         failed = batch + later
         channel.assigned_seq = channel.last_seq
-        if not isinstance(exc, StorageUnavailable):  # another database error: raised as it is
+        if isinstance(exc, SessionFenced) and self._cluster is not None:
+            for session_id in exc.session_ids:  # another replica runs it: it is lost here
+                self._cluster.fenced(session_id)
+        elif not isinstance(exc, StorageUnavailable):  # another database error: raised as is
             log.error("could not store events of %s: %s", batch[0].record.session_id, exc)
         if not any(item.done is not None for item in failed):
             channel.failure = exc  # nobody waited: tell the session's next append

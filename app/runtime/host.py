@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.errors import NoTurnRunning, StorageUnavailable
+from app.errors import NoTurnRunning, SessionFenced, StorageUnavailable
 from app.events import EventData, QuestionAnswer, TurnError
 from app.observability.logs import bind_ids
 from app.providers.base import (
@@ -82,6 +82,8 @@ class HostServices:
     monotonic: Callable[[], float]
     fail_over: FailOver | None = None
     """Choose and record the next provider for a turn that failed for good."""
+    fenced: Callable[[str], None] = lambda session_id: None
+    """Told when a write for a session was refused because another replica claimed it."""
 
 
 class SessionHost:
@@ -102,6 +104,8 @@ class SessionHost:
         self._services = services
         self._stopping = False
         """``stop`` has begun: what its turn does from then on changes the status no more."""
+        self._quiet = False
+        """Stopped because another replica runs the session now: nothing more is written."""
         self._holder = holder
         self._task: asyncio.Task[None] | None = None
         self._coordinator: TurnCoordinator | None = None
@@ -268,7 +272,12 @@ class SessionHost:
                 fail_over=self._fail_over,
                 resumed=resumed,
             )
+        except SessionFenced:
+            await self._fenced_out()
+            return
         except asyncio.CancelledError:
+            if self._quiet:
+                raise
             if self._stop_reason == GATEWAY_SHUTDOWN and coordinator.resume_at is not None:
                 # Waiting for a usage limit's reset: the wait is stored and the next start of
                 # the gateway resumes it, so the turn is not ended here.
@@ -280,10 +289,26 @@ class SessionHost:
             try:
                 await self._end(turn, driven.outcome, driven.attempt)
                 return
+            except SessionFenced:
+                await self._fenced_out()
+                return
             except StorageUnavailable:
                 if tries == 0:
                     await stop_cli(live)
                 await asyncio.sleep(STORAGE_RETRY_S[min(tries, len(STORAGE_RETRY_S) - 1)])
+
+    async def _fenced_out(self) -> None:
+        """Another replica claimed the session and refused this one's write: its CLI is killed
+        at once (never two CLIs on one thread), nothing more is written, and the session is
+        reported lost (its host is dropped)."""
+        log.warning(
+            "session %s was claimed by another replica: its CLI here is stopped", self.session_id
+        )
+        self._quiet = self._stopping = True
+        try:
+            await self._context.handle.close(at_once=True)
+        finally:
+            self._services.fenced(self.session_id)
 
     async def _end(self, turn: TurnRecord, outcome: TurnOutcome, attempt: int) -> None:
         live, services = self._context, self._services
@@ -359,14 +384,17 @@ class SessionHost:
         """Close the CLI process (the session resumes from its binding on its next turn)."""
         await self._context.handle.suspend()
 
-    async def stop(self, reason: str) -> None:
-        """End the running turn (for ``reason``), withdraw what waits, close the CLI."""
+    async def stop(self, reason: str, *, quiet: bool = False, at_once: bool = False) -> None:
+        """End the running turn (for ``reason``), withdraw what waits, close the CLI. ``quiet``:
+        another replica runs the session now, so nothing is written and the CLI is killed at
+        once; ``at_once``: the CLI gets no grace (the turn's end is still recorded)."""
         live = self._context
         self._stopping = True
+        self._quiet = self._quiet or quiet
         self._stop_reason = reason
         live.approvals.cancel_reason = "session_closed"
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await live.handle.close()
+        await live.handle.close(at_once=quiet or at_once)

@@ -118,7 +118,11 @@ class LocalSessions:
             sleep=sleep,
             monotonic=monotonic,
             fail_over=failover.go_on,
+            fenced=self._fenced,
         )
+        self.fenced: Callable[[str], None] | None = None
+        """Told when a write for a session was refused because another replica claimed it
+        (set by ``ClusteredSessions``)."""
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -193,11 +197,18 @@ class LocalSessions:
         log.info("session %s closed", session_id)
         return row
 
-    async def drop(self, session_id: str, reason: str) -> None:
-        """Stop the session's live side here, if it has one (its turn ends for ``reason``)."""
+    async def drop(
+        self, session_id: str, reason: str, *, quiet: bool = False, at_once: bool = False
+    ) -> None:
+        """Stop the session's live side here, if it has one (its turn ends for ``reason``;
+        ``quiet`` and ``at_once`` as for ``SessionHost.stop``)."""
         host = self._hosts.pop(session_id, None)
         if host is not None:
-            await host.stop(reason)
+            await host.stop(reason, quiet=quiet, at_once=at_once)
+
+    def _fenced(self, session_id: str) -> None:
+        if self.fenced is not None:
+            self.fenced(session_id)
 
     async def _start_turn(self, command: StartTurn, issuer: Issuer) -> TurnRecord:
         """Create the turn and start it in the background; 409 while another one runs."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from app.errors import StorageUnavailable
+from app.errors import SessionFenced, StorageUnavailable
 from app.events import (
     EventData,
     MessageCompleted,
@@ -276,6 +276,8 @@ async def drive_turn(
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
         return Driven(outcome=outcome, attempt=max(result.attempts, 1))
+    except SessionFenced:
+        raise  # another replica runs the session now: its host stops the CLI, writes nothing
     except StorageUnavailable:
         log.error(
             "turn %s of session %s: storage unavailable; stopping the CLI", turn.id, live.session_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from app.events import encode_event
 from app.records import EventRecord, StoredEvent
@@ -81,20 +81,6 @@ class EventQueries(Transactions):
         )
         async with self._read() as db:
             return len(fitting((await db.execute(query)).tuples().all(), max_bytes))
-
-    @uninterrupted
-    async def claim_session(self, session_id: str) -> int | None:
-        """Hand out the session's next fencing token (its ``fence`` plus one) to a replica
-        that has just taken its lease: events written under an older token are refused from
-        now on. None when there is no such session."""
-        async with self._write() as db:
-            token = await db.scalar(
-                update(SessionRow)
-                .where(SessionRow.id == session_id)
-                .values(fence=SessionRow.fence + 1)
-                .returning(SessionRow.fence)
-            )
-        return None if token is None else int(token)
 
     @uninterrupted
     async def last_event_seq(self, session_id: str) -> int:

@@ -11,7 +11,9 @@ implements the same methods with the same contracts:
 - ``insert_events`` keeps a session's ``last_seq`` at its newest event and prunes what
   ``prune_through`` says in the same transaction, and refuses the whole batch
   (``SessionFenced``) when ``fences`` names a token older than the newest that
-  ``claim_session`` handed out for a session; ``events_after`` reads events oldest first
+  ``claim_session`` handed out for a session; with several replicas, who runs each session
+  is decided here too (``app.store.ownership``: heartbeats, claims, and a fence on every
+  write a session's owner makes); ``events_after`` reads events oldest first
   in their wire form, ``events_before`` those of some types newest first (the log from its
   end); ``event_bounds`` survives pruning and retention.
 """
@@ -33,6 +35,7 @@ from app.records import (
     UsageGroup,
     UsageTotals,
 )
+from app.store.ownership import Claimed, HeldBy
 from app.store.retention import CleanupReport
 
 
@@ -127,7 +130,21 @@ class Storage(Protocol):
         """How many of the next ``limit`` events after ``after`` fit in ``max_bytes``
         (at least one when there is one)."""
 
-    async def claim_session(self, session_id: str) -> int | None: ...
+    async def heartbeat(self, replica_id: str) -> None: ...
+
+    async def live_replicas(self, *, stale_after_s: float) -> list[str]: ...
+
+    async def claim_session(
+        self, session_id: str, *, holder: str, stale_after_s: float, take_stale: bool = True
+    ) -> Claimed | HeldBy | None: ...
+
+    async def release_session(self, session_id: str, *, holder: str) -> None: ...
+
+    async def holders(self, session_ids: Sequence[str]) -> dict[str, tuple[str | None, int]]: ...
+
+    async def live_holder(self, session_id: str, *, stale_after_s: float) -> str | None: ...
+
+    async def orphaned_sessions(self, *, me: str, stale_after_s: float) -> list[str]: ...
 
     async def events_after(
         self, session_id: str, *, after: int, limit: int

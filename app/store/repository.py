@@ -42,19 +42,22 @@ from app.store.mapping import (
     turn_record,
     turn_row,
 )
+from app.store.ownership import Ownership
 from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded
 from app.store.retention import CleanupReport, cleanup
 from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
 from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
 
 
-class Store(EventQueries):
+class Store(Ownership, EventQueries):
     """The gateway's tables, one short transaction per call.
 
     A write the database cannot take (disk full, I/O error, still locked after the busy
     timeout) raises ``StorageUnavailable`` (503); nothing of that call is kept. The
     transactions are ``app.store.transactions``'s, the event log's queries
-    ``app.store.eventqueries``'s.
+    ``app.store.eventqueries``'s, who runs each session ``app.store.ownership``'s. Built with
+    ``holder`` (one replica of several), every write a session's owner makes is refused with
+    ``SessionFenced`` once another replica has claimed the session.
     """
 
     # --- sessions -------------------------------------------------------------------------
@@ -124,6 +127,7 @@ class Store(EventQueries):
     @uninterrupted
     async def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         async with self._write() as db:
+            await self._fence(db, session_id=session_id)
             await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
             row = await db.get(SessionRow, session_id, populate_existing=True)
         assert row is not None, session_id
@@ -136,6 +140,7 @@ class Store(EventQueries):
         self, *, session_id: str, provider: str, thread_id: str, now: datetime
     ) -> None:
         async with self._write() as db:
+            await self._fence(db, session_id=session_id)
             await touch_binding(
                 db, session_id=session_id, provider=provider, thread_id=thread_id, now=now
             )
@@ -154,6 +159,7 @@ class Store(EventQueries):
         transaction (on the path of every turn's start); the turn returned has its
         ``number``, one past the session's newest turn."""
         async with self._write() as db:
+            await self._fence(db, session_id=turn.session_id)
             current = await db.scalar(
                 select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == turn.session_id)
             )
@@ -173,6 +179,7 @@ class Store(EventQueries):
         """Mark the turn ``running`` (with ``values``) and its session ``running``, in one
         transaction: on the path of every attempt's start."""
         async with self._write() as db:
+            await self._fence(db, session_id=session_id)
             await db.execute(
                 update(TurnRow).where(TurnRow.id == turn_id).values(status="running", **values)
             )
@@ -212,6 +219,7 @@ class Store(EventQueries):
     @uninterrupted
     async def update_turn(self, turn_id: str, **values: Any) -> TurnRecord:
         async with self._write() as db:
+            await self._fence(db, turn_id=turn_id)
             await db.execute(update(TurnRow).where(TurnRow.id == turn_id).values(values))
             row = await db.get(TurnRow, turn_id, populate_existing=True)
         assert row is not None, turn_id
@@ -238,6 +246,7 @@ class Store(EventQueries):
     @uninterrupted
     async def create_approval(self, approval: ApprovalRecord) -> None:
         async with self._write() as db:
+            await self._fence(db, session_id=approval.session_id)
             db.add(approval_row(approval))
 
     @uninterrupted
@@ -276,6 +285,7 @@ class Store(EventQueries):
     @uninterrupted
     async def update_approval(self, approval_id: str, **values: Any) -> ApprovalRecord:
         async with self._write() as db:
+            await self._fence(db, approval_id=approval_id)
             await db.execute(
                 update(ApprovalRow).where(ApprovalRow.id == approval_id).values(values)
             )

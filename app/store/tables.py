@@ -22,6 +22,7 @@ from sqlalchemy import (
     BigInteger,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -91,8 +92,22 @@ class SessionRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
-    """The fencing token of the newest replica lease that claimed the session (0: none);
-    events written under an older token are refused (``app.cluster.leases``)."""
+    """The fencing token of the newest replica claim of the session (0: none); events
+    written under an older token are refused (``app.store.ownership``)."""
+    holder: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
+    """The replica that runs the session's CLI now (None: nobody); every write a session's
+    owner makes checks it (``app.store.ownership``)."""
+
+
+class ReplicaRow(Base):
+    """A replica of a cluster and its last heartbeat (seconds since the epoch, by the
+    database's clock, so the replicas' own clocks never matter)."""
+
+    __tablename__ = "replicas"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seen_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float] = mapped_column(Float)
 
 
 class BindingRow(Base):

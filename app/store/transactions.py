@@ -21,8 +21,11 @@ class Transactions:
     timeout) raises ``StorageUnavailable`` (503); nothing of that call is kept.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, holder: str | None = None) -> None:
         self.engine = engine
+        self.holder = holder
+        """The replica whose sessions this store writes as their holder (several replicas:
+        every write an owner makes is fenced, ``app.store.ownership``); None: one gateway."""
         self._sessions = session_factory(engine)
         self._events: EventFile | EventTable | None = None
 

@@ -89,7 +89,7 @@ class ScriptedSession(ProviderSession):
     async def suspend(self) -> None:
         pass
 
-    async def close(self) -> None:
+    async def close(self, *, at_once: bool = False) -> None:
         pass
 
 

@@ -330,9 +330,9 @@ class AcpSession(ProcessSession[_Live, _Item]):
         # An agent that ignores stdin EOF gets no grace: it would only delay the signals.
         return self._provider.settings.stop_grace_s if self._provider.recipe.exits_on_eof else 0.0
 
-    async def _release(self, live: _Live) -> None:
+    async def _release(self, live: _Live, *, at_once: bool = False) -> None:
         self._pending.cancel_all()
-        await super()._release(live)
+        await super()._release(live, at_once=at_once)
 
     async def _disconnect(self, live: _Live) -> None:
         await live.connection.close()

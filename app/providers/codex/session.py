@@ -159,10 +159,14 @@ class CodexSession(ThreadSession):
         next turn resumes it from the thread id.
         """
 
-    async def close(self) -> None:
-        """Forget the thread's routing and unload it from the server (best effort, bounded)."""
+    async def close(self, *, at_once: bool = False) -> None:
+        """Forget the thread's routing and unload it from the server (best effort, bounded);
+        ``at_once``: its running turn is interrupted first."""
         if self._closed:
             return
+        if at_once:
+            with contextlib.suppress(RpcFailure):
+                await self.interrupt()
         self._closed = True
         self._provider.forget(self)
         client, thread_id = self._client, self._thread_id

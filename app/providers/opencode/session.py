@@ -214,7 +214,9 @@ class OpenCodeSession(ThreadSession):
         # The server is shared and stays up; this session just stops holding it.
         self._attached = False
 
-    async def close(self) -> None:
+    async def close(self, *, at_once: bool = False) -> None:
+        if at_once and not self._closed:
+            await self.interrupt()  # the shared server stays up: its turn must stop
         self._closed = True
         self._attached = False
         self._provider.forget(self)
