@@ -79,6 +79,13 @@ def _cluster(redis: Redis, settings: Settings, store: Store, metrics: GatewayMet
     )
 
 
+def _redis(settings: Settings) -> Redis | None:
+    """The one Redis client (it connects on first use) of the limits and the cluster, named
+    after this replica in ``CLIENT LIST``; None on a single gateway."""
+    url, replica = settings.cluster.redis_url, settings.cluster.replica_id
+    return None if url is None else connect(url, name=f"agw:{replica}:main")
+
+
 def create_app(
     settings: Settings,
     *,
@@ -95,12 +102,7 @@ def create_app(
     mask, token_file = _secrets(settings, token, mask, from_file=not configured)
     # Several replicas: the one Redis client (it connects on first use) of the limits and
     # the cluster.
-    cluster_settings = settings.cluster
-    redis = (
-        connect(cluster_settings.redis_url, name=f"agw:{cluster_settings.replica_id}:main")
-        if cluster_settings.redis_url
-        else None
-    )
+    redis = _redis(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

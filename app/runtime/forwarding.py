@@ -32,7 +32,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 
@@ -51,6 +51,8 @@ from app.errors import ClusterUnavailable, GatewayError, internal_error
 from app.observability.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEADLINE_GRACE_S = 5.0
 """Clock skew between replicas tolerated before a forwarded command counts as expired."""
@@ -152,9 +154,7 @@ class Forwarder:
         sealed = self._signer.seal("command", encode_command(command, _json_default))
         loop = asyncio.get_running_loop()
         until = loop.time() + self._timeout_s
-        with cluster_errors():
-            await self._redis.rpush(_commands_key(replica_id), sealed)
-            await self._redis.expire(_commands_key(replica_id), 3600)
+        await _again_once(lambda: self._push(replica_id, sealed))
         while (left := until - loop.time()) > 0:
             reply = await self._wait_answer(command.id, min(left, CHECK_S))
             if reply is None:
@@ -189,6 +189,13 @@ class Forwarder:
             "look at the session before you retry",
             retry_after_s=5,
         )
+
+    async def _push(self, replica_id: str, sealed: bytes) -> None:
+        # Pushed twice when the first push's reply was lost: the holder's Inbox refuses the
+        # second as a replay.
+        with cluster_errors():
+            await self._redis.rpush(_commands_key(replica_id), sealed)
+            await self._redis.expire(_commands_key(replica_id), 3600)
 
     async def _wait_answer(self, command_id: str, timeout_s: float) -> bytes | None:
         """The answer pushed for the command within ``timeout_s``, or None (also when the
@@ -263,13 +270,16 @@ class Forwarder:
             yield Received(command=command)
 
     async def _begin(self, command: Command) -> bool:
-        try:
+        async def begin() -> bool:
             with cluster_errors():
                 return bool(
                     await self._redis.set(
                         _state_key(command.id), RUNNING, nx=True, px=self._window_ms
                     )
                 )
+
+        try:
+            return await _again_once(begin)
         except ClusterUnavailable:
             return False  # its sender cannot be answered either: it reports it did not run
 
@@ -288,13 +298,17 @@ class Forwarder:
             body = {"error": error_body(internal_error(log, f"forwarded {command.op}", error))}
         sealed = seal_answer(self._signer, command.id, body, _json_default)
         key = f"agw:answer:{command.id}"
-        try:
+
+        async def send() -> None:
             with cluster_errors():
                 async with self._redis.pipeline(transaction=True) as pipe:
                     pipe.set(_state_key(command.id), sealed, xx=True, px=self._window_ms)
                     pipe.rpush(key, sealed)
                     pipe.expire(key, 60)
                     await pipe.execute()
+
+        try:
+            await _again_once(send)
         except ClusterUnavailable:
             log.warning("could not answer a forwarded %s: Redis cannot be reached", command.op)
 
@@ -312,6 +326,16 @@ class Forwarder:
     def _count(self, op: str, outcome: str) -> None:
         if self._metrics is not None:
             self._metrics.cluster_forwarded.labels(op=op, outcome=outcome).inc()
+
+
+async def _again_once(call: Callable[[], Awaitable[T]]) -> T:
+    """``call``, made once more when Redis could not be reached: a connection the pool kept
+    across a Redis restart fails once and is replaced."""
+    try:
+        return await call()
+    except ClusterUnavailable:
+        _raise_if_cancelled()
+        return await call()
 
 
 class _Answered(Exception):

@@ -1,7 +1,10 @@
 """Commands forwarded between replicas through a real Redis: answered whatever they take,
 errors arriving as the same error, a replica that does not answer reported as such; and only
 what a replica holding the cluster secret signed, for this replica, recently and once, is run,
-as the key that asked. An unexpected error on the owner comes back as its id only."""
+as the key that asked. An unexpected error on the owner comes back as its id only. Each
+command has one outcome: an answer lost on its way is found again, a command its sender gave
+up on never runs, and one for a replica that stopped sending heartbeats is cancelled at once
+so that its session can be adopted."""
 
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ from app.cluster.redis import connect
 from app.cluster_settings import ClusterSettings
 from app.errors import ClusterUnavailable, GatewayError, TurnInProgress
 from app.runtime.cluster import Cluster, Received
+from app.runtime.forwarding import OwnerGone
 from app.runtime.supervision import Supervisor
 from app.store.repository import Store
 from tests.dbservers import RedisServer
+from tests.gateway import free_port
 
 SECRET = "cluster-secret-0123456789abcdef0123456789"
 OTHER_SECRET = "another-secret-0123456789abcdef0123456789"
@@ -193,7 +198,7 @@ async def test_a_command_not_signed_for_this_replica_now_is_refused_and_logged(
     reason: str,
 ) -> None:
     a, _ = pair
-    caplog.set_level(logging.WARNING, logger="app.runtime.cluster")
+    caplog.set_level(logging.WARNING, logger="app.runtime.forwarding")
     await a.redis.rpush("agw:commands:gw-a", raw)
     assert await owner.next_refusal() == reason
     assert await ran_in_order(a, owner, "after") == []  # never run
@@ -254,7 +259,7 @@ async def test_an_unexpected_error_on_the_owner_comes_back_as_its_id_only(
     pair: list[Cluster], caplog: pytest.LogCaptureFixture
 ) -> None:
     _, b = pair
-    caplog.set_level(logging.ERROR, logger="app.runtime.cluster")
+    caplog.set_level(logging.ERROR, logger="app.runtime.forwarding")
     with pytest.raises(GatewayError) as raised:
         await b.forward("gw-a", "fail", {}, issuer=ALICE)
     error = raised.value
@@ -269,3 +274,75 @@ async def test_an_unexpected_error_on_the_owner_comes_back_as_its_id_only(
     assert len(logged) == 1
     assert logged[0].exc_info is not None
     assert LEAKY in str(logged[0].exc_info[1])  # the owner's log has it all
+
+
+# --- exactly one outcome per command ---------------------------------------------------------
+
+
+async def test_an_answer_lost_on_its_way_is_found_in_the_command_state_and_it_ran_once(
+    pair: list[Cluster], redis_server: RedisServer, store: Store, owner: Owner
+) -> None:
+    # gw-c waits for answers on a connection that never works: every answer pushed to it is
+    # lost, as when the connection it waits on is cut or the answer list is deleted.
+    c = Cluster(
+        connect(redis_server.url),
+        settings(redis_server, "gw-c", command_timeout_s=10),
+        store,
+        waiting=connect(f"redis://127.0.0.1:{free_port()}/0", blocking=True, timeout_s=0.2),
+    )
+    try:
+        answer = await c.forward("gw-a", "echo", {"m": "lost"}, issuer=ALICE)
+    finally:
+        await c.aclose()
+    assert answer["args"] == {"m": "lost"}
+    assert [args for op, args, _ in owner.ran if op == "echo"] == [{"m": "lost"}]
+
+
+async def test_a_command_nobody_took_in_time_is_reported_not_run_and_never_runs_later(
+    redis_server: RedisServer, store: Store
+) -> None:
+    redis_server.command("FLUSHALL")
+    sender = Cluster(
+        connect(redis_server.url), settings(redis_server, "gw-b", command_timeout_s=1), store
+    )
+    late = Owner()
+    with pytest.raises(ClusterUnavailable, match="it did not run") as raised:
+        await sender.forward("gw-late", "echo", {"m": "too-late"}, issuer=ALICE)
+    assert raised.value.fields == {"ran": False}
+    # gw-late comes up within the command's grace and finds it in its list: it is skipped.
+    receiver = Cluster(connect(redis_server.url), settings(redis_server, "gw-late"), store)
+    serving = serve(receiver, late)
+    try:
+        marker = sealed("echo", {"m": "marker"}, to="gw-late", command_id="marker")
+        await receiver.redis.rpush("agw:commands:gw-late", marker)
+        await asyncio.wait_for(late.marked["marker"].wait(), timeout=10)
+    finally:
+        await serving.aclose()
+        await receiver.aclose()
+        await sender.aclose()
+    assert [args["m"] for _, args, _ in late.ran] == ["marker"]
+
+
+async def test_a_command_for_a_replica_that_stopped_beating_is_cancelled_as_owner_gone(
+    redis_server: RedisServer, store: Store
+) -> None:
+    redis_server.command("FLUSHALL")
+    ticks = iter(range(0, 10**9, 100))  # every look at the clock: 100 s later
+    sender = Cluster(
+        connect(redis_server.url),
+        settings(redis_server, "gw-b", lease_ttl_s=5, command_timeout_s=20),
+        store,
+        monotonic=lambda: float(next(ticks)),
+    )
+    try:
+        assert await sender.beat()
+        assert sender.may_adopt()
+        began = time.monotonic()
+        with pytest.raises(OwnerGone) as raised:  # gw-dead never sent a heartbeat
+            await sender.forward("gw-dead", "echo", {}, issuer=ALICE)
+        assert time.monotonic() - began < 10  # well before the command's timeout
+        assert raised.value.replica_id == "gw-dead"
+        [key] = redis_server.command("KEYS", "agw:cmd:*")
+        assert redis_server.command("GET", key) == b"cancelled"  # it never runs there
+    finally:
+        await sender.aclose()
