@@ -73,10 +73,8 @@ async def seqs(store: Store, session_id: str) -> list[int]:
     return [e.seq for e in await store.events_after(session_id, after=0, limit=100)]
 
 
-async def claim(store: Store, session_id: str, holder: str, **kw: float | bool) -> int:
-    got = await store.claim_session(
-        session_id, holder=holder, stale_after_s=float(kw.pop("stale_after_s", LONG)), **kw
-    )
+async def claim(store: Store, session_id: str, holder: str, *, stale_after_s: float = LONG) -> int:
+    got = await store.claim_session(session_id, holder=holder, stale_after_s=stale_after_s)
     assert isinstance(got, Claimed), got
     return got.token
 
