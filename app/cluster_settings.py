@@ -35,13 +35,14 @@ class ClusterSettings(BaseModel):
 
     redis_url: str | None = None
     """``redis://user:password@host:6379/0``: replicas on one PostgreSQL coordinate through
-    this Redis (ownership leases, commands for another replica's session, live events, shared
+    this Redis (commands for another replica's session, live events, shared
     limits). Unset: a single gateway."""
     replica_id: str = Field(default_factory=_default_replica_id, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
-    """This replica's name in leases and ``GET /v1/sessions/{id}``'s ``owner``; unique."""
+    """This replica's name in heartbeats, claims and ``GET /v1/sessions/{id}``'s ``owner``;
+    unique."""
     lease_ttl_s: float = Field(default=15.0, ge=1, le=600)
-    """A session's owner renews its lease every third of this; a replica that stops renewing
-    loses its sessions to another replica after about this long."""
+    """A replica sends its heartbeat (to the database) every third of this; one silent for
+    this long loses its sessions to another replica (app/store/ownership.py)."""
     command_timeout_s: float = Field(default=30.0, gt=0, le=600)
     """How long a request for a session another replica owns waits for that replica's answer."""
     secret: SecretStr | None = None

@@ -131,7 +131,7 @@ def create_app(
                 clock=clock,
                 metrics=gateway_metrics,
             )
-            # One gateway, or one replica of several (the leases decide where a session runs).
+            # One gateway, or one replica of several (claims in the store decide where a session runs).
             manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
             await manager.recover()
             await manager.start()
@@ -244,7 +244,7 @@ async def _close(
     cluster: Cluster | None,
     providers: Iterable[Provider],
 ) -> None:
-    """Stop the sessions, store their last events, give the leases back, close the CLIs."""
+    """Stop the sessions, store their last events, give the sessions back, close the CLIs."""
     await manager.aclose()
     await event_log.aclose()
     if cluster is not None:  # after the last event is stored: the others take over at once

@@ -1,6 +1,8 @@
-"""What replicas share through Redis: session ownership leases with fencing tokens, and live
-events fanned out to every replica (``[cluster] redis_url``).
+"""What replicas share through Redis (``[cluster] redis_url``): signed commands between
+replicas, live events fanned out to every replica, shared token buckets. Who runs which
+session is not among them: that is decided in the database (app/store/ownership.py), so a
+Redis that restarts empty moves no session.
 
 A sibling of ``app.store`` at the bottom of the layers: the runtime uses both; neither uses
-the other (the store checks a fencing token as a plain number).
+the other.
 """

@@ -66,7 +66,7 @@ class EventFile:
     ) -> None:
         """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
         what ``prune_through`` says, all or nothing. With ``fences`` (session → the writer's
-        lease token), a session claimed since under a newer token fails the whole write with
+        claim token), a session claimed since under a newer token fails the whole write with
         ``SessionFenced``.
 
         A database that cannot take the write (disk full, I/O error, locked past the busy

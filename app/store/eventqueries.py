@@ -29,8 +29,8 @@ class EventQueries(Transactions):
         """Append events (of one or more sessions) in one transaction, advancing each
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
         up to which its older events are deleted in the same transaction. ``fences`` maps a
-        session to the lease token its events are written under: a session claimed since by a
-        newer lease fails the whole call with ``SessionFenced`` and nothing is written.
+        session to the claim token its events are written under: a session claimed since by a
+        newer claim fails the whole call with ``SessionFenced`` and nothing is written.
 
         Written by the event log's own access (``EventFile`` on SQLite, ``EventTable`` on
         PostgreSQL); runs to its end even when the caller is cancelled."""

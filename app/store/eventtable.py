@@ -9,7 +9,7 @@ round trips, not a thousand:
     UPDATE sessions … FROM unnest(ids, newest)              each session's last_seq, never back
     DELETE FROM events … USING unnest(ids, through)         pruning, when asked
 
-(after ``SELECT … FOR SHARE`` of the sessions' fencing tokens, when the writer holds leases).
+(after ``SELECT … FOR SHARE`` of the sessions' fencing tokens, when the writer holds claims).
 
 ``(session_id, seq)`` is the primary key: a second writer that numbered the same seq fails
 its whole batch rather than interleave. ``page`` reads a replay page as plain rows, the
@@ -69,7 +69,7 @@ class EventTable:
     ) -> None:
         """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
         what ``prune_through`` says, all or nothing (the caller classifies failures). With
-        ``fences`` (session → the writer's lease token), a session claimed since under a newer
+        ``fences`` (session → the writer's claim token), a session claimed since under a newer
         token fails the whole write with ``SessionFenced``; the rows read lock the sessions,
         so a claim waits for this write to end and then sees its events."""
         newest: dict[str, int] = {}
