@@ -131,7 +131,7 @@ def create_app(
                 clock=clock,
                 metrics=gateway_metrics,
             )
-            # One gateway, or one replica of several (claims in the store decide where a session runs).
+            # One gateway, or one replica of several (claims in the store say where sessions run).
             manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
             await manager.recover()
             await manager.start()

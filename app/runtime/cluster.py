@@ -151,11 +151,16 @@ class Cluster:
 
     async def let_go(self, session_id: str) -> None:
         """Give the session back (nothing runs it here any more): anyone may claim it."""
-        if self._held.pop(session_id, None) is None:
+        token = self._held.get(session_id)
+        if token is None:
             return
-        self._count_held()
-        with contextlib.suppress(StorageUnavailable):  # the next claim takes it as stale
-            await self._store.release_session(session_id, holder=self.replica_id)
+        try:  # held until released: no adoption here takes it for an earlier run's meanwhile
+            with contextlib.suppress(StorageUnavailable):  # the next claim takes it as stale
+                await self._store.release_session(session_id, holder=self.replica_id)
+        finally:
+            if self._held.get(session_id) == token:
+                del self._held[session_id]
+                self._count_held()
 
     def fenced(self, session_id: str) -> None:
         """A write for the session was refused: another replica claimed it since. It is no

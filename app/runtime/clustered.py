@@ -186,7 +186,7 @@ class ClusteredSessions:
         what an earlier hold of it left here, and settle what its last holder left unfinished
         (nothing, when that one let it go cleanly)."""
         await self.events.take_over(session_id)
-        await self.local.drop(session_id, "replica_lost")
+        await self.local.drop(session_id, "replica_lost", quiet=True)  # settled just below
         scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
         if scheduled is not None:
             await self.local.resume(scheduled)
@@ -246,6 +246,8 @@ class ClusteredSessions:
     async def adopt_orphans(self) -> int:
         """Adopt the sessions nobody alive runs (app/store/ownership.py); how many."""
         adopted = 0
+        if self._closing:  # handing its own sessions back: it adopts nothing more
+            return 0
         for session_id in await self.cluster.orphans():
             if self.local.is_live(session_id) and not self.cluster.holds(session_id):
                 await self.local.drop(session_id, "replica_lost", quiet=True)

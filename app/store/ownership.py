@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, exists, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import SessionFenced
@@ -30,6 +30,8 @@ from app.store.tables import ApprovalRow, ReplicaRow, SessionRow, TurnRow
 from app.store.transactions import Transactions
 
 BUSY_STATUSES = ("running", "awaiting_approval", "retrying")
+FORGET_AFTER_S = 86400.0
+"""A replica silent this long is removed from ``replicas`` (its sessions long adopted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,8 @@ class Ownership(Transactions):
             )
             if not getattr(found, "rowcount", 0):
                 db.add(ReplicaRow(id=replica_id, seen_at=now, started_at=now))
+            # Replicas gone for a day are forgotten (a replica id often names a process).
+            await db.execute(delete(ReplicaRow).where(ReplicaRow.seen_at < now - FORGET_AFTER_S))
 
     @uninterrupted
     async def live_replicas(self, *, stale_after_s: float) -> list[str]:
