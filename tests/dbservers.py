@@ -558,3 +558,10 @@ class RedisServer(_ServerProcess):
 
     def command(self, *args: str | bytes, timeout: float = 5.0) -> RespValue:
         return redis_command(self.port, *args, timeout=timeout, user=self._operator)
+
+    @property
+    def operator_url(self) -> str:
+        """``redis://`` for the ``operator`` user (allowed everything): for a test that
+        listens to keyspace notifications or kills the gateways' connections."""
+        user, password = self._operator
+        return f"redis://{user}:{password}@127.0.0.1:{self.port}/0"
