@@ -310,13 +310,13 @@ def test_the_owner_frozen_past_its_lease_then_thawed(chaos: Chaos) -> None:
         f"the frozen owner's turn ended {end['type']} {json.dumps(end['data'])[:300]}",
     )
     next_turn = chaos.start_turn("gw-c", session, "[[slow:2]]")
-    chaos.completes("gw-c", session, next_turn["id"], "the turn posted at the thaw")
     try:
         poll(lambda: not any(alive(pid) for pid in old_clis), 10, "the old owner's CLI to go")
     except AssertionError as exc:
         chaos.expect(False, f"after the thaw: {exc}")
     else:
         measured("pause: thawed -> the old owner's CLI gone", time.monotonic() - thawed)
+    chaos.completes("gw-c", session, next_turn["id"], "the turn posted at the thaw")
     after = chaos.session("gw-c", session)["thread_id"]
     chaos.expect(after == thread, f"the thread changed from {thread} to {after}")
     chaos.invariants("gw-c", session)
