@@ -200,6 +200,9 @@ class Replicas:
                 await ping(self._cluster.redis)
             except ClusterUnavailable:
                 continue
+            except Exception as exc:  # answered, but not as it should: keep to the store
+                failures.failed(exc, "reading the store meanwhile")
+                continue
             return True
         return False
 
