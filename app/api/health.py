@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from app.api.security import Authenticated
+from app.cluster.redis import unreachable_reason
 from app.errors import ClusterUnavailable
 from app.providers.registry import Health, ProviderRegistry
 from app.runtime import reads
@@ -137,10 +138,5 @@ async def _redis_check(manager: Sessions) -> str | None:
         if not await reads.cluster_answers(manager, timeout_s=REDIS_CHECK_TIMEOUT_S):
             return None
     except ClusterUnavailable as exc:
-        return f"error: {_why(exc.__cause__ or exc)}"
+        return f"error: {unreachable_reason(exc.__cause__ or exc)}"
     return "ok"
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

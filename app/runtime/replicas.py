@@ -207,8 +207,9 @@ class Replicas:
         return False
 
     async def _hand_over(self, channel: Channel, batch: list[Sequenced]) -> bool:
-        """Deliver the batch's events past the channel's last seq; False once following should
-        stop (no subscriber left, this replica runs the session, or it was closed)."""
+        """Deliver the batch's events past the channel's last seq (closing the channel after
+        ``session.closed``); False once following should stop (no subscriber left, or this
+        replica runs the session now)."""
         session_id = channel.session_id
         received = time.monotonic()
         fresh = [
