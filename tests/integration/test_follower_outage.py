@@ -29,6 +29,7 @@ from tests.integration.streams import (
     sse_headers,
     start_turn,
     stored,
+    wait_until,
     ws_frames,
     ws_url,
 )
@@ -82,6 +83,12 @@ def test_followers_are_told_of_a_redis_outage_and_fed_from_the_store_until_it_en
             finally:
                 redis_server.start()
             frames += read_frames(sse, named("recovered"))
+            # Redis restarted empty: B takes its lease again (a new fencing token) before
+            # its next turn, so that turn is not caught writing under the old one.
+            wait_until(
+                lambda: b.log().count(f"holding session {sid} ") >= 2,
+                what="B holding the session again",
+            )
             start_turn(on_b, sid, "deltas:5@10")  # live again, through Redis
             frames += read_frames(sse, is_end)
             received = ws_frames(ws, lambda f: is_turn_end(f) and f["seq"] > during[-1]["seq"])
