@@ -14,8 +14,11 @@ Control frames, never a silent gap: ``resync_required`` (the cursor is older tha
 kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell more than
 ``limits.subscriber_max_lag_events`` behind, or the key the stream was opened with was
 rotated away, reason ``key_retired``, a WebSocket then closed with 1008; the stream ends,
-reconnect from ``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012).
-A JSON page whose cursor is older than the events kept is ``410 cursor_expired``.
+reconnect from ``last_seq_sent``), ``shutdown`` (SSE; WebSockets are then closed with 1012),
+``degraded`` (on a replica that does not run the session, Redis cannot be reached: the events
+come from the store every ``poll_ms``, later but each once and in order) and ``recovered``
+(they come live again); the last two do not end the stream. A JSON page whose cursor is
+older than the events kept is ``410 cursor_expired``.
 Subscribers are capped per session (429), per key (429 ``key_share_exceeded``:
 ``limits.max_key_share`` of the cap in all) and in all (503), each with ``Retry-After``.
 """
@@ -69,10 +72,12 @@ from app.runtime.commands import (
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
     DIRECT_WRITER,
+    Degraded,
     DirectWrite,
     Evicted,
     LoggedEvent,
     RawWriter,
+    Recovered,
     ResyncRequired,
     ShuttingDown,
     StreamItem,
@@ -146,7 +151,8 @@ async def _checked_cursor(manager: Sessions, session_id: str, cursor: int) -> in
                         "type": "string",
                         "description": "SSE messages: `id` is the event's seq, `data` one Event "
                         "envelope (the items of EventPage.events); named messages "
-                        "`resync_required`, `evicted` and `shutdown` are control frames",
+                        "`resync_required`, `evicted`, `shutdown`, `degraded` and `recovered` "
+                        "are control frames",
                     }
                 },
             },
@@ -286,6 +292,19 @@ def sse_message(item: StreamItem) -> bytes:
         case ShuttingDown(retry_ms=retry_ms):
             data = _control("shutdown", reason="gateway_shutdown", retry_ms=retry_ms)
             return format_sse_event(event="shutdown", data_str=data, retry=retry_ms)
+        case Degraded() | Recovered():
+            return format_sse_event(event=_notice_name(item), data_str=_notice(item))
+
+
+def _notice_name(notice: Degraded | Recovered) -> str:
+    return "degraded" if isinstance(notice, Degraded) else "recovered"
+
+
+def _notice(notice: Degraded | Recovered) -> str:
+    """A ``degraded`` or ``recovered`` control frame's JSON (the same on SSE and WebSocket)."""
+    if isinstance(notice, Degraded):
+        return _control("degraded", reason=notice.reason, poll_ms=notice.poll_ms)
+    return _control("recovered")
 
 
 @router.websocket("/{session_id}/ws", name="session_ws")
@@ -363,6 +382,8 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
                 )
                 await websocket.close(code=WS_SERVICE_RESTART, reason="gateway shutting down")
                 return
+            case Degraded() | Recovered():
+                await websocket.send_text(_notice(item))
     await websocket.close(code=1000, reason="session closed")
 
 

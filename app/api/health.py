@@ -11,6 +11,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from app.api.security import Authenticated
+from app.cluster.redis import unreachable_reason
+from app.errors import ClusterUnavailable
 from app.providers.registry import Health, ProviderRegistry
 from app.runtime import reads
 from app.runtime.sessions import Sessions
@@ -19,6 +21,7 @@ from app.settings import SelectionSettings
 router = APIRouter(tags=["health"])
 
 DATABASE_CHECK_TIMEOUT_S = 5.0
+REDIS_CHECK_TIMEOUT_S = 2.0
 
 
 class Liveness(BaseModel):
@@ -28,8 +31,10 @@ class Liveness(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, str]
-    """``database``: ``ok`` or the error; ``provider:<name>`` for every configured provider:
-    ``ok`` or ``unavailable: <why>`` (its cached health probe, phrased as what to fix)."""
+    """``database``: ``ok`` or the error; ``redis`` (only with ``cluster.redis_url``): ``ok``
+    or the error of a PING through this replica's Redis client; ``provider:<name>`` for every
+    configured provider: ``ok`` or ``unavailable: <why>`` (its cached health probe, phrased as
+    what to fix)."""
     reasons: list[str] = []
     """Why the gateway is not ready; empty when it is."""
 
@@ -53,35 +58,57 @@ async def openapi_document(request: Request, _: Authenticated) -> JSONResponse:
     responses={
         503: {
             "model": Readiness,
-            "description": "Not ready: the database does not answer, or neither the default "
-            "provider nor any of its fallbacks is available; `reasons` says why",
+            "description": "Not ready: the database does not answer, Redis does not answer "
+            "(with `cluster.redis_url`), or neither the default provider nor any of its "
+            "fallbacks is available; `reasons` says why",
         }
     },
 )
 async def readyz(request: Request, _: Authenticated) -> JSONResponse:
-    """Ready while the database answers and the default provider (``selection.default``) or one
-    of its fallbacks (``selection.fallback_chain``) is available; each provider's entry is its
-    cached health probe (``selection.probe_ttl_s``)."""
+    """Ready while the database answers, Redis answers (with ``cluster.redis_url``: a PING
+    within 2 s), and the default provider (``selection.default``) or one of its fallbacks
+    (``selection.fallback_chain``) is available; each provider's entry is its cached health
+    probe (``selection.probe_ttl_s``)."""
     registry: ProviderRegistry = request.app.state.registry
     selection: SelectionSettings = request.app.state.settings.selection
-    database = await _database_check(request.app.state.manager)
+    manager: Sessions = request.app.state.manager
     names = registry.names
-    healths = dict(
-        zip(names, await asyncio.gather(*(registry.health(n) for n in names)), strict=True)
+    database, redis, found = await asyncio.gather(
+        _database_check(manager),
+        _redis_check(manager),
+        asyncio.gather(*(registry.health(n) for n in names)),
     )
-    body = readiness(database, healths, serving=[selection.default, *selection.fallback_chain])
-    return JSONResponse(body.model_dump(), status_code=200 if body.status == "ready" else 503)
+    healths = dict(zip(names, found, strict=True))
+    body = readiness(
+        database, healths, serving=[selection.default, *selection.fallback_chain], redis=redis
+    )
+    shown = request.app.state.mask.values(body.model_dump())  # an error may quote a secret
+    return JSONResponse(shown, status_code=200 if body.status == "ready" else 503)
 
 
-def readiness(database: str, healths: Mapping[str, Health], *, serving: Sequence[str]) -> Readiness:
-    """The readiness answer from the database check (``ok`` or the error) and each provider's
-    health; ``serving`` is the default provider and its fallbacks, in order."""
+def readiness(
+    database: str,
+    healths: Mapping[str, Health],
+    *,
+    serving: Sequence[str],
+    redis: str | None = None,
+) -> Readiness:
+    """The readiness answer from the database check (``ok`` or the error), the Redis check
+    (likewise; None without a cluster) and each provider's health; ``serving`` is the default
+    provider and its fallbacks, in order."""
     checks = {"database": database}
+    if redis is not None:
+        checks["redis"] = redis
     for name, health in healths.items():
         checks[f"provider:{name}"] = "ok" if health.available else f"unavailable: {health.reason}"
     reasons: list[str] = []
     if database != "ok":
         reasons.append(f"the database does not answer ({database})")
+    if redis is not None and redis != "ok":
+        reasons.append(
+            f"Redis (cluster.redis_url) does not answer ({redis}): this replica cannot reach "
+            "the others, forward commands or hear their sessions' live events"
+        )
     if not any(healths[name].available for name in serving if name in healths):
         unavailable = "; ".join(
             f"{name}: {healths[name].reason if name in healths else 'not configured'}"
@@ -102,4 +129,14 @@ async def _database_check(manager: Sessions) -> str:
         return f"error: no answer within {DATABASE_CHECK_TIMEOUT_S:g} s"
     except Exception as exc:  # any database failure means not ready
         return f"error: {type(exc).__name__}"
+    return "ok"
+
+
+async def _redis_check(manager: Sessions) -> str | None:
+    """None on a single gateway; ``ok`` or why a PING through this replica's client failed."""
+    try:
+        if not await reads.cluster_answers(manager, timeout_s=REDIS_CHECK_TIMEOUT_S):
+            return None
+    except ClusterUnavailable as exc:
+        return f"error: {unreachable_reason(exc.__cause__ or exc)}"
     return "ok"

@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from app.cluster.redis import cluster_errors
+from app.outages import REDIS
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ class Fanout:
         """Subscribe to the session's events; subscribed once this is entered."""
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
         try:
-            with cluster_errors():
+            with cluster_errors(answers=False):  # sent, not answered yet
                 await pubsub.subscribe(channel(session_id))
             yield Tail(pubsub)
         finally:
@@ -89,10 +90,13 @@ class Tail:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return None
-            with cluster_errors():
+            # Quiet is not an answer: a Redis that hangs is quiet too.
+            with cluster_errors(answers=False):
                 message = await self._pubsub.get_message(timeout=left)
-            if message is not None and message.get("type") == "message":
-                return decode(message["data"])
+            if message is not None:
+                REDIS.answered()
+                if message.get("type") == "message":
+                    return decode(message["data"])
 
 
 def channel(session_id: str) -> str:

@@ -344,6 +344,20 @@ function openStream(id, generation) {
     notice(`This page fell behind the stream (${frame.reason}); reconnecting.`, "evicted");
     reconnect(id, generation, 0);
   });
+  // Several replicas: this one cannot hear the replica running the session (Redis is away),
+  // so events come from the store every `poll_ms`; the stream itself goes on.
+  stream.addEventListener("degraded", (message) => {
+    if (!current()) return;
+    const frame = JSON.parse(message.data);
+    const every = Math.round((Number(frame.poll_ms) || 2000) / 1000);
+    notice(`Live updates are delayed (${frame.reason}); events arrive every ${every} s.`, "degraded");
+    setStreamState("delayed");
+  });
+  stream.addEventListener("recovered", () => {
+    if (!current()) return;
+    notice("Live updates are back.", "recovered");
+    setStreamState("live");
+  });
   stream.addEventListener("shutdown", (message) => {
     if (!current()) return;
     const frame = JSON.parse(message.data);

@@ -9,8 +9,9 @@ session (app/runtime/replicas.py). So every subscriber on every replica gets the
   their queue, and a full queue switches a subscriber to reading the store;
 - one delivery-lag sample per transport and hand-over.
 
-``Delivery`` also keeps each session's channel, registers subscribers under the caps, and ends
-every stream at shutdown. What a subscriber then reads is in app/runtime/subscription.py.
+``Delivery`` also keeps each session's channel, registers subscribers under the caps, tells
+them when their events stop and start again coming live (``notify``), and ends every stream
+at shutdown. What a subscriber then reads is in app/runtime/subscription.py.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from app.runtime.commands import Issuer
 from app.runtime.shares import CAP_RETRY_AFTER_S, SharedCap, Tally, subscriber_cap
 from app.runtime.subscription import (
     Channel,
+    Degraded,
     LoggedEvent,
+    Notice,
     ShuttingDown,
     Subscriber,
     Subscription,
@@ -119,6 +122,15 @@ class Delivery:
                     self.delivered(subscriber, events[0])
 
     @staticmethod
+    def notify(channel: Channel, notice: Notice) -> None:
+        """Tell the channel's subscribers how its events reach them now (``Degraded``: from the
+        store, ``Recovered``: live again), in order with the events delivered; one that opens
+        while it is degraded is told when it opens."""
+        channel.degraded = notice if isinstance(notice, Degraded) else None
+        for subscriber in channel.subscribers:
+            subscriber.tell(notice, after=channel.last_seq)
+
+    @staticmethod
     def count_lag_after(channel: Channel, seq: int) -> None:
         """Events up to ``seq`` were stored before the channel's subscribers could follow them
         (another replica wrote them while this one did not follow): history they read at
@@ -185,6 +197,8 @@ class Delivery:
             transport=transport,
             holder=holder,
         )
+        if channel.degraded is not None:
+            subscriber.notices.append((channel.last_seq, channel.degraded))
         channel.subscribers.add(subscriber)
         self._streams.add(holder)
         return Subscription(

@@ -32,7 +32,6 @@ from app.runtime.subscription import (
     Channel,
     Evicted,
     LoggedEvent,
-    ResyncRequired,
     ShuttingDown,
     Subscription,
 )
@@ -457,7 +456,7 @@ class EventLog:
             async for item in items:
                 if isinstance(item, Evicted | ShuttingDown):
                     return
-                if not isinstance(item, ResyncRequired):
+                if item is None or isinstance(item, LoggedEvent):
                     yield item
         finally:
             await items.aclose()

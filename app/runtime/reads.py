@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from app.cluster.redis import ping
 from app.errors import NotFound
 from app.records import (
     ApprovalRecord,
@@ -19,6 +20,7 @@ from app.records import (
     UsageGroup,
     UsageTotals,
 )
+from app.runtime.clustered import ClusteredSessions
 from app.runtime.sessions import Sessions
 
 
@@ -135,3 +137,13 @@ async def session_status_counts(manager: Sessions) -> dict[str, int]:
 async def storage_answers(manager: Sessions) -> None:
     """Return once the database answers; raise what it raised otherwise."""
     await manager.store.ping()
+
+
+async def cluster_answers(manager: Sessions, *, timeout_s: float) -> bool:
+    """False on a single gateway (no ``cluster.redis_url``); True once this replica's Redis
+    answers a PING within ``timeout_s``; ``ClusterUnavailable`` (caused by what failed)
+    otherwise."""
+    if not isinstance(manager, ClusteredSessions):
+        return False
+    await ping(manager.cluster.redis, timeout_s=timeout_s)
+    return True

@@ -48,6 +48,21 @@ Page = Callable[[int, int], Awaitable[Sequence[Sequenced]]]
 """``page(after, limit)``: up to ``limit`` stored events with ``seq > after``, oldest first."""
 
 
+async def stored_after(page: Page, *, after: int) -> AsyncIterator[list[Sequenced]]:
+    """Every event the store has with ``seq > after``, a page at a time, oldest first (never an
+    empty page); raises ``Pruned`` when the events right after ``after`` are no longer kept."""
+    cursor = after
+    while True:
+        events = await page(cursor, PAGE)
+        if events and events[0].seq > cursor + 1:
+            raise Pruned(events[0].seq)
+        if events:
+            cursor = events[-1].seq
+            yield list(events)
+        if len(events) < PAGE:
+            return
+
+
 async def follow(
     tail: Tail, page: Page, *, after: int, reconcile_s: float = RECONCILE_S
 ) -> AsyncIterator[list[Sequenced]]:
@@ -56,20 +71,15 @@ async def follow(
     Yields them in the batches they came in (a stored page, the new events of a published
     message), never empty, so the caller delivers each at once as the owner does. ``tail``
     must be subscribed before this is called. Runs until the caller stops; raises ``Pruned``
-    when the events after the cursor are no longer stored."""
+    when the events after the cursor are no longer stored, and ``ClusterUnavailable`` when
+    Redis cannot be reached (the caller may go on from the store: ``stored_after``)."""
     cursor = after
 
     async def from_store() -> AsyncIterator[list[Sequenced]]:
         nonlocal cursor
-        while True:
-            events = await page(cursor, PAGE)
-            if events and events[0].seq > cursor + 1:
-                raise Pruned(events[0].seq)
-            if events:
-                cursor = events[-1].seq
-                yield list(events)
-            if len(events) < PAGE:
-                return
+        async for events in stored_after(page, after=cursor):
+            cursor = events[-1].seq
+            yield events
 
     async for batch in from_store():
         yield batch

@@ -13,6 +13,11 @@ visibly rather than silently:
 - ``Evicted``: the subscriber fell more than ``max_lag_events`` behind the newest event; the
   stream ends and the client reconnects from ``last_seq_sent``, losing nothing.
 - ``ShuttingDown``: the gateway is stopping; the stream ends.
+- ``Degraded``: on a replica that does not run the session, Redis cannot be reached, so the
+  events come from the store, read every ``poll_ms``: later than live, but each once and in
+  order. ``Recovered``: they come live again. Neither ends the stream; each is placed by the
+  newest seq when it was given (``Subscriber.tell``): after the events delivered before it,
+  before those delivered after it, whether they come from the queue or the store.
 
 ``None`` is a keep-alive tick.
 """
@@ -93,7 +98,24 @@ class ShuttingDown:
     retry_ms: int
 
 
-StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | None
+@dataclass(frozen=True, kw_only=True)
+class Degraded:
+    """The session's events no longer come live (``reason``: ``redis_unreachable``, the replica
+    that runs it cannot be heard); they are read from the store every ``poll_ms``."""
+
+    reason: str
+    poll_ms: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recovered:
+    """After ``Degraded``: the session's events come live again."""
+
+
+Notice = Degraded | Recovered
+"""How a stream's events reach it changed; the stream goes on."""
+
+StreamItem = LoggedEvent | ResyncRequired | Evicted | ShuttingDown | Degraded | Recovered | None
 
 DIRECT_WRITER = "gateway.direct_writer"
 """ASGI scope extension under which the server offers a ``RawWriter`` for the connection."""
@@ -151,12 +173,21 @@ class Subscriber:
     parked: bool = False
     """Its task waits on an empty queue, having written everything up to ``cursor``: a live
     batch may go straight to the connection (app/runtime/delivery.py)."""
+    notices: list[tuple[int, Notice]] = field(default_factory=list)
+    """Notices still to send, each after the events up to its seq."""
 
     def wake(self) -> None:
         try:
             self.queue.put_nowait(None)
         except asyncio.QueueFull:
             self.overflowed = True  # a full queue is read before the flags are looked at
+
+    def tell(self, notice: Notice, *, after: int) -> None:
+        """Send ``notice`` after the events up to seq ``after`` (those delivered before it)
+        and before the later ones; nothing goes straight to the connection meanwhile."""
+        self.notices.append((after, notice))
+        self.parked = False
+        self.wake()
 
 
 @dataclass(eq=False)
@@ -172,6 +203,8 @@ class Channel:
     """The newest seq handed out; ahead of ``last_seq`` while events wait for their commit."""
     failure: Exception | None = None
     """A write of events nobody waited for failed: raised by the next ``append``."""
+    degraded: Degraded | None = None
+    """The channel's events do not come live now; a subscriber opened meanwhile is told."""
     subscribers: set[Subscriber] = field(default_factory=set)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -315,7 +348,7 @@ class Subscription:
                 batch.append(ResyncRequired(first_seq=first, after=cursor))
                 subscriber.cursor = first - 1
             if page:
-                batch += page
+                batch += self._placed(page) if subscriber.notices else page
                 subscriber.cursor = page[-1].seq
             if batch:
                 yield batch
@@ -332,6 +365,9 @@ class Subscription:
                 self._done = True
                 yield [stop]
                 return
+            if subscriber.notices and (due := self._due()):
+                yield due
+                continue
             if channel.closed.is_set() and queue.empty():
                 self._done = subscriber.cursor >= channel.last_seq
                 return  # ended, or the tail is in the store
@@ -355,4 +391,24 @@ class Subscription:
                 batch.append(item)
             if oldest is not None:
                 self._feed.delivered(subscriber, oldest)
-                yield batch
+                yield self._placed(batch) if subscriber.notices else batch
+
+    def _placed(self, items: Sequence[StreamItem]) -> list[StreamItem]:
+        """``items`` with the notices due among their events, each before the first event
+        delivered after it."""
+        notices = self._subscriber.notices
+        placed: list[StreamItem] = []
+        for item in items:
+            if isinstance(item, LoggedEvent):
+                while notices and notices[0][0] < item.seq:
+                    placed.append(notices.pop(0)[1])
+            placed.append(item)
+        return placed
+
+    def _due(self) -> list[StreamItem]:
+        """The notices whose events were all sent, taken."""
+        notices, cursor = self._subscriber.notices, self._subscriber.cursor
+        due: list[StreamItem] = []
+        while notices and notices[0][0] <= cursor:
+            due.append(notices.pop(0)[1])
+        return due

@@ -7,6 +7,11 @@
     failure is logged
     aclose(): every loop and task cancelled and awaited; nothing starts after it
 
+A fault that lasts (Redis or the database away) makes a loop fail again and again; it is
+logged once per outage, not once per try (``Failures``): the first failure with its traceback
+(an ``Unavailable`` one, which ``app.outages`` already explains, as one line), repeats of the
+same error type at DEBUG, another type as a first failure, and one line when it works again.
+
 The owner of the loops starts and stops them; what they consume reports by yielding values,
 never by calling up into the owner.
 """
@@ -19,10 +24,51 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from app.errors import Unavailable
+
 T = TypeVar("T")
 
 RESTART_S = 1.0
 """The pause before a source that failed is opened again (no busy loop on a lasting fault)."""
+
+
+class Failures:
+    """How one loop's failures of one kind (its source, or its items) are logged."""
+
+    def __init__(self, log: logging.Logger, what: str) -> None:
+        self._log = log
+        self._what = what
+        self._kind: type[BaseException] | None = None
+        self._repeats = 0
+
+    @property
+    def failing(self) -> bool:
+        return self._kind is not None
+
+    def failed(self, error: BaseException, doing: str) -> None:
+        """Log ``error`` (``doing``: what the loop does next) unless the same type of error
+        was the last one, which is logged at DEBUG."""
+        if type(error) is self._kind:
+            self._repeats += 1
+            self._log.debug("%s failed again (%s); %s", self._what, error, doing)
+            return
+        self._kind, self._repeats = type(error), 0
+        if isinstance(error, Unavailable):
+            self._log.warning("%s failed: %s; %s", self._what, error, doing)
+        else:
+            self._log.error("%s failed; %s", self._what, doing, exc_info=error)
+
+    def worked(self) -> None:
+        """It worked: say so once if it was failing."""
+        if self._kind is None:
+            return
+        self._log.info(
+            "%s works again (after %d more failures of %s)",
+            self._what,
+            self._repeats,
+            self._kind.__name__,
+        )
+        self._kind, self._repeats = None, 0
 
 
 class Supervisor:
@@ -85,19 +131,24 @@ class Supervisor:
         source: Callable[[], AsyncGenerator[T, None]],
         act: Callable[[T], Awaitable[None]],
     ) -> None:
+        opening = Failures(self._log, name)
+        acting = Failures(self._log, f"{name}: an item")
         while not self._stopping:
             try:
                 async with contextlib.aclosing(source()) as opened:
                     async for item in opened:
+                        opening.worked()
                         try:
                             await act(item)
-                        except Exception:
+                        except Exception as error:
                             if self._stopping:
                                 return
-                            self._log.exception("%s: one item failed; going on", name)
+                            acting.failed(error, "going on")
+                        else:
+                            acting.worked()
                 return  # the source ended: nothing more will come
-            except Exception:
+            except Exception as error:
                 if self._stopping:  # a cancelled call can surface as another error
                     return
-                self._log.exception("%s failed; starting it again", name)
+                opening.failed(error, "starting it again")
             await asyncio.sleep(self._restart_s)

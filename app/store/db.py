@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.errors import StorageUnavailable
+from app.outages import DATABASE
 from app.store.files import private_database
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,9 @@ _POSTGRES_FAILURE_CLASSES = ("08", "53", "57P", "58")
 """SQLSTATE prefixes of a PostgreSQL server that cannot serve now: connection exceptions,
 insufficient resources (disk full, out of memory, too many connections), operator
 intervention (shutting down, starting up) and system errors (I/O)."""
+_POSTGRES_UNREACHABLE_CLASSES = ("08", "57P")
+"""Of those, the server cannot be reached: connection exceptions, and a server shutting down
+or starting up."""
 _POSTGRES_FAILURES = frozenset(
     {
         "25006",  # read-only SQL transaction: a standby, or a primary being demoted
@@ -83,16 +87,30 @@ def storage_unavailable(exc: BaseException) -> StorageUnavailable | None:
     result code (``sqlite_errorcode``), never by its message. PostgreSQL: a server that cannot
     be reached or has lost the connection, or answers with a SQLSTATE of unavailability
     (``_POSTGRES_FAILURE_CLASSES``, ``_POSTGRES_FAILURES``).
+
+    A server that cannot be reached is logged once per outage (``app.outages.DATABASE``: the
+    first failed call, then the first call that succeeds again); any other unavailability
+    once per call.
     """
-    reason = _sqlite_failure(exc) if isinstance(exc, sqlite3.Error) else _postgres_failure(exc)
+    if isinstance(exc, sqlite3.Error):
+        reason, unreachable = _sqlite_failure(exc), False
+    else:
+        reason, unreachable = _postgres_failure(exc)
     if reason is None:
         return None
-    log.error("storage unavailable: %s (%s)", exc, reason)
+    if unreachable:
+        DATABASE.failed(f"{reason}: {_first_line(exc)}")
+    else:
+        log.error("storage unavailable: %s (%s)", exc, reason)
     return StorageUnavailable(
         "the gateway cannot write its database now (disk full, I/O error, locked or "
         "unreachable); nothing of this request was kept, retry later",
         retry_after_s=STORAGE_RETRY_AFTER_S,
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _sqlite_failure(exc: sqlite3.Error) -> str | None:
@@ -102,8 +120,10 @@ def _sqlite_failure(exc: sqlite3.Error) -> str | None:
     return str(getattr(exc, "sqlite_errorname", code))
 
 
-def _postgres_failure(exc: BaseException) -> str | None:
-    """Why a PostgreSQL call failed for want of a server, or None for any other error.
+def _postgres_failure(exc: BaseException) -> tuple[str | None, bool]:
+    """Why a PostgreSQL call failed for want of a server (None for any other error), and
+    whether that is because the server cannot be reached (gone, refusing, shutting down,
+    starting up) rather than unable to serve this call.
 
     Looks through the chain SQLAlchemy's asyncpg adapter builds (its DBAPI error, caused by
     asyncpg's own) for a SQLSTATE, and for the socket errors of a server that is gone."""
@@ -114,14 +134,14 @@ def _postgres_failure(exc: BaseException) -> str | None:
         state = getattr(current, "sqlstate", None)
         if isinstance(state, str) and state:
             if state in _POSTGRES_FAILURES or state.startswith(_POSTGRES_FAILURE_CLASSES):
-                return f"SQLSTATE {state}"
-            return None
+                return f"SQLSTATE {state}", state.startswith(_POSTGRES_UNREACHABLE_CLASSES)
+            return None, False
         if isinstance(current, (ConnectionError, TimeoutError, OSError)):
-            return type(current).__name__
+            return type(current).__name__, True
         if type(current).__name__ in _ASYNCPG_CONNECTION_ERRORS:
-            return type(current).__name__
+            return type(current).__name__, True
         current = current.__cause__ or current.__context__
-    return None
+    return None, False
 
 
 _ASYNCPG_CONNECTION_ERRORS = frozenset(
@@ -136,7 +156,8 @@ def storage_errors() -> Iterator[None]:
 
     The one place where SQLite's "disk full", I/O errors and "locked" (after the busy
     timeout) become an API answer (the event file's own connections use
-    ``storage_unavailable`` too); other database errors pass through unchanged.
+    ``storage_unavailable`` too); other database errors pass through unchanged. A call that
+    gets through ends an outage of the server (``app.outages.DATABASE``).
     """
     try:
         yield
@@ -150,6 +171,7 @@ def storage_errors() -> Iterator[None]:
         if unavailable is None:
             raise
         raise unavailable from exc
+    DATABASE.answered()
 
 
 async def checkpoint(engine: AsyncEngine) -> None:

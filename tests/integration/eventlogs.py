@@ -40,8 +40,9 @@ async def append_many(log: EventLog, count: int) -> None:
         await log.append(SESSION, delta(i))
 
 
-async def store_directly(store: Store, count: int) -> None:
-    """Write ``count`` events in one transaction, as an earlier gateway process would have."""
+async def store_directly(store: Store, count: int, *, first: int = 1) -> None:
+    """Write ``count`` events (seqs from ``first``) in one transaction, as an earlier gateway
+    process (or the replica running the session) would have."""
     async with session_factory(store.engine).begin() as db:
         db.add_all(
             EventRow(
@@ -51,7 +52,7 @@ async def store_directly(store: Store, count: int) -> None:
                 type="message.delta",
                 data=delta(seq).model_dump(mode="json"),
             )
-            for seq in range(1, count + 1)
+            for seq in range(first, first + count)
         )
 
 

@@ -8,9 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, fake_gateway_at
-from tests.gateway import CLUSTER_SECRET
+from tests.gateway import CLUSTER_SECRET, SseReader
+from tests.integration.streams import envelopes, is_end, read_frames, sse_headers, start_turn
 
 LEASE_TTL_S = 3.0
 _DATABASES = itertools.count(1)
@@ -55,3 +58,13 @@ def two_replicas(
     finally:
         for gateway in made.values():
             gateway.stop()
+
+
+def first_turn_on(client: httpx.Client, sid: str) -> int:
+    """Run a turn on the replica ``client`` talks to, which holds the session from then on;
+    the seq of the turn's last event."""
+    start_turn(client, sid, "hi")
+    with client.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
+        ended = envelopes(read_frames(SseReader(r), is_end))
+    seq: int = ended[-1]["seq"]
+    return seq

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import SseReader, metric, scrape
 from tests.integration.callers import create
-from tests.integration.replicas import two_replicas
+from tests.integration.replicas import first_turn_on, two_replicas
 from tests.integration.streams import (
     AUTH,
     contiguous,
@@ -74,16 +73,6 @@ def read_to_end(
             if connection.sock is not None:
                 connection.sock.shutdown(socket.SHUT_RDWR)
             connection.close()
-
-
-def first_turn_on(client: httpx.Client, sid: str) -> int:
-    """Run a turn on the replica ``client`` talks to, which holds the session from then on;
-    the seq of the turn's last event."""
-    start_turn(client, sid, "hi")
-    with client.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
-        ended = envelopes(read_frames(SseReader(r), is_end))
-    seq: int = ended[-1]["seq"]
-    return seq
 
 
 def test_a_subscriber_on_another_replica_that_stops_reading_is_evicted_as_a_local_one_is(

@@ -10,12 +10,17 @@ from pydantic import TypeAdapter
 
 from app.errors import AtCapacity, TooManyRequests, Unavailable
 from app.events import Event
+from app.runtime.delivery import Delivery
 from app.runtime.eventlog import EventLog
 from app.runtime.subscription import (
+    Degraded,
     Evicted,
     LoggedEvent,
+    Recovered,
     ResyncRequired,
     ShuttingDown,
+    StreamItem,
+    Subscription,
 )
 from app.store.repository import Store
 from app.store.retention import cleanup
@@ -376,3 +381,52 @@ async def test_shutdown_ends_every_subscription_and_refuses_new_ones(log: EventL
     assert log.subscriber_count() == 0
     with pytest.raises(Unavailable):
         await log.open(SESSION, after=0)
+
+
+# --- notices (a follower's events no longer, then again, live) --------------------------------
+
+
+async def test_subscribers_are_told_when_their_events_stop_and_start_coming_live(
+    store: Store,
+) -> None:
+    """As a follower on another replica is: events the owner stored, delivered by the mirror,
+    with ``degraded`` and ``recovered`` placed among them in the order they happened."""
+    delivery = Delivery(store)
+    channel = await delivery.channel(SESSION)
+
+    def opened() -> Subscription:
+        return delivery.open(
+            channel,
+            after=channel.last_seq,
+            heartbeat_s=None,
+            check_limits=False,
+            transport="internal",
+            holder=None,
+        )
+
+    async def deliver(*seqs: int) -> None:
+        await store_directly(store, len(seqs), first=seqs[0])
+        page = await delivery.page(SESSION, after=seqs[0] - 1, limit=len(seqs))
+        delivery.deliver(channel, page)
+
+    following = opened()
+    first = asyncio.ensure_future(items(following, 1))
+    await deliver(1)
+    assert [item.seq for item in await first if isinstance(item, LoggedEvent)] == [1]
+    degraded = Degraded(reason="redis_unreachable", poll_ms=2000)
+    delivery.notify(channel, degraded)
+    joining = opened()  # opened while degraded: told after what it replays
+    await deliver(2, 3)
+    delivery.notify(channel, Recovered())
+    await deliver(4)
+
+    def shown(got: list[StreamItem]) -> list[object]:
+        return [item.seq if isinstance(item, LoggedEvent) else item for item in got]
+
+    assert shown(await items(following, 5)) == [degraded, 2, 3, Recovered(), 4]
+    assert shown(await items(joining, 5)) == [degraded, 2, 3, Recovered(), 4]
+    newcomer = opened()  # after the recovery: nothing to tell it
+    await deliver(5)
+    assert shown(await items(newcomer, 1)) == [5]
+    for subscription in (following, joining, newcomer):
+        await subscription.aclose()

@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
+from app.errors import StorageUnavailable
 from app.runtime.supervision import Supervisor
 
 log = logging.getLogger("tests.supervised")
@@ -124,3 +125,61 @@ async def test_closing_stops_every_loop_and_nothing_starts_after_it() -> None:
     loops.spawn("late", waiting())  # closed, never run
     assert loops.running == 0
     await loops.aclose()  # idempotent
+
+
+async def test_a_lasting_fault_is_logged_once_then_briefly_and_its_end_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    loops = Supervisor(log, restart_s=0.001)
+    opened = 0
+    healed = asyncio.Event()
+
+    async def outage() -> AsyncGenerator[int, None]:
+        nonlocal opened
+        opened += 1
+        if opened <= 5:
+            raise ConnectionError(f"refused ({opened})")
+        yield opened
+        healed.set()
+        await asyncio.Event().wait()
+
+    async def act(_: int) -> None:
+        return None
+
+    loops.consume("outage", outage, act)
+    await asyncio.wait_for(healed.wait(), timeout=5)
+    await loops.aclose()
+    mine = [r for r in caplog.records if r.name == log.name]
+    loud = [r for r in mine if r.levelno >= logging.WARNING]
+    assert len(loud) == 1  # the first failure, with its traceback
+    assert loud[0].exc_info is not None
+    assert "refused (1)" in str(loud[0].exc_info[1])
+    assert [r.levelno for r in mine].count(logging.DEBUG) == 4  # the repeats, briefly
+    assert all(r.exc_info is None for r in mine if r.levelno == logging.DEBUG)
+    [works] = [r for r in mine if r.levelno == logging.INFO]
+    assert works.getMessage() == "outage works again (after 4 more failures of ConnectionError)"
+
+
+async def test_an_unavailable_dependency_is_one_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=log.name)
+    loops = Supervisor(log)
+    done = asyncio.Event()
+
+    async def act(number: int) -> None:
+        if number < 3:
+            raise StorageUnavailable("the database cannot be reached")
+        if number == 4:  # after the first that worked
+            done.set()
+
+    loops.consume("adoption", lambda: numbers(5), act)
+    await asyncio.wait_for(done.wait(), timeout=5)
+    await loops.aclose()
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in loud] == [
+        "adoption: an item failed: the database cannot be reached; going on"
+    ]
+    assert loud[0].exc_info is None
+    assert any("works again" in r.getMessage() for r in caplog.records)
