@@ -118,6 +118,13 @@ class GatewayMetrics:
             ["reason"],
             registry=registry,
         )
+        self.background_failures = Counter(
+            "agent_gateway_background_failures",
+            "Failures of background loops and tasks (each logged; a loop goes on or is started "
+            "again), by loop",
+            ["loop"],
+            registry=registry,
+        )
         self.cluster_held = Gauge(
             "agent_gateway_cluster_sessions_held",
             "Sessions this replica holds (runs their CLI) now",

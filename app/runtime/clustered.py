@@ -83,7 +83,13 @@ class ClusteredSessions:
         self.events: EventLog = local.events
         self.clock: Callable[[], datetime] = local.clock
         self.figures: FigureBook = local.figures
-        self._loops = Supervisor(log)
+        metrics = local.metrics
+        self._loops = Supervisor(
+            log,
+            counted=None
+            if metrics is None
+            else lambda loop: metrics.background_failures.labels(loop=loop).inc(),
+        )
         self._closing = False
         self._handing_back: dict[str, asyncio.Task[None]] = {}
         local.fenced = cluster.fenced  # a write refused for a session: it is lost here
@@ -209,8 +215,8 @@ class ClusteredSessions:
         await self.cluster.beat()
         try:
             await self.adopt_orphans()
-        except StorageUnavailable:  # the adoption loop tries again
-            log.warning("could not look for sessions of lost replicas at start; will retry")
+        except StorageUnavailable:  # the adoption loop tries again (the outage is logged once)
+            log.debug("could not look for sessions of lost replicas at start; will retry")
 
     async def start(self) -> None:
         """Serve forwarded commands, send heartbeats and watch the sessions held here, adopt
@@ -240,8 +246,8 @@ class ClusteredSessions:
     async def _adopt(self, _: AdoptionDue) -> None:
         try:
             await self.adopt_orphans()
-        except StorageUnavailable:  # the next tick tries again
-            log.warning("could not look for sessions of lost replicas; will retry")
+        except StorageUnavailable:  # the next tick tries again (the outage is logged once)
+            log.debug("could not look for sessions of lost replicas; will retry")
 
     async def adopt_orphans(self) -> int:
         """Adopt the sessions nobody alive runs (app/store/ownership.py); how many."""

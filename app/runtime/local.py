@@ -79,6 +79,7 @@ class LocalSessions:
         metrics: GatewayMetrics | None = None,
     ) -> None:
         self.registry = registry
+        self.metrics = metrics
         self.sleep = sleep
         self.monotonic = monotonic
         self.settings = settings

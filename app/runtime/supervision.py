@@ -5,6 +5,7 @@
        └ ends: the loop ends (nothing more will come)
     spawn(work): a task beside the loops (an item served while the next is taken); its
     failure is logged
+    every failure is also counted by the loop's name (``counted``: a metric)
     aclose(): every loop and task cancelled and awaited; nothing starts after it
 
 A fault that lasts (Redis or the database away) makes a loop fail again and again; it is
@@ -74,9 +75,17 @@ class Failures:
 class Supervisor:
     """Loops and tasks owned by one object, each failure logged to its ``log``."""
 
-    def __init__(self, log: logging.Logger, *, restart_s: float = RESTART_S) -> None:
+    def __init__(
+        self,
+        log: logging.Logger,
+        *,
+        restart_s: float = RESTART_S,
+        counted: Callable[[str], None] | None = None,
+    ) -> None:
         self._log = log
         self._restart_s = restart_s
+        self._counted = counted
+        """Counts each failure by the loop's or task's name (a metric)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
 
@@ -123,7 +132,12 @@ class Supervisor:
             return
         error = task.exception()
         if error is not None:
+            self._count(task.get_name())
             self._log.error("%s failed", task.get_name(), exc_info=error)
+
+    def _count(self, name: str) -> None:
+        if self._counted is not None:
+            self._counted(name)
 
     async def _consume(
         self,
@@ -143,6 +157,7 @@ class Supervisor:
                         except Exception as error:
                             if self._stopping:
                                 return
+                            self._count(name)
                             acting.failed(error, "going on")
                         else:
                             acting.worked()
@@ -150,5 +165,6 @@ class Supervisor:
             except Exception as error:
                 if self._stopping:  # a cancelled call can surface as another error
                     return
+                self._count(name)
                 opening.failed(error, "starting it again")
             await asyncio.sleep(self._restart_s)

@@ -19,7 +19,7 @@ import pytest
 
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway
-from tests.gateway import SseReader, is_turn_end
+from tests.gateway import SseReader, is_turn_end, metric, scrape
 from tests.integration.callers import create
 from tests.integration.replicas import two_replicas
 from tests.integration.streams import (
@@ -117,6 +117,9 @@ def test_redis_restarted_empty_mid_turn_ends_no_turn(
         assert seen[-1]["type"] == "turn.interrupted"  # ended by the client, not replica_lost
         assert "replica_lost" not in str(stored(on_b, sid))
         assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-a"
+        held = scrape(on_a)
+        assert metric(held, "agent_gateway_cluster_sessions_held") == 1
+        assert metric(scrape(on_b), "agent_gateway_cluster_adoptions_total") == 0
         start_turn(on_b, sid, "hi")
         with on_b.stream(
             "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(seen[-1]["seq"])
@@ -161,6 +164,8 @@ def test_an_owner_paused_past_its_ttl_is_fenced_out_when_it_wakes(
             assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
         assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
         one_end_per_turn(on_a, sid)  # A wrote nothing after it was fenced
+        assert metric(scrape(on_b), "agent_gateway_cluster_adoptions_total") == 1
+        assert metric(scrape(on_a), "agent_gateway_cluster_sessions_held") == 0
 
 
 def test_a_turn_for_a_session_whose_owner_died_adopts_it_instead_of_timing_out(
@@ -185,3 +190,6 @@ def test_a_turn_for_a_session_whose_owner_died_adopts_it_instead_of_timing_out(
             assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
         assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
         one_end_per_turn(on_b, sid)
+        counted = scrape(on_b)
+        gone = {"op": "start_turn", "outcome": "owner_gone"}
+        assert metric(counted, "agent_gateway_cluster_forwarded_total", **gone) == 1

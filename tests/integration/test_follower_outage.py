@@ -29,7 +29,6 @@ from tests.integration.streams import (
     sse_headers,
     start_turn,
     stored,
-    wait_until,
     ws_frames,
     ws_url,
 )

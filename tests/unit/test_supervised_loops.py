@@ -35,7 +35,8 @@ async def numbers(upto: int) -> AsyncGenerator[int, None]:
 async def test_an_item_that_fails_is_logged_and_the_next_one_taken(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    loops = Supervisor(log)
+    counted: list[str] = []
+    loops = Supervisor(log, counted=counted.append)
     seen: list[int] = []
     done = asyncio.Event()
 
@@ -50,6 +51,7 @@ async def test_an_item_that_fails_is_logged_and_the_next_one_taken(
     await asyncio.wait_for(done.wait(), timeout=5)
     await loops.aclose()
     assert seen == [0, 2, 3]
+    assert counted == ["numbers"]  # every failure counted (a metric), by loop
     failed = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(failed) == 1
     assert "numbers" in failed[0].getMessage()
@@ -59,7 +61,8 @@ async def test_an_item_that_fails_is_logged_and_the_next_one_taken(
 async def test_a_source_that_fails_is_logged_and_opened_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    loops = Supervisor(log, restart_s=0.01)
+    counted: list[str] = []
+    loops = Supervisor(log, restart_s=0.01, counted=counted.append)
     opened = 0
     again = asyncio.Event()
 
@@ -78,13 +81,15 @@ async def test_a_source_that_fails_is_logged_and_opened_again(
     await asyncio.wait_for(again.wait(), timeout=5)
     await loops.aclose()
     assert opened >= 2
+    assert counted[:1] == ["flaky"]
     assert any("flaky failed" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_task_beside_the_loops_that_fails_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    loops = Supervisor(log)
+    counted: list[str] = []
+    loops = Supervisor(log, counted=counted.append)
     logged = Logged()
     log.addHandler(logged)
 
@@ -99,6 +104,7 @@ async def test_a_task_beside_the_loops_that_fails_is_logged(
     await loops.aclose()
     failed = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert [r.getMessage() for r in failed] == ["command failed"]
+    assert counted == ["command"]
     assert failed[0].exc_info is not None
 
 
