@@ -393,6 +393,8 @@ class SessionHost:
         self._quiet = self._quiet or quiet
         self._stop_reason = reason
         live.approvals.cancel_reason = "session_closed"
+        if quiet:  # the CLI first: another replica may be running this thread already
+            await live.handle.close(at_once=True)
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
