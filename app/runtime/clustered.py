@@ -141,7 +141,7 @@ class ClusteredSessions:
         try:
             answer = await self.cluster.forward(elsewhere, kind, fields, issuer=issuer)
         except OwnerGone:  # it died and never began the command: adopt the session, run here
-            if self._closing or not await self.adopt(session_id, keep=True):
+            if self._closing or not await self.adopt(session_id):
                 raise ClusterUnavailable(
                     f"replica {elsewhere}, which ran session {session_id}, stopped; another "
                     "replica is taking the session over: retry",
@@ -261,11 +261,12 @@ class ClusteredSessions:
                 adopted += 1
         return adopted
 
-    async def adopt(self, session_id: str, *, keep: bool = False) -> bool:
+    async def adopt(self, session_id: str) -> bool:
         """Claim a session whose holder died (or that nobody holds) and end what died with it,
-        once; then give it back unless ``keep`` or its turn's wait for a usage limit goes on
-        here. Whether this replica adopted it (False: another one was first, or its holder is
-        alive after all)."""
+        once. The session stays held here (its next command runs here, never caught between
+        this replica letting it go and another claiming it), as every session does with the
+        replica that last ran it. Whether this replica adopted it (False: another one was
+        first, or its holder is alive after all)."""
         if self.cluster.holds(session_id):
             return True
         try:
@@ -274,12 +275,10 @@ class ClusteredSessions:
             return False
         if holder is not None:
             return False
-        resumed = False
         try:
             await self.events.take_over(session_id)
             scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
-            if scheduled is not None:
-                resumed = await self.local.resume(scheduled)
+            resumed = scheduled is not None and await self.local.resume(scheduled)
             self.cluster.count_adopted()
             log.warning(
                 "adopted session %s from a lost replica%s",
@@ -287,11 +286,11 @@ class ClusteredSessions:
                 ": its turn waits here" if resumed else "",
                 extra={"session_id": session_id, "event": "cluster.adopted"},
             )
-        finally:
+        except BaseException:  # not settled: whoever claims it next settles it
             await self.events.flush()
-            if not (resumed or keep):
-                await self.cluster.let_go(session_id)
-                self.events.let_go(session_id)
+            await self.cluster.let_go(session_id)
+            raise
+        await self.events.flush()
         return True
 
     # --- shutdown -----------------------------------------------------------------------------

@@ -174,7 +174,7 @@ def test_a_replica_killed_mid_turn_has_its_session_adopted_and_the_turn_ended_on
             lambda: (s := on_b.get(f"/v1/sessions/{sid}").json())["status"] == "idle" and s,
             what="the adopted session to be idle",
         )
-        assert session["owner"] is None  # adopted, ended, and let go
+        assert session["owner"] == "gw-b"  # adopted and ended; B runs it from now on
         start_turn(on_b, sid, "hi")  # the next turn resumes the thread, on B
         nxt = turn_events(on_b, sid, after=everything[-1]["seq"])
         assert nxt[-1]["type"] == "turn.completed"
