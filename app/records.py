@@ -26,6 +26,8 @@ ENDED_SESSION_STATUSES: tuple[SessionStatus, ...] = ("closed", "failed")
 """A session in one of these statuses never runs another turn."""
 LIVE_TURN_STATUSES: tuple[TurnStatus, ...] = ("queued", "running", "retrying")
 """A turn in one of these statuses has not ended."""
+BUSY_SESSION_STATUSES: tuple[SessionStatus, ...] = ("running", "awaiting_approval", "retrying")
+"""A session in one of these statuses is running a turn."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

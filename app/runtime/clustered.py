@@ -187,15 +187,21 @@ class ClusteredSessions:
         await self._taken(session_id)
         return None
 
-    async def _taken(self, session_id: str) -> None:
+    async def _taken(self, session_id: str) -> bool:
         """This replica has just claimed the session: number its events from the store, drop
         what an earlier hold of it left here, and settle what its last holder left unfinished
-        (nothing, when that one let it go cleanly)."""
-        await self.events.take_over(session_id)
-        await self.local.drop(session_id, "replica_lost", quiet=True)  # settled just below
-        scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
-        if scheduled is not None:
-            await self.local.resume(scheduled)
+        (nothing, when that one let it go cleanly). Whether a turn's wait for a usage limit
+        goes on here. Not settled (a failure): the session is let go, so that whoever claims
+        it next settles it."""
+        try:
+            await self.events.take_over(session_id)
+            await self.local.drop(session_id, "replica_lost", quiet=True)  # settled just below
+            scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
+            return scheduled is not None and await self.local.resume(scheduled)
+        except BaseException:
+            await self.events.flush()
+            await self.cluster.let_go(session_id)
+            raise
 
     async def _another_replica(self) -> str:
         """A live replica other than this one (shutting down), for a turn or a close."""
@@ -255,8 +261,6 @@ class ClusteredSessions:
         if self._closing:  # handing its own sessions back: it adopts nothing more
             return 0
         for session_id in await self.cluster.orphans():
-            if self.local.is_live(session_id) and not self.cluster.holds(session_id):
-                await self.local.drop(session_id, "replica_lost", quiet=True)
             if await self.adopt(session_id):
                 adopted += 1
         return adopted
@@ -275,22 +279,15 @@ class ClusteredSessions:
             return False
         if holder is not None:
             return False
-        try:
-            await self.events.take_over(session_id)
-            scheduled = await settle_session(self.store, self.events, session_id, now=self.clock())
-            resumed = scheduled is not None and await self.local.resume(scheduled)
-            self.cluster.count_adopted()
-            log.warning(
-                "adopted session %s from a lost replica%s",
-                session_id,
-                ": its turn waits here" if resumed else "",
-                extra={"session_id": session_id, "event": "cluster.adopted"},
-            )
-        except BaseException:  # not settled: whoever claims it next settles it
-            await self.events.flush()
-            await self.cluster.let_go(session_id)
-            raise
+        resumed = await self._taken(session_id)
         await self.events.flush()
+        self.cluster.count_adopted()
+        log.warning(
+            "adopted session %s from a lost replica%s",
+            session_id,
+            ": its turn waits here" if resumed else "",
+            extra={"session_id": session_id, "event": "cluster.adopted"},
+        )
         return True
 
     # --- shutdown -----------------------------------------------------------------------------

@@ -225,13 +225,22 @@ class Forwarder:
     async def _cancel(self, command_id: str) -> bool:
         """Make sure the command never runs, unless its holder has begun it: whether it was
         cancelled (False: it had begun, or Redis cannot be reached to tell)."""
-        try:
+        return await self._mark(command_id, CANCELLED)
+
+    async def _mark(self, command_id: str, state: bytes) -> bool:
+        """Set the command's state to ``state`` unless it has one: whether this call set it
+        (False also when Redis cannot be reached)."""
+
+        async def mark() -> bool:
             with cluster_errors():
                 return bool(
                     await self._redis.set(
-                        _state_key(command_id), CANCELLED, nx=True, px=self._window_ms
+                        _state_key(command_id), state, nx=True, px=self._window_ms
                     )
                 )
+
+        try:
+            return await _again_once(mark)
         except ClusterUnavailable:
             return False
 
@@ -270,18 +279,8 @@ class Forwarder:
             yield Received(command=command)
 
     async def _begin(self, command: Command) -> bool:
-        async def begin() -> bool:
-            with cluster_errors():
-                return bool(
-                    await self._redis.set(
-                        _state_key(command.id), RUNNING, nx=True, px=self._window_ms
-                    )
-                )
-
-        try:
-            return await _again_once(begin)
-        except ClusterUnavailable:
-            return False  # its sender cannot be answered either: it reports it did not run
+        # Redis away: its sender cannot be answered either, and reports that it did not run.
+        return await self._mark(command.id, RUNNING)
 
     async def answer(
         self, received: Received, *, result: Any = None, error: Exception | None = None

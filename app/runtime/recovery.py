@@ -25,7 +25,13 @@ from app.events import (
     TurnFailed,
     TurnInterrupted,
 )
-from app.records import LIVE_TURN_STATUSES, ApprovalRecord, TurnRecord, json_dict
+from app.records import (
+    BUSY_SESSION_STATUSES,
+    LIVE_TURN_STATUSES,
+    ApprovalRecord,
+    TurnRecord,
+    json_dict,
+)
 from app.runtime.eventlog import EventLog
 from app.store.interface import Storage
 
@@ -148,12 +154,9 @@ async def settle_session(
                 provider=newest.provider,
             )
     row = await store.get_session(session_id)
-    if scheduled is None and row is not None and row.status in BUSY_STATUSES:
+    if scheduled is None and row is not None and row.status in BUSY_SESSION_STATUSES:
         await store.update_session(session_id, status="idle", updated_at=now)
     return scheduled
-
-
-BUSY_STATUSES = ("running", "awaiting_approval", "retrying")
 
 
 async def _told_end(store: Storage, session_id: str, turn_id: str) -> str | None:

@@ -24,12 +24,11 @@ from sqlalchemy import ColumnElement, and_, delete, exists, literal_column, or_,
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import SessionFenced
-from app.records import LIVE_TURN_STATUSES
+from app.records import BUSY_SESSION_STATUSES, LIVE_TURN_STATUSES
 from app.store.calls import uninterrupted
 from app.store.tables import ApprovalRow, ReplicaRow, SessionRow, TurnRow
 from app.store.transactions import Transactions
 
-BUSY_STATUSES = ("running", "awaiting_approval", "retrying")
 FORGET_AFTER_S = 86400.0
 """A replica silent this long is removed from ``replicas`` (its sessions long adopted)."""
 
@@ -145,7 +144,7 @@ class Ownership(Transactions):
         by ``me`` (an earlier run of this replica: the caller leaves out what it holds now),
         or held by nobody while something of them is unfinished."""
         unfinished = or_(
-            SessionRow.status.in_(BUSY_STATUSES),
+            SessionRow.status.in_(BUSY_SESSION_STATUSES),
             exists().where(
                 TurnRow.session_id == SessionRow.id, TurnRow.status.in_(LIVE_TURN_STATUSES)
             ),

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 
 from app.records import (
+    BUSY_SESSION_STATUSES,
     ENDED_SESSION_STATUSES,
     LIVE_TURN_STATUSES,
     ApprovalRecord,
@@ -321,7 +322,7 @@ class Store(Ownership, EventQueries):
         async with self._write() as db:
             await db.execute(
                 update(SessionRow)
-                .where(SessionRow.status.in_(("running", "awaiting_approval", "retrying")))
+                .where(SessionRow.status.in_(BUSY_SESSION_STATUSES))
                 .values(status="idle", updated_at=now)
             )
 
