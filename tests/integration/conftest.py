@@ -20,11 +20,12 @@ from app.store.db import create_engine
 from app.store.repository import Store
 from app.store.schema import upgrade
 from tests.conftest import MIGRATED_TEMPLATE
-from tests.dbservers import PostgresServer
+from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import GatewayProcess
 from tests.integration.cliprocs import SHARED_LIMITS, fake_gateway_in, gateway_secrets
 from tests.integration.eventlogs import NOW, OTHER, SESSION
+from tests.integration.replicas import two_replicas
 from tests.integration.rows import session_record
 
 
@@ -112,3 +113,13 @@ async def store(database_url: str) -> AsyncIterator[Store]:
 def log(store: Store) -> EventLog:
     """The event log on ``store``."""
     return EventLog(store)
+
+
+@pytest.fixture
+def replicas(
+    tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
+) -> Iterator[dict[str, FakeGateway]]:
+    """Replicas gw-a and gw-b (not started) on a fresh database and an empty Redis (a test
+    module that needs them otherwise defines its own)."""
+    with two_replicas(tmp_path, postgres, redis_server) as made:
+        yield made

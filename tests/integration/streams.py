@@ -102,6 +102,12 @@ class RetryRecordingReader(SseReader):
         self._lines = lines()
 
 
+def turn_events(client: httpx.Client, sid: str, after: int = 0) -> list[dict[str, Any]]:
+    """The session's events from ``after`` to the end of the next turn, over SSE."""
+    with client.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(after)) as r:
+        return envelopes(read_frames(SseReader(r), is_end))
+
+
 def is_end(frame: SseEvent) -> bool:
     return frame.event is None and is_turn_end(frame.json())
 

@@ -6,18 +6,14 @@ subscribers on every replica), and a replica killed mid-turn has its sessions ad
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.dbservers import PostgresServer, RedisServer
+from tests.dbservers import RedisServer
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import SseReader
 from tests.integration.callers import create
-from tests.integration.replicas import two_replicas
 from tests.integration.streams import (
     contiguous,
     envelopes,
@@ -27,23 +23,9 @@ from tests.integration.streams import (
     sse_headers,
     start_turn,
     stored,
+    turn_events,
     wait_until,
 )
-
-
-@pytest.fixture
-def replicas(
-    tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
-) -> Iterator[dict[str, FakeGateway]]:
-    """Replicas gw-a and gw-b (not started) on a fresh database and an empty Redis."""
-    with two_replicas(tmp_path, postgres, redis_server) as made:
-        yield made
-
-
-def turn_events(client: httpx.Client, sid: str, after: int = 0) -> list[dict[str, Any]]:
-    """The session's events from ``after`` to the end of the next turn, over SSE."""
-    with client.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(after)) as r:
-        return envelopes(read_frames(SseReader(r), is_end))
 
 
 def test_any_replica_serves_any_session_and_streams_reach_every_replica(

@@ -10,18 +10,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.dbservers import PostgresServer, RedisServer
+from tests.dbservers import RedisServer
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import SseReader, is_turn_end, metric, scrape
 from tests.integration.callers import create
-from tests.integration.replicas import two_replicas
+from tests.integration.cliprocs import alive, descendants
 from tests.integration.streams import (
     contiguous,
     envelopes,
@@ -31,16 +28,9 @@ from tests.integration.streams import (
     sse_headers,
     start_turn,
     stored,
+    turn_events,
     wait_until,
 )
-
-
-@pytest.fixture
-def replicas(
-    tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
-) -> Iterator[dict[str, FakeGateway]]:
-    with two_replicas(tmp_path, postgres, redis_server) as made:
-        yield made
 
 
 def delta(frame: Any) -> bool:
@@ -55,34 +45,6 @@ def one_end_per_turn(client: httpx.Client, sid: str) -> None:
     assert len(ends) == len([e for e in events if is_turn_end(e)])
     turns = client.get(f"/v1/sessions/{sid}/turns").json()["turns"]
     assert {t["id"]: f"turn.{t['status']}" for t in turns} == ends
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry))
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        pending += children.get(current, [])
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_redis_restarted_empty_mid_turn_ends_no_turn(
@@ -121,10 +83,7 @@ def test_redis_restarted_empty_mid_turn_ends_no_turn(
         assert metric(held, "agent_gateway_cluster_sessions_held") == 1
         assert metric(scrape(on_b), "agent_gateway_cluster_adoptions_total") == 0
         start_turn(on_b, sid, "hi")
-        with on_b.stream(
-            "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(seen[-1]["seq"])
-        ) as r:
-            assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
+        assert turn_events(on_b, sid, after=seen[-1]["seq"])[-1]["type"] == "turn.completed"
         one_end_per_turn(on_b, sid)
 
 
@@ -140,7 +99,7 @@ def test_an_owner_paused_past_its_ttl_is_fenced_out_when_it_wakes(
             reader = SseReader(r)
             live = envelopes(read_frames(reader, delta))
             cli = a.spawns()[-1]["pid"]
-            frozen = tree(a.process.pid)
+            frozen = [a.process.pid, *descendants(a.process.pid)]
             assert cli in frozen
             for pid in frozen:  # A and its CLI frozen, as a paused VM or container is
                 os.kill(pid, signal.SIGSTOP)
@@ -158,10 +117,7 @@ def test_an_owner_paused_past_its_ttl_is_fenced_out_when_it_wakes(
             what="A noticing it was fenced out",
         )
         start_turn(on_b, sid, "hi")
-        with on_b.stream(
-            "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(live[-1]["seq"])
-        ) as r:
-            assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
+        assert turn_events(on_b, sid, after=live[-1]["seq"])[-1]["type"] == "turn.completed"
         assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
         one_end_per_turn(on_a, sid)  # A wrote nothing after it was fenced
         assert metric(scrape(on_b), "agent_gateway_cluster_adoptions_total") == 1
@@ -176,18 +132,14 @@ def test_a_turn_for_a_session_whose_owner_died_adopts_it_instead_of_timing_out(
     with a.client() as on_a, b.client() as on_b:
         sid = create(on_a, a)
         start_turn(on_a, sid, "hi")
-        with on_a.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
-            first = envelopes(read_frames(SseReader(r), is_end))
+        first = turn_events(on_a, sid)
         a.process.send_signal(signal.SIGKILL)  # A holds the session, idle, and dies
         a.process.wait(timeout=10)
         # Forwarded to A, which never takes it: once A has been silent for the TTL the
         # command is cancelled there and B adopts the session (command_timeout_s is 10 s).
         started = on_b.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"})
         assert started.status_code == 202, started.text
-        with on_b.stream(
-            "GET", f"/v1/sessions/{sid}/events", headers=sse_headers(first[-1]["seq"])
-        ) as r:
-            assert envelopes(read_frames(SseReader(r), is_end))[-1]["type"] == "turn.completed"
+        assert turn_events(on_b, sid, after=first[-1]["seq"])[-1]["type"] == "turn.completed"
         assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
         one_end_per_turn(on_b, sid)
         counted = scrape(on_b)

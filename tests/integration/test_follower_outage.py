@@ -7,18 +7,15 @@ order, and are told again when the events come live (``recovered``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from websockets.sync.client import connect as ws_connect
 
-from tests.dbservers import PostgresServer, RedisServer
+from tests.dbservers import RedisServer
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import SseEvent, SseReader, is_turn_end
 from tests.integration.callers import create
-from tests.integration.replicas import first_turn_on, two_replicas
+from tests.integration.replicas import first_turn_on
 from tests.integration.streams import (
     AUTH,
     contiguous,
@@ -35,14 +32,6 @@ from tests.integration.streams import (
 
 DEGRADED = {"type": "degraded", "reason": "redis_unreachable", "poll_ms": 2000}
 RECOVERED = {"type": "recovered"}
-
-
-@pytest.fixture
-def replicas(
-    tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer
-) -> Iterator[dict[str, FakeGateway]]:
-    with two_replicas(tmp_path, postgres, redis_server) as made:
-        yield made
 
 
 def named(name: str) -> Any:
