@@ -97,6 +97,10 @@ def test_the_owner_killed_mid_turn(chaos: Chaos) -> None:
         read_until(reader, is_delta, 60)
         thread = chaos.session("gw-b", session)["thread_id"]
         assert thread, "no thread bound while the turn streams"
+        # Resuming needs the thread on disk: Claude Code may not have written it yet at the
+        # first delta (killed sooner, the next turn rightly reports context_lost).
+        home = chaos.root.parent / "home"
+        poll(lambda: any(home.rglob(f"{thread}.jsonl")), 30, "Claude Code to keep the thread")
         gateway = chaos.replicas["gw-a"].process
         assert gateway is not None
         killed = time.monotonic()
