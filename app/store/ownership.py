@@ -169,10 +169,13 @@ class Ownership(Transactions):
         session_id: str | None = None,
         turn_id: str | None = None,
         approval_id: str | None = None,
+        exclusive: bool = False,
     ) -> None:
         """On a store that writes as a session's holder: lock the session's row for the rest
         of this transaction and refuse the write (``SessionFenced``) unless this replica
-        holds it."""
+        holds it. ``exclusive``: the write updates that row itself, so it is locked for update
+        at once (two transactions sharing the lock and both upgrading it would deadlock, as
+        with the event writer's)."""
         if self.holder is None:
             return
         if session_id is None and turn_id is not None:
@@ -184,7 +187,9 @@ class Ownership(Transactions):
         if session_id is None:
             return  # nothing of it exists: the write itself finds nothing either
         holder = await db.scalar(
-            select(SessionRow.holder).where(SessionRow.id == session_id).with_for_update(read=True)
+            select(SessionRow.holder)
+            .where(SessionRow.id == session_id)
+            .with_for_update(read=not exclusive)
         )
         if holder != self.holder:
             raise SessionFenced([session_id])

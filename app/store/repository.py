@@ -128,7 +128,7 @@ class Store(Ownership, EventQueries):
     @uninterrupted
     async def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         async with self._write() as db:
-            await self._fence(db, session_id=session_id)
+            await self._fence(db, session_id=session_id, exclusive=True)
             await db.execute(update(SessionRow).where(SessionRow.id == session_id).values(values))
             row = await db.get(SessionRow, session_id, populate_existing=True)
         assert row is not None, session_id
@@ -160,7 +160,7 @@ class Store(Ownership, EventQueries):
         transaction (on the path of every turn's start); the turn returned has its
         ``number``, one past the session's newest turn."""
         async with self._write() as db:
-            await self._fence(db, session_id=turn.session_id)
+            await self._fence(db, session_id=turn.session_id, exclusive=True)
             current = await db.scalar(
                 select(func.max(TurnRow.seq_no)).where(TurnRow.session_id == turn.session_id)
             )
@@ -180,7 +180,7 @@ class Store(Ownership, EventQueries):
         """Mark the turn ``running`` (with ``values``) and its session ``running``, in one
         transaction: on the path of every attempt's start."""
         async with self._write() as db:
-            await self._fence(db, session_id=session_id)
+            await self._fence(db, session_id=session_id, exclusive=True)
             await db.execute(
                 update(TurnRow).where(TurnRow.id == turn_id).values(status="running", **values)
             )
