@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -190,6 +191,29 @@ class WorkspaceSettings(_Section):
     """Directories a session's workspace must resolve inside (after following symlinks)."""
 
 
+SandboxMode = Literal["bwrap", "none"]
+
+
+class SandboxSettings(_Section):
+    """How agent processes are confined (app/process/sandbox.py)."""
+
+    mode: Literal["auto", "bwrap", "none"] = "auto"
+    """``bwrap``: every agent process runs in a bubblewrap sandbox that shows it its own
+    workspace and home and none of the gateway's files; a provider whose sandbox cannot be
+    made is unavailable. ``none``: agents run as the gateway's user with its view of the
+    machine. ``auto`` (the default): ``bwrap`` where it works, else ``none``, with the reason
+    in ``doctor``, ``/readyz`` and ``GET /v1/providers``."""
+    bwrap: str = "bwrap"
+    """The bubblewrap executable (a path, or a name looked up on ``PATH``)."""
+    homes_dir: Path | None = None
+    """Where each session's own CLI home is created (default ``<data_dir>/homes``). Replicas
+    of one gateway must share it, as they share their CLIs' threads."""
+    read_only: list[Path] = []
+    """More paths a sandboxed agent may read (a toolchain outside ``/usr``, say)."""
+    read_write: list[Path] = []
+    """More paths a sandboxed agent may write (a cache shared by every session, say)."""
+
+
 class ProviderSettings(_Section):
     enabled: bool = True
     executable: str | None = None
@@ -214,6 +238,8 @@ class ProviderSettings(_Section):
     interrupt_grace_s: float = Field(default=10.0, gt=0)
     """After an interrupt, how long the CLI has to end the turn before its process is stopped."""
     stop_grace_s: float = Field(default=5.0, gt=0)
+    sandbox: SandboxMode | None = None
+    """This provider's sandbox, over ``sandbox.mode``."""
 
 
 class BalanceWeights(_Section):
@@ -326,9 +352,21 @@ class Settings(BaseSettings):
     sessions: SessionSettings = SessionSettings()
     limits: LimitsSettings = LimitsSettings()
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    sandbox: SandboxSettings = SandboxSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The TOML file these settings were read from, if any (kept out of every sandbox)."""
+        return self._config_file
+
+    @property
+    def homes_dir(self) -> Path:
+        """Where each session's own CLI home is created."""
+        return self.sandbox.homes_dir or self.storage.data_dir / "homes"
 
     @classmethod
     def settings_customise_sources(
@@ -402,6 +440,7 @@ def load_settings(
         raise ConfigError(_describe(exc, path)) from None
     except ValueError as exc:  # malformed TOML
         raise ConfigError(f"cannot read configuration file {path}: {exc}") from None
+    settings._config_file = None if path is None else path.resolve()
     _check_roots(settings)
     return settings
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from app.process.sandbox import Confinement
+
 LimitReason = Literal["output_limit", "line_too_long", "memory_limit", "process_limit"]
 
 BASE_ALLOWED: frozenset[str] = frozenset(
@@ -63,6 +65,9 @@ class ProcessSpec:
     """Roots ``cwd`` must lie in. Then ``cwd`` must be a real path: ``spawn`` opens it without
     following symlinks (``workspaces.open_confined``) and starts the child in the directory it
     opened, or refuses with ``cwd_rejected`` (``bad_cwd`` if it is gone)."""
+    sandbox: Confinement | None = None
+    """Run inside this bubblewrap sandbox (app/process/sandbox.py); its workspace is bound
+    from the directory the runner opened for ``cwd``."""
 
     def __post_init__(self) -> None:
         if not self.argv:

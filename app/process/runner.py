@@ -11,6 +11,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from app.process.managed import (
 )
 from app.process.orphans import TAG_ENV, ProcessLedger
 from app.process.pipes import ChildPipes
+from app.process.sandbox import wrap
 from app.process.spawning import start_child
 from app.process.workspaces import WorkspaceMoved, open_confined
 
@@ -99,6 +101,15 @@ class ProcessRunner:
             raise ProcessError("the process runner is closed")
         argv0 = spec.argv[0]
         cwd_fd = _open_cwd(spec)
+        argv = spec.argv
+        if spec.sandbox is not None:
+            try:
+                _check_executable(spec)
+            except SpawnError:
+                if cwd_fd is not None:
+                    os.close(cwd_fd)
+                raise
+            argv = wrap(spec.sandbox, spec.argv)
         cwd = spec.cwd if cwd_fd is None else _FD_DIR / str(cwd_fd)
         pipes = ChildPipes(stderr_tail_bytes=spec.stderr_tail_bytes)
         tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
@@ -107,9 +118,13 @@ class ProcessRunner:
             # Returns once the child has exec'd (or failed to), so it has left cwd_fd behind.
             async with self._one_spawn_at_a_time:
                 transport = await start_child(
-                    lambda: pipes, spec.argv, cwd=cwd, env={**spec.env, TAG_ENV: tag}
+                    lambda: pipes, argv, cwd=cwd, env={**spec.env, TAG_ENV: tag}
                 )
         except OSError as exc:
+            if spec.sandbox is not None and argv[0] == spec.sandbox.bwrap:
+                # bwrap itself could not be run: the CLI is not what is missing.
+                detail = f"cannot start the sandbox {spec.sandbox.bwrap}: {exc}"
+                raise SpawnError(kind="spawn_failed", argv0=argv0, detail=detail) from exc
             kind = _spawn_failure(exc, cwd)
             raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
         finally:
@@ -224,6 +239,15 @@ def _open_cwd(spec: ProcessSpec) -> int | None:
         low, fd = fd, fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
         os.close(low)
     return fd
+
+
+def _check_executable(spec: ProcessSpec) -> None:
+    """A sandboxed CLI that is not there fails as it would unsandboxed (``bwrap`` would start,
+    then only say so on stderr)."""
+    argv0 = spec.argv[0]
+    found = shutil.which(argv0, path=spec.env.get("PATH", os.defpath))
+    if found is None:
+        raise SpawnError(kind="cli_missing", argv0=argv0, detail=f"{argv0}: not found")
 
 
 def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from app.process.runner import ProcessRunner
 from app.providers.base import Capabilities, Provider
+from app.providers.sandboxing import Sandbox, SandboxStatus
 from app.settings import LimitsSettings, ProviderSettings, RetrySettings
 
 
@@ -30,6 +31,10 @@ class BuildContext:
     (None: ``os.environ``)."""
     retry: RetrySettings = field(default_factory=RetrySettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
+    sandbox: Sandbox = field(
+        default_factory=lambda: Sandbox(status=SandboxStatus(mode="none", reason="not asked"))
+    )
+    """What each of the provider's agent processes sees (app/providers/sandboxing.py)."""
     workspace_roots: tuple[Path, ...] | None = None
     """Every spawn (and every thread a shared server starts) checks that the session's
     workspace is still its directory inside one of them; None checks only that it is a
@@ -44,6 +49,9 @@ class Credentials:
     """Any of these set (in the gateway's environment or ``providers.<name>.env``) counts."""
     login_files: tuple[str, ...] = ()
     """A login the CLI keeps, relative to ``HOME``."""
+    config_dirs: Mapping[str, str] = field(default_factory=dict)
+    """Variables that move the CLI's config directory, with where it is relative to ``HOME``
+    by default (``CODEX_HOME`` → ``.codex``); a sandboxed session gets its own."""
     endpoint_variables: tuple[str, ...] = ()
     """Variables that point the CLI at a model endpoint (checked for a TCP connection)."""
     hint: str

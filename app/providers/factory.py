@@ -9,6 +9,7 @@ from app.process.runner import ProcessRunner
 from app.providers.base import Provider
 from app.providers.catalog import described, executable
 from app.providers.descriptor import BuildContext
+from app.providers.sandboxing import LoginFiles, sandbox_for
 from app.settings import Settings
 
 
@@ -27,7 +28,12 @@ def build_providers(
         if not provider_settings.enabled:
             continue
         command = executable(name, settings)
-        providers[name] = described(name).build(
+        descriptor = described(name)
+        login = LoginFiles(
+            files=descriptor.credentials.login_files,
+            config_dirs=descriptor.credentials.config_dirs,
+        )
+        providers[name] = descriptor.build(
             BuildContext(
                 name=name,
                 settings=provider_settings,
@@ -37,6 +43,7 @@ def build_providers(
                 retry=settings.retry,
                 limits=settings.limits,
                 workspace_roots=roots,
+                sandbox=sandbox_for(name, settings, login),
             )
         )
     return providers

@@ -34,6 +34,7 @@ class HostedProvider(Provider, Generic[S]):
         self.retry = context.retry
         self.limits = context.limits
         self.workspace_roots = context.workspace_roots
+        self.sandbox = context.sandbox
         self._sessions: set[S] = set()
         self._background: set[asyncio.Task[None]] = set()
 

@@ -26,6 +26,7 @@ from app.process.managed import ManagedProcess, SpawnError
 from app.process.runner import ProcessRunner
 from app.providers.base import ProcessInfo, SessionSpec, ThreadSession, TurnHooks, TurnOutcome
 from app.providers.exits import limit_error, spawn_error
+from app.providers.sandboxing import Sandbox
 from app.providers.turnloop import TurnLoop, failure
 from app.settings import LimitsSettings, ProviderSettings
 
@@ -63,6 +64,9 @@ class SessionHost(Protocol):
 
     @property
     def workspace_roots(self) -> tuple[Path, ...] | None: ...
+
+    @property
+    def sandbox(self) -> Sandbox: ...
 
     def forget(self, session: Any, /) -> None:
         """The session closed itself."""
@@ -141,6 +145,12 @@ class ProcessSession(ThreadSession, Generic[L, T]):
         """Spawn the CLI in the session's workspace (confined to the provider's roots) and
         start ``follow`` on it; a failed spawn is the turn's outcome."""
         host = self._host
+        confinement, env = host.sandbox.confine(
+            session_id=self._spec.session_id,
+            workspace=self._spec.workspace,
+            executable=next(iter(argv)),
+            env=env,
+        )
         try:
             process = await host.runner.spawn(
                 ProcessSpec(
@@ -149,6 +159,7 @@ class ProcessSession(ThreadSession, Generic[L, T]):
                     env=env,
                     confine_to=host.workspace_roots,
                     label=self._name,
+                    sandbox=confinement,
                 )
             )
         except SpawnError as exc:

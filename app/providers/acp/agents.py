@@ -145,6 +145,7 @@ COPILOT = AgentRecipe(
     credentials=Credentials(
         variables=("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"),
         login_files=(".copilot/config.json",),
+        config_dirs={"COPILOT_HOME": ".copilot"},
         endpoint_variables=("COPILOT_PROVIDER_BASE_URL",),
         hint="run `copilot login` as the gateway's user, or set "
         'providers."acp:copilot".env.COPILOT_GITHUB_TOKEN (or a COPILOT_PROVIDER_* model)',
@@ -227,6 +228,7 @@ CLAUDE = AgentRecipe(
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
         login_files=(".claude/.credentials.json",),
+        config_dirs={"CLAUDE_CONFIG_DIR": ".claude"},
         endpoint_variables=("ANTHROPIC_BASE_URL",),
         hint='run `claude login` as the gateway\'s user, or set providers."acp:claude".env.'
         "ANTHROPIC_API_KEY",
@@ -246,6 +248,7 @@ CODEX = AgentRecipe(
     credentials=Credentials(
         variables=("OPENAI_API_KEY", "CODEX_API_KEY"),
         login_files=(".codex/auth.json",),
+        config_dirs={"CODEX_HOME": ".codex"},
         hint="run `codex login` as the gateway's user, or set "
         'providers."acp:codex".env.OPENAI_API_KEY',
     ),
@@ -276,6 +279,7 @@ OPENCODE = AgentRecipe(
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
         login_files=(".local/share/opencode/auth.json",),
+        config_dirs={"XDG_DATA_HOME": ".local/share"},
         hint='run `opencode auth login`, or set a key in providers."acp:opencode".env',
     ),
 )

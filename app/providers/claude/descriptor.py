@@ -18,6 +18,7 @@ DESCRIPTOR = ProviderDescriptor(
             "CLAUDE_CODE_USE_VERTEX",
         ),
         login_files=(".claude/.credentials.json",),
+        config_dirs={"CLAUDE_CONFIG_DIR": ".claude"},
         endpoint_variables=("ANTHROPIC_BASE_URL",),
         hint="run `claude login` as the gateway's user, or set "
         "providers.claude_code.env.ANTHROPIC_API_KEY",

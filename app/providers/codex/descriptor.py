@@ -13,6 +13,7 @@ DESCRIPTOR = ProviderDescriptor(
     credentials=Credentials(
         variables=("OPENAI_API_KEY", "CODEX_API_KEY"),
         login_files=(".codex/auth.json",),
+        config_dirs={"CODEX_HOME": ".codex"},
         endpoint_variables=("OPENAI_BASE_URL",),
         hint="run `codex login`, or set providers.codex.env.OPENAI_API_KEY",
     ),

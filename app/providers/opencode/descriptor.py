@@ -15,6 +15,7 @@ DESCRIPTOR = ProviderDescriptor(
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
         login_files=(".local/share/opencode/auth.json",),
+        config_dirs={"XDG_DATA_HOME": ".local/share"},
         hint="run `opencode auth login`, or configure a provider in providers.opencode.config",
     ),
     passthrough=lambda settings: passthrough_for(settings.model, settings.config),

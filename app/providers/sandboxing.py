@@ -1,0 +1,248 @@
+"""Each provider's sandbox: which mode it runs in and why, and what one session's agent sees.
+
+``sandbox_for`` decides a provider's mode once, at start-up, from ``sandbox.mode`` and its own
+``providers.<name>.sandbox``: ``auto`` is ``bwrap`` where a probe sandbox starts, else
+``none`` (with the reason); an explicit ``bwrap`` that cannot start makes the provider
+unavailable rather than run it unconfined.
+
+``Sandbox.confine`` builds what one session's agent process gets: its workspace, a home of
+its own under ``homes_dir`` (created here, kept for the session's later turns, removed with
+the session), the operator's login files for that CLI bound read-only into it (never the
+operator's whole home), the agent's installation read-only, and the environment rewritten to
+point into that home. Nothing of the operator's user-level CLI config (hooks, plugins, MCP
+servers, settings) reaches it: only the gateway's own, given on the command line.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.process.sandbox import SYSTEM_PATHS, Confinement, probe
+from app.settings import SandboxMode, Settings
+
+log = logging.getLogger(__name__)
+
+XDG_HOMES: Mapping[str, str] = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_STATE_HOME": ".local/state",
+}
+"""Every XDG base directory, inside the session's home."""
+
+INSIDE_ENV: Mapping[str, str] = {
+    # Claude Code (and the ACP adapter that runs it) refuses `allow_all` as root unless it
+    # knows it runs inside bubblewrap (seen in 2.1.332).
+    "CLAUDE_CODE_BUBBLEWRAP": "1",
+}
+"""Set for every sandboxed agent: it runs in a sandbox."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxStatus:
+    """The mode a provider's agents run in, why, and whether they can run at all."""
+
+    mode: SandboxMode
+    reason: str
+    problem: str | None = None
+    """Set when the provider cannot start an agent (``bwrap`` asked for but not working)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoginFiles:
+    """Where a CLI keeps its login: files relative to ``HOME``, and the variables that move
+    its config directory (``CODEX_HOME`` → ``.codex``)."""
+
+    files: tuple[str, ...] = ()
+    config_dirs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sandbox:
+    """One provider's sandbox. ``status.mode == "none"``: ``confine`` changes nothing."""
+
+    status: SandboxStatus
+    bwrap: str = "bwrap"
+    homes_dir: Path | None = None
+    read_only: tuple[Path, ...] = ()
+    read_write: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    login: LoginFiles = LoginFiles()
+
+    @property
+    def on(self) -> bool:
+        return self.status.mode == "bwrap"
+
+    def home(self, session_id: str) -> Path:
+        """The session's own home (not created)."""
+        assert self.homes_dir is not None
+        return self.homes_dir / session_id
+
+    def confine(
+        self, *, session_id: str, workspace: Path | None, executable: str, env: Mapping[str, str]
+    ) -> tuple[Confinement | None, dict[str, str]]:
+        """The confinement of one agent process of ``session_id`` and the environment it
+        runs with (``env`` with ``HOME`` and the CLI's config directories moved into the
+        session's home); ``(None, env)`` when the sandbox is off."""
+        if not self.on:
+            return None, dict(env)
+        home = self.home(session_id)
+        _private_dir(home)
+        inside = dict(env)
+        inside["HOME"] = str(home)
+        inside["TMPDIR"] = "/tmp"  # noqa: S108 - the sandbox's private /tmp
+        inside.update(INSIDE_ENV)
+        for variable, relative in XDG_HOMES.items():
+            inside[variable] = str(home / relative)
+        files: list[tuple[Path, Path]] = []
+        for relative in self.login.files:
+            source = _login_source(relative, env, self.login.config_dirs)
+            if source is not None and source.is_file():
+                target = home / relative
+                _private_dir(target.parent)
+                target.touch(mode=0o600, exist_ok=True)
+                files.append((source.resolve(), target))
+        for variable, relative in self.login.config_dirs.items():
+            inside[variable] = str(home / relative)
+            _private_dir(home / relative)
+        confinement = Confinement(
+            bwrap=self.bwrap,
+            read_only=(*installation(executable, env), *self.read_only),
+            writable=(home, *self.read_write),
+            files=tuple(files),
+            workspace=workspace,
+            hidden=self.hidden,
+            unshare_user=os.geteuid() != 0,
+        )
+        return confinement, inside
+
+    def forget(self, session_id: str) -> None:
+        """Remove the session's home (the session is deleted)."""
+        if self.homes_dir is not None:
+            shutil.rmtree(self.home(session_id), ignore_errors=True)
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _login_source(relative: str, env: Mapping[str, str], dirs: Mapping[str, str]) -> Path | None:
+    """Where the operator keeps the login file ``relative`` (to ``HOME``): under the config
+    directory a variable moved, else under ``HOME``."""
+    for variable, directory in dirs.items():
+        moved = env.get(variable)
+        if moved and Path(relative).is_relative_to(directory):
+            return Path(moved) / Path(relative).relative_to(directory)
+    home = env.get("HOME")
+    return Path(home) / relative if home else None
+
+
+def installation(executable: str, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """What running ``executable`` needs to read besides the system: the ``node_modules``
+    tree it lies in (else its own directory), and the interpreter its ``#!`` line names when
+    that lies outside the system (a Node.js or Python of its own)."""
+    found = shutil.which(executable, path=env.get("PATH", os.defpath))
+    if found is None:
+        return ()
+    real = Path(os.path.realpath(found))
+    paths: list[Path] = []
+    # Both as named and as resolved: the command is run by the name it was given, and
+    # Node.js loads a script's modules from its resolved path.
+    for path in (Path(os.path.abspath(found)), real):
+        parts = path.parts
+        if "node_modules" in parts:
+            paths.append(Path(*parts[: parts.index("node_modules") + 1]))
+        else:
+            paths.append(path.parent)
+    interpreter = _interpreter(real, env)
+    if interpreter is not None and not _system(interpreter):
+        # <prefix>/bin/<interpreter>: the whole prefix (its libraries live beside it).
+        paths.append(interpreter.parent.parent)
+    return tuple(dict.fromkeys(paths))
+
+
+def _interpreter(script: Path, env: Mapping[str, str]) -> Path | None:
+    try:
+        with script.open("rb") as file:
+            first = file.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if not words:
+        return None
+    program = words[0]
+    if Path(program).name == "env":
+        named = [w for w in words[1:] if not w.startswith("-")]
+        if not named:
+            return None
+        found = shutil.which(named[0], path=env.get("PATH", os.defpath))
+        if found is None:
+            return None
+        program = found
+    return Path(os.path.realpath(program))
+
+
+def _system(path: Path) -> bool:
+    return any(path.is_relative_to(os.path.realpath(top)) for top in SYSTEM_PATHS)
+
+
+@functools.cache
+def bwrap_problem(bwrap: str, unshare_user: bool) -> str | None:
+    """Why ``bwrap`` cannot sandbox here (probed once per gateway process), or None."""
+    resolved = shutil.which(bwrap)
+    if resolved is None:
+        return f"{bwrap} is not installed (Debian: apt-get install bubblewrap)"
+    return probe(resolved, unshare_user=unshare_user)
+
+
+def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
+    """Provider ``name``'s sandbox under ``settings``."""
+    section = settings.providers.get(name)
+    own = section.sandbox if section is not None else None
+    asked = own or settings.sandbox.mode
+    where = f"providers.{name}.sandbox" if own else "sandbox.mode"
+    if asked == "none":
+        return Sandbox(status=SandboxStatus(mode="none", reason=f"{where} = none"))
+    bwrap = shutil.which(settings.sandbox.bwrap) or settings.sandbox.bwrap
+    problem = bwrap_problem(settings.sandbox.bwrap, os.geteuid() != 0)
+    if problem is not None and asked == "auto":
+        reason = f"no sandbox: {problem}; agents run with the gateway's own view of the machine"
+        return Sandbox(status=SandboxStatus(mode="none", reason=reason))
+    if problem is not None:
+        status = SandboxStatus(mode="bwrap", reason=f"{where} = bwrap", problem=problem)
+    else:
+        status = SandboxStatus(mode="bwrap", reason=f"bubblewrap ({where} = {asked})")
+    return Sandbox(
+        status=status,
+        bwrap=bwrap,
+        homes_dir=settings.homes_dir,
+        read_only=tuple(_real(p) for p in settings.sandbox.read_only),
+        read_write=tuple(_real(p) for p in settings.sandbox.read_write),
+        hidden=hidden_paths(settings),
+        login=login,
+    )
+
+
+def hidden_paths(settings: Settings) -> tuple[Path, ...]:
+    """The gateway's own files, which no agent may see: its configuration file, its data
+    directory (database, token, logs, every session's home), the homes and a SQLite file
+    kept elsewhere."""
+    paths = [settings.storage.data_dir, settings.homes_dir]
+    if settings.config_file is not None:
+        paths.append(settings.config_file)
+    url = settings.storage.database_url
+    if url.startswith("sqlite"):
+        paths.append(Path(url.partition(":///")[2]))
+    return tuple(dict.fromkeys(_real(p) for p in paths))
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
