@@ -26,6 +26,7 @@ from app.admin import (
 from app.api.security import load_or_create_token, read_token_file, token_path
 from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
+from app.providers.sandboxing import forget_homes
 from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
@@ -250,8 +251,10 @@ async def _cleanup(settings: Settings) -> int:
         )
     finally:
         await engine.dispose()
+    homes = forget_homes(settings, report.forgotten)
     print(
-        f"deleted {report.bindings_deleted} bindings and {report.events_deleted} events; "
+        f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events and "
+        f"{homes} CLI homes; "
         f"closed {report.sessions_closed} sessions; "
         f"pruned {report.events_pruned} events past storage.max_events_per_session"
     )

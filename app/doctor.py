@@ -25,6 +25,7 @@ from app.process.runner import ProcessRunner
 from app.providers import catalog
 from app.providers.catalog import described
 from app.providers.registry import cli_version
+from app.providers.sandboxing import status_of
 from app.settings import ProviderSettings, Settings
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -90,7 +91,7 @@ async def check_provider(
                 detail=f"disabled (providers.{name}.enabled = false)",
             )
         ]
-    checks: list[Check] = []
+    checks: list[Check] = [_sandbox(name, settings)]
     executable = catalog.executable(name, settings)
     resolved = shutil.which(executable)
     if resolved is None:
@@ -150,6 +151,20 @@ async def check_provider(
             )
         )
     return checks
+
+
+def _sandbox(name: str, settings: Settings) -> Check:
+    sandbox = status_of(name, settings)
+    if sandbox.problem is not None:
+        detail = (
+            f"bwrap asked for ({sandbox.reason}) but {sandbox.problem}: install bubblewrap, or "
+            f'set sandbox.mode = "none" to run agents unconfined'
+        )
+        return Check(provider=name, name="sandbox", status="FAIL", detail=detail)
+    if sandbox.mode == "none":
+        detail = f"none: {sandbox.reason}"
+        return Check(provider=name, name="sandbox", status="warn", detail=detail)
+    return Check(provider=name, name="sandbox", status="ok", detail=sandbox.reason)
 
 
 def _credentials(name: str, provider: ProviderSettings, environ: Mapping[str, str]) -> Check:

@@ -28,6 +28,7 @@ from app.providers.base import Provider
 from app.providers.catalog import cli_secrets, resolve
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
+from app.providers.sandboxing import forget_homes
 from app.redaction import SecretMask, secrets_of
 from app.runtime.cluster import Cluster
 from app.runtime.clustered import ClusteredSessions
@@ -345,6 +346,8 @@ async def _retention(settings: Settings, store: Storage, clock: Callable[[], dat
             )
             if report.bindings_deleted:
                 log.info("retention removed %d bindings", report.bindings_deleted)
+            if homes := await asyncio.to_thread(forget_homes, settings, report.forgotten):
+                log.info("retention removed %d sessions' CLI homes", homes)
             if report.events_pruned:
                 log.info(
                     "retention pruned %d events past storage.max_events_per_session",

@@ -21,6 +21,8 @@
 #   postgresql   the tests' private PostgreSQL  postgresql (server and psql), unless some
 #                (tests/dbservers.py)           /usr/lib/postgresql/<major>/bin has initdb
 #   redis-server the tests' private Redis       redis-server
+#   bwrap        the agents' sandbox            bubblewrap (sandbox.mode = auto uses it
+#                (app/process/sandbox.py)       wherever it can start a sandbox)
 #
 # The tests start their own PostgreSQL and Redis on free loopback ports and never use the
 # ones these packages may set up and start on 5432 and 6379.
@@ -33,7 +35,7 @@ APT_CACHE=${APT_CACHE:-apt-cache}
 PYTHON=${PYTHON:-python3}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 POSTGRESQL_LIB=${POSTGRESQL_LIB:-/usr/lib/postgresql}
-ALL_TOOLS=(python-venv ip make node npm chromium postgresql redis-server)
+ALL_TOOLS=(python-venv ip make node npm chromium postgresql redis-server bwrap)
 
 simulate=false
 tools=()
@@ -41,7 +43,7 @@ for arg in "$@"; do
   case "$arg" in
     --simulate) simulate=true ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    python-venv | ip | make | node | npm | chromium | postgresql | redis-server) tools+=("$arg") ;;
+    python-venv | ip | make | node | npm | chromium | postgresql | redis-server | bwrap) tools+=("$arg") ;;
     *) echo "system-packages: unknown tool or option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -132,6 +134,7 @@ for tool in "${ALL_TOOLS[@]}"; do
     python-venv) install "$tool" python3-venv ;;
     ip) install "$tool" iproute2 ;;
     make) install "$tool" make ;;
+    bwrap) install "$tool" bubblewrap ;;
     node) install "$tool" nodejs ;;
     npm)
       if nodejs_provides_npm; then

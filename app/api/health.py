@@ -14,6 +14,7 @@ from app.api.security import Authenticated
 from app.cluster.redis import unreachable_reason
 from app.errors import ClusterUnavailable
 from app.providers.registry import Health, ProviderRegistry
+from app.providers.sandboxing import SandboxStatus, status_of
 from app.runtime import reads
 from app.runtime.sessions import Sessions
 from app.settings import SelectionSettings
@@ -34,7 +35,8 @@ class Readiness(BaseModel):
     """``database``: ``ok`` or the error; ``redis`` (only with ``cluster.redis_url``): ``ok``
     or the error of a PING through this replica's Redis client; ``provider:<name>`` for every
     configured provider: ``ok`` or ``unavailable: <why>`` (its cached health probe, phrased as
-    what to fix)."""
+    what to fix); ``sandbox:<name>`` for every enabled provider: the mode its agents run in
+    (``bwrap`` or ``none``) and why."""
     reasons: list[str] = []
     """Why the gateway is not ready; empty when it is."""
 
@@ -79,8 +81,14 @@ async def readyz(request: Request, _: Authenticated) -> JSONResponse:
         asyncio.gather(*(registry.health(n) for n in names)),
     )
     healths = dict(zip(names, found, strict=True))
+    settings = request.app.state.settings
+    sandboxes = {n: status_of(n, settings) for n in names if settings.providers[n].enabled}
     body = readiness(
-        database, healths, serving=[selection.default, *selection.fallback_chain], redis=redis
+        database,
+        healths,
+        serving=[selection.default, *selection.fallback_chain],
+        redis=redis,
+        sandboxes=sandboxes,
     )
     shown = request.app.state.mask.values(body.model_dump())  # an error may quote a secret
     return JSONResponse(shown, status_code=200 if body.status == "ready" else 503)
@@ -92,6 +100,7 @@ def readiness(
     *,
     serving: Sequence[str],
     redis: str | None = None,
+    sandboxes: Mapping[str, SandboxStatus] | None = None,
 ) -> Readiness:
     """The readiness answer from the database check (``ok`` or the error), the Redis check
     (likewise; None without a cluster) and each provider's health; ``serving`` is the default
@@ -101,6 +110,8 @@ def readiness(
         checks["redis"] = redis
     for name, health in healths.items():
         checks[f"provider:{name}"] = "ok" if health.available else f"unavailable: {health.reason}"
+    for name, sandbox in (sandboxes or {}).items():
+        checks[f"sandbox:{name}"] = f"{sandbox.mode} ({sandbox.reason})"
     reasons: list[str] = []
     if database != "ok":
         reasons.append(f"the database does not answer ({database})")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
@@ -38,6 +38,16 @@ class HealthPublic(BaseModel):
     checked_at: datetime
 
 
+class SandboxPublic(BaseModel):
+    """What the provider's agent processes can see (``sandbox.mode``)."""
+
+    mode: Literal["bwrap", "none"]
+    """``bwrap``: each session's agent sees only its workspace, its own home and the system,
+    never the gateway's files; ``none``: it sees what the gateway's user sees."""
+    reason: str
+    """Why this mode (the setting that chose it, or why bubblewrap cannot run here)."""
+
+
 class FiguresPublic(BaseModel):
     """What this replica measured of the provider's last ``selection.window_turns`` turns
     (null: not measured yet); the routing strategies rank providers by these."""
@@ -66,6 +76,7 @@ class ProviderPublic(BaseModel):
     installed_version: str | None
     pinned_version: str | None
     health: HealthPublic
+    sandbox: SandboxPublic
     figures: FiguresPublic
 
 
@@ -101,6 +112,7 @@ def _public(info: ProviderInfo, figures: ProviderFigures) -> ProviderPublic:
             reason=info.health.reason,
             checked_at=info.health.checked_at,
         ),
+        sandbox=SandboxPublic(mode=info.sandbox.mode, reason=info.sandbox.reason),
         figures=FiguresPublic(**vars(figures)),
     )
 

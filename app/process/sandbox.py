@@ -70,8 +70,9 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
     cover, the child's home and login files last.
     """
     c = confinement
-    args: list[str] = [c.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
-    args += ["--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    # User, mount and PID namespaces only: what the container's seccomp profile allows
+    # (docker/seccomp-sandbox.json). The network is shared on purpose.
+    args: list[str] = [c.bwrap, "--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
     if c.unshare_user:
         args.append("--unshare-user")
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 - its own tmpfs

@@ -24,6 +24,7 @@ from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
 from app.providers import catalog
 from app.providers.base import Capabilities, Provider
+from app.providers.sandboxing import SandboxStatus, status_of
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class ProviderInfo:
     executable: str
     pinned_version: str | None
     health: Health
+    sandbox: SandboxStatus
 
 
 async def cli_version(
@@ -139,6 +141,7 @@ class ProviderRegistry:
             executable=catalog.executable(name, self.settings),
             pinned_version=catalog.pinned_versions().get(name),
             health=await self.health(name, fresh=fresh),
+            sandbox=status_of(name, self.settings),
         )
 
     async def _probe(self, name: str) -> Health:
@@ -157,6 +160,15 @@ class ProviderRegistry:
                 available=False,
                 reason=f"{executable!r} was not found: run `make setup` to install the pinned "
                 f"CLIs, or set providers.{name}.executable",
+                version=None,
+                checked_at=now,
+            )
+        sandbox = status_of(name, self.settings)
+        if sandbox.problem is not None:
+            return Health(
+                available=False,
+                reason=f"its sandbox cannot start: {sandbox.problem}; install bubblewrap, or "
+                f'set sandbox.mode (or providers.{name}.sandbox) = "none" to run it unconfined',
                 version=None,
                 checked_at=now,
             )

@@ -19,7 +19,7 @@ import functools
 import logging
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,6 +128,17 @@ class Sandbox:
             shutil.rmtree(self.home(session_id), ignore_errors=True)
 
 
+def forget_homes(settings: Settings, session_ids: Iterable[str]) -> int:
+    """Remove the CLI homes of sessions whose threads retention forgot; how many there were."""
+    removed = 0
+    for session_id in session_ids:
+        home = settings.homes_dir / Path(session_id).name
+        if home.is_dir():
+            shutil.rmtree(home, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
@@ -229,6 +240,11 @@ def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
         hidden=hidden_paths(settings),
         login=login,
     )
+
+
+def status_of(name: str, settings: Settings) -> SandboxStatus:
+    """The mode provider ``name`` runs in under ``settings``, and why."""
+    return sandbox_for(name, settings, LoginFiles()).status
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:

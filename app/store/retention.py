@@ -5,7 +5,7 @@ Run by the periodic retention task and by the admin command. Each run is one tra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
@@ -23,6 +23,8 @@ class CleanupReport:
     """Sessions that were not ended and were closed because their thread was forgotten."""
     events_pruned: int = 0
     """Events older than the newest ``max_events_per_session`` of their session."""
+    forgotten: tuple[str, ...] = field(default=(), compare=False)
+    """The sessions whose every thread was forgotten (their CLI homes can go too)."""
 
 
 async def cleanup(
@@ -50,6 +52,7 @@ async def cleanup(
         stale, BindingRow.session_id.not_in(still_bound)
     )
     async with engine.begin() as connection:
+        ids = tuple((await connection.execute(forgotten.distinct())).scalars())
         events = await connection.execute(
             delete(EventRow).where(EventRow.session_id.in_(forgotten))
         )
@@ -75,4 +78,5 @@ async def cleanup(
         events_deleted=events.rowcount,
         sessions_closed=closed.rowcount,
         events_pruned=pruned,
+        forgotten=ids,
     )
