@@ -25,9 +25,14 @@ FROM ${PYTHON_IMAGE}
 
 # Node.js >= 20 from Debian runs the CLIs' npm wrappers; npm installs their versions. git and
 # ripgrep are tools the agents use in a workspace (OpenCode would otherwise download rg).
+# bubblewrap is the sandbox around every agent process ([sandbox] mode = "bwrap"). Debian's
+# bwrap is not setuid: as the agent user it builds the sandbox in a user namespace of its own,
+# which the compose files' seccomp profile allows (docker/seccomp-sandbox.json), and it stays
+# usable under no-new-privileges. The build fails should a setuid bwrap ever come in.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates git nodejs npm ripgrep \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get install -y --no-install-recommends bubblewrap ca-certificates git nodejs npm ripgrep \
+    && rm -rf /var/lib/apt/lists/* \
+    && test ! -u /usr/bin/bwrap
 
 RUN groupadd --gid 1000 agent \
     && useradd --uid 1000 --gid agent --create-home --home-dir /home/agent --shell /bin/bash agent \
