@@ -393,6 +393,8 @@ def replica_config(
         "selection": {"default": "claude_code"},
         "providers": providers,
         "storage": {"url": url},
+        # The sessions' CLI homes on a volume every replica mounts, like the threads in them.
+        "sandbox": {"homes_dir": str(home / "sessions")},
         "cluster": {
             "redis_url": redis_url,
             "replica_id": name,

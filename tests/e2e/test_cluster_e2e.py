@@ -54,6 +54,8 @@ def replicas(
             "selection": {"default": request.param},
             "providers": providers,
             "storage": {"url": url},
+            # The sessions' CLI homes, shared like the threads in them.
+            "sandbox": {"homes_dir": str(home / "sessions")},
             "cluster": {
                 "redis_url": redis_server.url,
                 "replica_id": name,
