@@ -50,8 +50,10 @@ class Confinement:
     workspace_writable: bool = True
     hidden: tuple[Path, ...] = ()
     """Covered wherever a bind above would show them."""
-    unshare_user: bool = False
-    """Run in a user namespace of its own: how ``bwrap`` works without root."""
+    as_user: int | None = None
+    """The uid and gid the child has inside its user namespace, when the gateway runs as
+    root: never root inside, so an agent's own sandbox (Codex's bwrap) can make a user
+    namespace of its own there, and no CLI refuses a mode for running as root."""
 
     @property
     def chdir(self) -> Path | None:
@@ -72,9 +74,10 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
     c = confinement
     # User, mount and PID namespaces only: what the container's seccomp profile allows
     # (docker/seccomp-sandbox.json). The network is shared on purpose.
-    args: list[str] = [c.bwrap, "--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
-    if c.unshare_user:
-        args.append("--unshare-user")
+    args: list[str] = [c.bwrap, "--die-with-parent", "--unshare-user", "--unshare-pid"]
+    if c.as_user is not None:
+        args += ["--uid", str(c.as_user), "--gid", str(c.as_user)]
+    args += ["--cap-drop", "ALL"]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 - its own tmpfs
     for name in SYSTEM_PATHS:
         path = Path(name)
@@ -114,10 +117,10 @@ def _cover(path: Path) -> list[str]:
     return []
 
 
-def probe(bwrap: str, *, unshare_user: bool, timeout_s: float = 10.0) -> str | None:
+def probe(bwrap: str, *, as_user: int | None, timeout_s: float = 10.0) -> str | None:
     """Why ``bwrap`` cannot start a sandbox here (None when it can): it is run once with the
     same namespaces as a child's. Blocks; run it off the event loop."""
-    confinement = Confinement(bwrap=bwrap, unshare_user=unshare_user)
+    confinement = Confinement(bwrap=bwrap, as_user=as_user)
     try:
         done = subprocess.run(  # noqa: S603 - a fixed argv, no shell
             wrap(confinement, ("/bin/true",)),

@@ -118,7 +118,7 @@ class Sandbox:
             files=tuple(files),
             workspace=workspace,
             hidden=self.hidden,
-            unshare_user=os.geteuid() != 0,
+            as_user=inside_uid(),
         )
         return confinement, inside
 
@@ -205,13 +205,22 @@ def _system(path: Path) -> bool:
     return any(path.is_relative_to(os.path.realpath(top)) for top in SYSTEM_PATHS)
 
 
+SANDBOX_UID = 1000
+"""Who a sandboxed agent is inside its user namespace when the gateway runs as root (it is
+still the gateway's user to the files it writes)."""
+
+
+def inside_uid() -> int | None:
+    return SANDBOX_UID if os.geteuid() == 0 else None
+
+
 @functools.cache
-def bwrap_problem(bwrap: str, unshare_user: bool) -> str | None:
+def bwrap_problem(bwrap: str, as_user: int | None) -> str | None:
     """Why ``bwrap`` cannot sandbox here (probed once per gateway process), or None."""
     resolved = shutil.which(bwrap)
     if resolved is None:
         return f"{bwrap} is not installed (Debian: apt-get install bubblewrap)"
-    return probe(resolved, unshare_user=unshare_user)
+    return probe(resolved, as_user=as_user)
 
 
 def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
@@ -223,7 +232,7 @@ def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
     if asked == "none":
         return Sandbox(status=SandboxStatus(mode="none", reason=f"{where} = none"))
     bwrap = shutil.which(settings.sandbox.bwrap) or settings.sandbox.bwrap
-    problem = bwrap_problem(settings.sandbox.bwrap, os.geteuid() != 0)
+    problem = bwrap_problem(settings.sandbox.bwrap, inside_uid())
     if problem is not None and asked == "auto":
         reason = f"no sandbox: {problem}; agents run with the gateway's own view of the machine"
         return Sandbox(status=SandboxStatus(mode="none", reason=reason))
