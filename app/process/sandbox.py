@@ -41,9 +41,12 @@ class Confinement:
     read_only: tuple[Path, ...] = ()
     """Bound read-only at their own paths (the agent's installation)."""
     writable: tuple[Path, ...] = ()
-    """Bound writable at their own paths (the session's home)."""
+    """Bound writable at their own paths (a cache the operator shares with every agent)."""
+    home: Path | None = None
+    """The child's own home, bound writable after the covers (it may lie in a covered
+    directory: the gateway's data directory)."""
     files: tuple[tuple[Path, Path], ...] = ()
-    """``(source, target)`` pairs bound read-only over the writable paths (login files)."""
+    """``(source, target)`` pairs bound read-only into the home (login files)."""
     workspace: Path | None = None
     """Bound writable at its own path from the child's working directory; None: no workspace
     (the child starts in its home)."""
@@ -57,11 +60,7 @@ class Confinement:
 
     @property
     def chdir(self) -> Path | None:
-        return self.workspace if self.workspace is not None else self._home
-
-    @property
-    def _home(self) -> Path | None:
-        return self.writable[0] if self.writable else None
+        return self.workspace if self.workspace is not None else self.home
 
 
 def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
@@ -89,6 +88,9 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
     for path in c.read_only:
         args += ["--ro-bind", str(path), str(path)]
         shown.append(path)
+    for path in c.writable:
+        args += ["--bind", str(path), str(path)]
+        shown.append(path)
     if c.workspace is not None:
         args += ["--bind" if c.workspace_writable else "--ro-bind", WORKSPACE_SOURCE]
         args.append(str(c.workspace))
@@ -98,8 +100,8 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
             args += _cover(path)
     # After the covers: the gateway's own paths for this child (its home under the data
     # directory) show through a cover of the directory they lie in.
-    for path in c.writable:
-        args += ["--bind", str(path), str(path)]
+    if c.home is not None:
+        args += ["--bind", str(c.home), str(c.home)]
     for source, target in c.files:
         args += ["--ro-bind", str(source), str(target)]
     if c.chdir is not None:

@@ -114,7 +114,8 @@ class Sandbox:
         confinement = Confinement(
             bwrap=self.bwrap,
             read_only=(*installation(executable, env), *self.read_only),
-            writable=(home, *self.read_write),
+            writable=self.read_write,
+            home=home,
             files=tuple(files),
             workspace=workspace,
             hidden=self.hidden,
@@ -171,10 +172,13 @@ def installation(executable: str, env: Mapping[str, str]) -> tuple[Path, ...]:
             paths.append(Path(*parts[: parts.index("node_modules") + 1]))
         else:
             paths.append(path.parent)
-    interpreter = _interpreter(real, env)
-    if interpreter is not None and not _system(interpreter):
-        # <prefix>/bin/<interpreter>: the whole prefix (its libraries live beside it).
-        paths.append(interpreter.parent.parent)
+    named = _interpreter(real, env)
+    if named is not None:
+        # <prefix>/bin/<interpreter>, as named and as resolved: the whole prefix (its
+        # libraries live beside it), unless it is the system's.
+        for interpreter in (named, Path(os.path.realpath(named))):
+            if not _system(interpreter):
+                paths.append(interpreter.parent.parent)
     return tuple(dict.fromkeys(paths))
 
 
@@ -198,7 +202,7 @@ def _interpreter(script: Path, env: Mapping[str, str]) -> Path | None:
         if found is None:
             return None
         program = found
-    return Path(os.path.realpath(program))
+    return Path(os.path.abspath(program))
 
 
 def _system(path: Path) -> bool:

@@ -94,6 +94,9 @@ def fake_gateway_at(
             "codex": {"enabled": False},
             "opencode": {"enabled": False},
         },
+        # The fakes write their spawn log and markers next to the workspace; the gateway's
+        # data directory under ``base`` stays covered.
+        "sandbox": {"read_write": [str(base)]},
     }
     for section, values in overrides.items():
         if section in config["providers"]:
