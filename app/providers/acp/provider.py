@@ -79,7 +79,8 @@ class AcpProvider(HostedProvider["AcpSession"]):
 
     def child_env(self, approval_mode: ApprovalMode) -> dict[str, str]:
         """The agent's environment: passthrough, the recipe's switches, its settings layer,
-        Node 22 first on ``PATH`` where it needs it, then ``providers.<name>.env``."""
+        Node 22 first on ``PATH`` where it needs it, ``providers.<name>.env``, then the
+        recipe's project-config switch (``providers.<name>.project_config``)."""
         recipe = self.recipe
         overlay: dict[str, str] = {**recipe.env}
         mode_env = recipe.mode_env.get(approval_mode) or recipe.mode_env.get("ask")
@@ -90,6 +91,8 @@ class AcpProvider(HostedProvider["AcpSession"]):
             path = self.parent_env.get("PATH", os.defpath)
             overlay["PATH"] = f"{os.path.dirname(self.node22)}{os.pathsep}{path}"
         overlay.update(self.settings.env)
+        if recipe.project_config is not None:
+            overlay.update(recipe.project_config.env(self.settings.project_config))
         return child_environment(self.parent_env, passthrough=recipe.passthrough, overlay=overlay)
 
     def _settings_file(self, recipe: AgentRecipe) -> str:
@@ -99,6 +102,9 @@ class AcpProvider(HostedProvider["AcpSession"]):
         path = Path(self._settings_dir) / "settings.json"
         if not path.exists():
             content = merged(recipe.settings.content, self.settings.config)
+            if recipe.project_config is not None:
+                switch = recipe.project_config.settings(self.settings.project_config)
+                content = merged(content, switch)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
                 json.dump(content, handle)
