@@ -86,3 +86,28 @@ def test_every_switch_turns_something_off(member: str) -> None:
     switch = BUILTIN[member].project_config
     if switch is not None:
         assert switch.off_env or switch.off_settings
+
+
+def test_qwen_trusts_no_folder_unless_the_operator_allows_it() -> None:
+    host = provider("acp:qwen")
+    try:
+        env = host.child_env("ask")
+        settings = json.loads(Path(env["QWEN_CODE_SYSTEM_SETTINGS_PATH"]).read_text())
+        trusted = json.loads(Path(env["QWEN_CODE_TRUSTED_FOLDERS_PATH"]).read_text())
+    finally:
+        asyncio.run(host.aclose())
+
+    assert settings["security"] == {"folderTrust": {"enabled": True}}
+    assert trusted == {}
+
+
+def test_qwen_trusts_every_folder_when_the_operator_allows_it() -> None:
+    host = provider("acp:qwen", project_config=True)
+    try:
+        env = host.child_env("ask")
+        settings = json.loads(Path(env["QWEN_CODE_SYSTEM_SETTINGS_PATH"]).read_text())
+    finally:
+        asyncio.run(host.aclose())
+
+    assert settings["security"] == {"folderTrust": {"enabled": False}}
+    assert "QWEN_CODE_TRUSTED_FOLDERS_PATH" not in env

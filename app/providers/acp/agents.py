@@ -43,6 +43,9 @@ class ProjectConfigSwitch:
     off_settings: Mapping[str, JsonValue] = field(default_factory=dict)
     """Merged into the recipe's settings layer."""
     on_settings: Mapping[str, JsonValue] = field(default_factory=dict)
+    off_files: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
+    """Variable → content of a file the gateway writes (its own, never the user's) and
+    points the variable at."""
 
     def env(self, allowed: bool) -> Mapping[str, str]:
         return self.on_env if allowed else self.off_env
@@ -203,6 +206,16 @@ QWEN = AgentRecipe(
             # A "[SUGGESTION MODE]" model call after every turn; nothing would show it.
             "ui": {"enableFollowupSuggestions": False},
         },
+    ),
+    # Qwen Code 0.24.4 has folder trust off by default: every workspace is trusted, and its
+    # .qwen/settings.json hooks ran under the gateway (observed). With folder trust on (the
+    # system layer outranks the user's settings) and a trusted-folders file of the gateway's
+    # own that trusts nothing, the workspace's settings (hooks, mcpServers), its skills' hooks
+    # and its .qwen/loop.md are left out whatever the user's ~/.qwen/trustedFolders.json says.
+    project_config=ProjectConfigSwitch(
+        off_settings={"security": {"folderTrust": {"enabled": True}}},
+        off_files={"QWEN_CODE_TRUSTED_FOLDERS_PATH": {}},
+        on_settings={"security": {"folderTrust": {"enabled": False}}},
     ),
     passthrough=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"),
     credentials=Credentials(
