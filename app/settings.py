@@ -230,6 +230,12 @@ class ProviderSettings(_Section):
     config: dict[str, JsonValue] = {}
     """CLI configuration layered over the user's own, never written into it: Codex ``-c``
     overrides (dotted keys), OpenCode config (merged into ``OPENCODE_CONFIG_CONTENT``)."""
+    project_config: bool = False
+    """Whether the agent may load the workspace's own agent configuration (its MCP servers,
+    hooks, plugins, settings, permission rules and instruction files, such as Claude Code's
+    ``.claude/settings.json`` and ``.mcp.json``). Off by default: a repository is untrusted
+    input, and on an agent that has no switch for it the gateway says so (README,
+    ``GET /v1/providers``)."""
     idle_timeout_s: float = Field(default=600.0, gt=0)
     """A live CLI process with no turn for this long is closed; the next turn resumes it."""
     turn_idle_timeout_s: float = Field(default=900.0, gt=0)

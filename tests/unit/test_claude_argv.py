@@ -129,3 +129,11 @@ def test_t8_nothing_from_the_prompt_or_thread_id_becomes_a_separate_flag() -> No
 
     assert argv[-1] == "--resume=--dangerously-skip-permissions ; rm -rf ~"
     assert "--dangerously-skip-permissions" not in argv
+
+
+def test_t7_project_config_lets_the_workspace_settings_and_mcp_servers_load() -> None:
+    argv = build_argv(executable="claude", spec=spec(), project_config=True)
+
+    assert argv[argv.index("--setting-sources") + 1] == "user,project,local"
+    assert "--strict-mcp-config" not in argv
+    assert not any(arg.startswith("--mcp-config") for arg in argv)

@@ -245,6 +245,18 @@ def test_t7_thread_config_marks_the_workspace_and_every_ancestor_untrusted() -> 
     }
 
 
+def test_project_config_marks_the_workspace_and_every_ancestor_trusted_for_the_thread() -> None:
+    config = thread_config(Path("/srv/project"), project_config=True)
+
+    assert config == {
+        "projects": {
+            "/srv/project": {"trust_level": "trusted"},
+            "/srv": {"trust_level": "trusted"},
+            "/": {"trust_level": "trusted"},
+        }
+    }
+
+
 def test_t7_no_mode_but_allow_all_runs_anything_unasked_or_unsandboxed() -> None:
     for mode in APPROVAL_MODES:
         policy, sandbox = thread_policy(mode)

@@ -186,3 +186,11 @@ def test_with_no_provider_or_an_unknown_one_every_credential_is_passed() -> None
     assert passthrough_for(None, {}) == PASSTHROUGH_ENV
     assert passthrough_for("gpt-5", {}) == PASSTHROUGH_ENV  # a bare name names no provider
     assert passthrough_for("azure/gpt-5", {}) == PASSTHROUGH_ENV  # which one it reads: unknown
+
+
+def test_project_config_leaves_the_workspace_config_and_skills_to_opencode() -> None:
+    env = server_env(overlay={}, config={}, password="secret", project_config=True)
+
+    assert "OPENCODE_DISABLE_PROJECT_CONFIG" not in env
+    assert "OPENCODE_DISABLE_EXTERNAL_SKILLS" not in env
+    assert FIXED_ENV.items() <= env.items()

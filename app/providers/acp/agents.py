@@ -32,6 +32,29 @@ class SettingsLayer:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProjectConfigSwitch:
+    """How the agent is kept from loading the workspace's own configuration (its MCP servers,
+    hooks, settings, instruction files), and let in again when ``providers.<name>.
+    project_config`` is true. Both sides are set over ``providers.<name>.env`` and ``config``:
+    the operator turns it on with ``project_config``, not with a variable."""
+
+    off_env: Mapping[str, str] = field(default_factory=dict)
+    on_env: Mapping[str, str] = field(default_factory=dict)
+    off_settings: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Merged into the recipe's settings layer."""
+    on_settings: Mapping[str, JsonValue] = field(default_factory=dict)
+    off_files: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
+    """Variable → content of a file the gateway writes (its own, never the user's) and
+    points the variable at."""
+
+    def env(self, allowed: bool) -> Mapping[str, str]:
+        return self.on_env if allowed else self.off_env
+
+    def settings(self, allowed: bool) -> Mapping[str, JsonValue]:
+        return self.on_settings if allowed else self.off_settings
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentRecipe:
     """How to run one ACP agent."""
 
@@ -58,6 +81,9 @@ class AgentRecipe:
     mode_env: Mapping[ApprovalMode, Mapping[str, str]] = field(default_factory=dict)
     """Variables that select the approval behaviour, for agents without session modes."""
     settings: SettingsLayer | None = None
+    project_config: ProjectConfigSwitch | None = None
+    """None: the gateway knows no way to keep this agent from loading the workspace's own
+    configuration, and says so (``GET /v1/providers``, README)."""
     passthrough: tuple[str, ...] = ()
     """Variables of the gateway's own environment the agent may get (credentials, endpoints)."""
     credentials: Credentials
@@ -103,6 +129,16 @@ GEMINI = AgentRecipe(
     modes={"ask": "default", "auto_edits": "autoEdit", "allow_all": "yolo", "read_only": "plan"},
     settings=SettingsLayer(
         variable="GEMINI_CLI_SYSTEM_SETTINGS_PATH", content=_GEMINI_STYLE_SETTINGS
+    ),
+    # Gemini CLI 0.61 loads a workspace's .gemini/settings.json (mcpServers, hooks, ...),
+    # its .env, GEMINI.md, skills and policies only in a trusted folder. Trust comes from
+    # the user's trustedFolders.json or `security.folderTrust.enabled: false`, both the
+    # user's; GEMINI_CLI_TRUST_WORKSPACE decides before either (checkPathTrust). Untrusted,
+    # it also refuses the `autoEdit` and `yolo` modes ("Cannot enable privileged approval
+    # modes in an untrusted folder").
+    project_config=ProjectConfigSwitch(
+        off_env={"GEMINI_CLI_TRUST_WORKSPACE": "false"},
+        on_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
     ),
     passthrough=(
         "GEMINI_API_KEY",
@@ -171,6 +207,16 @@ QWEN = AgentRecipe(
             # A "[SUGGESTION MODE]" model call after every turn; nothing would show it.
             "ui": {"enableFollowupSuggestions": False},
         },
+    ),
+    # Qwen Code 0.24.4 has folder trust off by default: every workspace is trusted, and its
+    # .qwen/settings.json hooks ran under the gateway (observed). With folder trust on (the
+    # system layer outranks the user's settings) and a trusted-folders file of the gateway's
+    # own that trusts nothing, the workspace's settings (hooks, mcpServers), its skills' hooks
+    # and its .qwen/loop.md are left out whatever the user's ~/.qwen/trustedFolders.json says.
+    project_config=ProjectConfigSwitch(
+        off_settings={"security": {"folderTrust": {"enabled": True}}},
+        off_files={"QWEN_CODE_TRUSTED_FOLDERS_PATH": {}},
+        on_settings={"security": {"folderTrust": {"enabled": False}}},
     ),
     passthrough=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"),
     credentials=Credentials(
@@ -268,6 +314,11 @@ OPENCODE = AgentRecipe(
         "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
         "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     },
+    # The native provider's switches (app/providers/opencode/config.py NO_PROJECT_CONFIG_ENV):
+    # `opencode acp` loads its config the way `opencode serve` does.
+    project_config=ProjectConfigSwitch(
+        off_env={"OPENCODE_DISABLE_PROJECT_CONFIG": "1", "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1"}
+    ),
     # OpenCode runs bash without asking by default and has no session modes.
     mode_env={
         "ask": {"OPENCODE_PERMISSION": '{"bash":"ask","edit":"ask","webfetch":"ask"}'},

@@ -18,9 +18,12 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from app.events import ApprovalMode
 from app.process.childspec import child_environment
@@ -79,7 +82,8 @@ class AcpProvider(HostedProvider["AcpSession"]):
 
     def child_env(self, approval_mode: ApprovalMode) -> dict[str, str]:
         """The agent's environment: passthrough, the recipe's switches, its settings layer,
-        Node 22 first on ``PATH`` where it needs it, then ``providers.<name>.env``."""
+        Node 22 first on ``PATH`` where it needs it, ``providers.<name>.env``, then the
+        recipe's project-config switch (``providers.<name>.project_config``)."""
         recipe = self.recipe
         overlay: dict[str, str] = {**recipe.env}
         mode_env = recipe.mode_env.get(approval_mode) or recipe.mode_env.get("ask")
@@ -90,15 +94,28 @@ class AcpProvider(HostedProvider["AcpSession"]):
             path = self.parent_env.get("PATH", os.defpath)
             overlay["PATH"] = f"{os.path.dirname(self.node22)}{os.pathsep}{path}"
         overlay.update(self.settings.env)
+        switch = recipe.project_config
+        if switch is not None:
+            overlay.update(switch.env(self.settings.project_config))
+            if not self.settings.project_config:
+                for variable, content in switch.off_files.items():
+                    overlay[variable] = self._own_file(f"{variable.lower()}.json", content)
         return child_environment(self.parent_env, passthrough=recipe.passthrough, overlay=overlay)
 
     def _settings_file(self, recipe: AgentRecipe) -> str:
         assert recipe.settings is not None
+        content = merged(recipe.settings.content, self.settings.config)
+        if recipe.project_config is not None:
+            switch = recipe.project_config.settings(self.settings.project_config)
+            content = merged(content, switch)
+        return self._own_file("settings.json", content)
+
+    def _own_file(self, name: str, content: Mapping[str, JsonValue]) -> str:
+        """``content`` as JSON in a private directory of this provider's (written once)."""
         if self._settings_dir is None:
             self._settings_dir = tempfile.mkdtemp(prefix="agent-gateway-acp-")
-        path = Path(self._settings_dir) / "settings.json"
+        path = Path(self._settings_dir) / name
         if not path.exists():
-            content = merged(recipe.settings.content, self.settings.config)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
                 json.dump(content, handle)

@@ -35,12 +35,20 @@ def permission_mode(mode: ApprovalMode) -> str:
             assert_never(mode)
 
 
-def build_argv(*, executable: str, spec: SessionSpec, extra_args: Sequence[str] = ()) -> list[str]:
+def build_argv(
+    *,
+    executable: str,
+    spec: SessionSpec,
+    extra_args: Sequence[str] = (),
+    project_config: bool = False,
+) -> list[str]:
     """Return the argv that starts one long-lived, headless Claude Code process for ``spec``.
 
     The process reads user turns and control messages as stream-json on stdin and prints
-    stream-json on stdout; the prompt is never on the command line. ``extra_args`` come last,
-    as the operator's escape hatch for flags this builder does not know.
+    stream-json on stdout; the prompt is never on the command line. ``project_config``
+    (``providers.claude_code.project_config``) lets the workspace's own settings and MCP
+    servers load. ``extra_args`` come last, as the operator's escape hatch for flags this
+    builder does not know.
     """
     argv = [
         executable,
@@ -56,17 +64,7 @@ def build_argv(*, executable: str, spec: SessionSpec, extra_args: Sequence[str] 
         # Always explicit: a settings file's `defaultMode` never decides.
         "--permission-mode",
         permission_mode(spec.approval_mode),
-        # Only the user's own settings (auth, model defaults). A workspace is untrusted input:
-        # with `user` alone, 2.1.330 loads none of its .claude/settings.json and
-        # settings.local.json (hooks, permission rules, defaultMode), .claude/agents,
-        # .claude/skills, .claude/commands, nor its CLAUDE.md (observed, threat model T7).
-        "--setting-sources",
-        "user",
-        # The gateway's own MCP configuration (none), and nothing else: no .mcp.json from the
-        # workspace, no servers from the user's config. The `=` form keeps this variadic
-        # option from taking the next argument as a second config.
-        f"--mcp-config={NO_MCP_SERVERS}",
-        "--strict-mcp-config",
+        *(_PROJECT_CONFIG if project_config else _NO_PROJECT_CONFIG),
     ]
     if spec.model is not None:
         argv += ["--model", spec.model]
@@ -76,3 +74,25 @@ def build_argv(*, executable: str, spec: SessionSpec, extra_args: Sequence[str] 
         argv.append(f"--resume={spec.thread_id}")
     argv.extend(extra_args)
     return argv
+
+
+_NO_PROJECT_CONFIG = (
+    # Only the user's own settings (auth, model defaults). A workspace is untrusted input:
+    # with `user` alone, 2.1.330 loads none of its .claude/settings.json and
+    # settings.local.json (hooks, permission rules, defaultMode), .claude/agents,
+    # .claude/skills, .claude/commands, nor its CLAUDE.md (observed, threat model T7).
+    "--setting-sources",
+    "user",
+    # The gateway's own MCP configuration (none), and nothing else: no .mcp.json from the
+    # workspace, no servers from the user's config. The `=` form keeps this variadic
+    # option from taking the next argument as a second config.
+    f"--mcp-config={NO_MCP_SERVERS}",
+    "--strict-mcp-config",
+)
+_PROJECT_CONFIG = (
+    # The operator allows the workspace's config: Claude Code's own default sources. Its
+    # .mcp.json servers start as Claude Code decides (the project's or user's approval,
+    # e.g. `enableAllProjectMcpServers`), and the user's own MCP servers load too.
+    "--setting-sources",
+    "user,project,local",
+)

@@ -158,7 +158,10 @@ class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):
         settings = self._provider.settings
         spec = dataclasses.replace(self._spec, thread_id=self._thread_id)
         argv = build_argv(
-            executable=self._provider.executable, spec=spec, extra_args=settings.extra_args
+            executable=self._provider.executable,
+            spec=spec,
+            extra_args=settings.extra_args,
+            project_config=settings.project_config,
         )
         items: asyncio.Queue[ClaudeItem | _Exited] = asyncio.Queue(ITEM_QUEUE_SIZE)
         spawned = await self._spawn(

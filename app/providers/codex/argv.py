@@ -102,7 +102,7 @@ def thread_policy(mode: ApprovalMode) -> tuple[ApprovalPolicy, SandboxMode]:
             assert_never(mode)
 
 
-def thread_config(workspace: Path) -> dict[str, JsonValue]:
+def thread_config(workspace: Path, *, project_config: bool = False) -> dict[str, JsonValue]:
     """Per-thread config overrides (``thread/start`` and ``thread/resume`` ``config``).
 
     A workspace is untrusted input (threat model T7). Codex loads a project's
@@ -115,10 +115,14 @@ def thread_config(workspace: Path) -> dict[str, JsonValue]:
     under ``untrusted``. Marking the workspace and every ancestor untrusted for this thread
     (thread config outranks the user's file and decides the trust lookup) disables those
     layers whatever the user trusted elsewhere; the user's file is not touched.
+
+    With ``project_config`` (``providers.codex.project_config``) the same paths are marked
+    trusted instead, for this thread only: the project's layers load as if the operator had
+    trusted the workspace in Codex itself.
     """
-    untrusted: dict[str, JsonValue] = {"trust_level": "untrusted"}
+    level: dict[str, JsonValue] = {"trust_level": "trusted" if project_config else "untrusted"}
     projects: dict[str, JsonValue] = {
-        str(path): dict(untrusted) for path in (workspace, *workspace.parents)
+        str(path): dict(level) for path in (workspace, *workspace.parents)
     }
     return {"projects": projects}
 

@@ -101,8 +101,11 @@ class CodexSession(ThreadSession):
             "cwd": str(self._spec.workspace),
             "approvalPolicy": policy,
             "sandbox": sandbox,
-            # The workspace's own .codex/ (config, hooks, rules) never takes effect.
-            "config": thread_config(self._spec.workspace),
+            # The workspace's own .codex/ (config, hooks, rules) takes effect only when the
+            # operator allows it (providers.codex.project_config).
+            "config": thread_config(
+                self._spec.workspace, project_config=self._provider.settings.project_config
+            ),
         }
         if self._spec.model is not None:
             params["model"] = self._spec.model

@@ -16,6 +16,7 @@ from app.providers.raw import merged
 
 __all__ = [
     "FIXED_ENV",
+    "NO_PROJECT_CONFIG_ENV",
     "PASSTHROUGH_ENV",
     "REQUIRED_CONFIG",
     "SERVER_USERNAME",
@@ -97,6 +98,12 @@ FIXED_ENV: Mapping[str, str] = {
     "OPENCODE_DISABLE_SHARE": "1",
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    # OPENCODE_DISABLE_EMBEDDED_WEB_UI is deliberately unset: with it, `serve` answers every
+    # unknown path by proxying the request to https://app.opencode.ai.
+}
+"""Always set, over ``providers.opencode.env``."""
+
+NO_PROJECT_CONFIG_ENV: Mapping[str, str] = {
     # A workspace is untrusted input (threat model T7). With this flag 1.18.33 skips the
     # project's opencode.json(c) (permission, mcp, plugin, instructions), every .opencode/
     # between the workspace and its worktree root (opencode.json, plugin/, tool/, agent/,
@@ -107,10 +114,9 @@ FIXED_ENV: Mapping[str, str] = {
     # .agents/skills (and the same directories in HOME). OpenCode's own skill directories
     # in its config dir still load.
     "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
-    # OPENCODE_DISABLE_EMBEDDED_WEB_UI is deliberately unset: with it, `serve` answers every
-    # unknown path by proxying the request to https://app.opencode.ai.
 }
-"""Always set, over ``providers.opencode.env``."""
+"""Set over ``providers.opencode.env`` unless ``providers.opencode.project_config`` allows the
+workspace's own config."""
 
 REQUIRED_CONFIG: Mapping[str, JsonValue] = {"autoupdate": False, "share": "disabled"}
 """Config keys the gateway insists on, whatever the operator's ``config`` says."""
@@ -127,16 +133,22 @@ def server_config(operator: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 def server_env(
-    *, overlay: Mapping[str, str], config: Mapping[str, JsonValue], password: str
+    *,
+    overlay: Mapping[str, str],
+    config: Mapping[str, JsonValue],
+    password: str,
+    project_config: bool = False,
 ) -> dict[str, str]:
     """The variables layered over the allow-listed environment, in order of precedence.
 
     ``overlay`` (the operator's ``providers.opencode.env``) comes first, so the fixed knobs,
-    the config and the password always win.
+    the config and the password always win. Without ``project_config`` the workspace's own
+    config is off (``NO_PROJECT_CONFIG_ENV``); with it OpenCode loads it as it would alone.
     """
     return {
         **overlay,
         **FIXED_ENV,
+        **({} if project_config else NO_PROJECT_CONFIG_ENV),
         "OPENCODE_CONFIG_CONTENT": json.dumps(server_config(config), separators=(",", ":")),
         "OPENCODE_SERVER_USERNAME": SERVER_USERNAME,
         "OPENCODE_SERVER_PASSWORD": password,

@@ -172,7 +172,12 @@ class OpenCodeServer(SharedServer[_Up, OpenCodeApi]):
         env = child_environment(
             self._parent_env,
             passthrough=passthrough_for(settings.model, settings.config),
-            overlay=server_env(overlay=settings.env, config=settings.config, password=password),
+            overlay=server_env(
+                overlay=settings.env,
+                config=settings.config,
+                password=password,
+                project_config=settings.project_config,
+            ),
         )
         argv = build_argv(
             executable=self._executable, port=_free_port(), extra_args=settings.extra_args

@@ -1,0 +1,149 @@
+"""``providers.<name>.project_config``: the workspace's own agent configuration (MCP servers,
+hooks, settings) is off unless the operator allows it, per provider (threat model T7).
+
+For the ACP agents Gemini CLI and Qwen Code, a workspace that defines an MCP server and
+hooks in its ``.gemini/`` or ``.qwen/settings.json`` starts none of them, even when the
+operator's own agent trusts the folder; with ``project_config = true`` the same fixture's
+hooks run, so it is known to be hostile. For Claude Code, ``project_config = true`` lets the
+workspace's ``.claude/settings.json`` hooks, ``.mcp.json`` servers and ``CLAUDE.md`` through (the
+pinned default is in test_hostile_workspaces.py).
+
+Every test drives the pinned real CLI through a real gateway process against the stub LLM on
+loopback (tests/e2e/cli_harness.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli_harness import (
+    create_session,
+    kinds,
+    marks,
+    model_request_text,
+    run_turn,
+    wait_for_marks,
+)
+from tests.e2e.conftest import GatewayFactory
+from tests.e2e.test_hostile_workspaces import CONTEXT_MARKER, plant_claude, touch
+from tests.stub_llm import StubLLM
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def markers(tmp_path: Path) -> Path:
+    """Where a hostile hook would leave its mark: outside the workspace."""
+    path = tmp_path / "markers"
+    path.mkdir()
+    return path
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Where one ACP agent reads a workspace's config, the hook events planted for it and the
+    marks the planted config leaves when the agent honours it."""
+
+    directory: str
+    events: tuple[str, ...]
+    leaves: frozenset[str]
+    context_file: str | None = None
+
+
+AGENTS = {
+    # Gemini CLI 0.61 runs no SessionStart hook in ACP mode.
+    "acp:gemini": Agent(
+        directory=".gemini",
+        events=("BeforeAgent",),
+        leaves=frozenset({"mcp", "BeforeAgent"}),
+        context_file="GEMINI.md",
+    ),
+    # Qwen Code 0.24.4 starts a workspace's stdio MCP server only once it is approved.
+    "acp:qwen": Agent(
+        directory=".qwen",
+        events=("SessionStart", "UserPromptSubmit", "Stop"),
+        leaves=frozenset({"SessionStart", "UserPromptSubmit", "Stop"}),
+    ),
+}
+
+
+def plant(agent: Agent, workspace: Path, markers: Path) -> None:
+    """The agent's settings.json with a stdio MCP server and hooks (and its context file)."""
+    hooks = {
+        event: [{"matcher": "*", "hooks": [{"type": "command", "command": touch(markers, event)}]}]
+        for event in agent.events
+    }
+    settings = {
+        "mcpServers": {"evil": {"command": "sh", "args": ["-c", touch(markers, "mcp")]}},
+        "hooks": hooks,
+    }
+    (workspace / agent.directory).mkdir()
+    (workspace / agent.directory / "settings.json").write_text(json.dumps(settings))
+    if agent.context_file is not None:
+        (workspace / agent.context_file).write_text(CONTEXT_MARKER + "\n")
+
+
+def trust_folder(agent: Agent, home: Path, workspace: Path) -> None:
+    """What the operator's own agent writes once they trusted the folder."""
+    directory = home / agent.directory
+    directory.mkdir(parents=True, exist_ok=True)
+    trusted = {str(workspace): "TRUST_FOLDER"}
+    (directory / "trustedFolders.json").write_text(json.dumps(trusted))
+
+
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_acp_workspace_config_is_off_even_when_the_operator_trusts_the_folder(
+    make_gateway: GatewayFactory,
+    stub: StubLLM,
+    workspace: Path,
+    markers: Path,
+    tmp_path: Path,
+    provider: str,
+) -> None:
+    agent = AGENTS[provider]
+    plant(agent, workspace, markers)
+    trust_folder(agent, tmp_path / "home", workspace)
+    gateway = make_gateway(provider).start()
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+    assert marks(markers) == []  # no MCP server, no hook
+    assert CONTEXT_MARKER not in model_request_text(stub)
+
+
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_acp_workspace_config_loads_when_the_operator_allows_it(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, provider: str
+) -> None:
+    agent = AGENTS[provider]
+    plant(agent, workspace, markers)
+    gateway = make_gateway(provider, **{provider: {"project_config": True}}).start()
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+    assert set(wait_for_marks(markers, set(agent.leaves))) >= agent.leaves
+    if agent.context_file is not None:
+        assert CONTEXT_MARKER in model_request_text(stub)
+
+
+def test_claude_workspace_config_loads_when_the_operator_allows_it(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path
+) -> None:
+    plant_claude(workspace, markers)
+    gateway = make_gateway("claude_code", claude_code={"project_config": True}).start()
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+    expected = {"mcp", "settings.json-SessionStart", "settings.local.json-UserPromptSubmit"}
+    assert expected <= set(wait_for_marks(markers, expected))
+    assert CONTEXT_MARKER in model_request_text(stub)

@@ -1,0 +1,113 @@
+"""``providers.<name>.project_config`` for ACP agents: the recipe's switch, set over the
+operator's ``env`` and ``config``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from app.process.runner import ProcessRunner
+from app.providers.acp import agents
+from app.providers.acp.agents import BUILTIN, ProjectConfigSwitch, SettingsLayer
+from app.providers.acp.provider import AcpProvider
+from app.providers.descriptor import BuildContext
+from app.providers.opencode.config import NO_PROJECT_CONFIG_ENV
+from app.settings import ProviderSettings, RetrySettings
+
+PARENT = {"PATH": "/usr/bin", "SECRET": "no"}
+
+
+def provider(name: str, **settings: object) -> AcpProvider:
+    return AcpProvider(
+        BuildContext(
+            name=name,
+            settings=ProviderSettings.model_validate(settings),
+            executable="agent",
+            runner=ProcessRunner(),
+            parent_env=PARENT,
+            retry=RetrySettings(),
+        )
+    )
+
+
+def test_gemini_never_trusts_the_workspace_unless_the_operator_allows_it() -> None:
+    env = provider("acp:gemini", env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}).child_env("ask")
+
+    assert env["GEMINI_CLI_TRUST_WORKSPACE"] == "false"
+
+
+def test_gemini_trusts_the_workspace_when_the_operator_allows_it() -> None:
+    env = provider("acp:gemini", project_config=True).child_env("ask")
+
+    assert env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
+
+
+def test_opencode_acp_gets_the_native_providers_switches() -> None:
+    off = provider("acp:opencode", env={"OPENCODE_DISABLE_PROJECT_CONFIG": "0"}).child_env("ask")
+    on = provider("acp:opencode", project_config=True).child_env("ask")
+
+    assert NO_PROJECT_CONFIG_ENV.items() <= off.items()
+    assert not NO_PROJECT_CONFIG_ENV.keys() & on.keys()
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_settings_switch_is_layered_over_the_operators_config(
+    monkeypatch: pytest.MonkeyPatch, allowed: bool
+) -> None:
+    switch = ProjectConfigSwitch(
+        off_settings={"security": {"trust": False}}, on_settings={"security": {"trust": True}}
+    )
+    recipe = dataclasses.replace(
+        BUILTIN["gemini"],
+        settings=SettingsLayer(variable="SETTINGS", content={"general": {"a": 1}}),
+        project_config=switch,
+    )
+    monkeypatch.setattr(agents, "BUILTIN", {**BUILTIN, "gemini": recipe})
+    host = provider(
+        "acp:gemini",
+        project_config=allowed,
+        config={"security": {"trust": not allowed, "other": 2}},
+    )
+    try:
+        env = host.child_env("ask")
+        content = json.loads(Path(env["SETTINGS"]).read_text())
+    finally:
+        asyncio.run(host.aclose())  # removes the settings file
+
+    assert content == {"general": {"a": 1}, "security": {"trust": allowed, "other": 2}}
+
+
+@pytest.mark.parametrize("member", sorted(BUILTIN))
+def test_every_switch_turns_something_off(member: str) -> None:
+    switch = BUILTIN[member].project_config
+    if switch is not None:
+        assert switch.off_env or switch.off_settings
+
+
+def test_qwen_trusts_no_folder_unless_the_operator_allows_it() -> None:
+    host = provider("acp:qwen")
+    try:
+        env = host.child_env("ask")
+        settings = json.loads(Path(env["QWEN_CODE_SYSTEM_SETTINGS_PATH"]).read_text())
+        trusted = json.loads(Path(env["QWEN_CODE_TRUSTED_FOLDERS_PATH"]).read_text())
+    finally:
+        asyncio.run(host.aclose())
+
+    assert settings["security"] == {"folderTrust": {"enabled": True}}
+    assert trusted == {}
+
+
+def test_qwen_trusts_every_folder_when_the_operator_allows_it() -> None:
+    host = provider("acp:qwen", project_config=True)
+    try:
+        env = host.child_env("ask")
+        settings = json.loads(Path(env["QWEN_CODE_SYSTEM_SETTINGS_PATH"]).read_text())
+    finally:
+        asyncio.run(host.aclose())
+
+    assert settings["security"] == {"folderTrust": {"enabled": False}}
+    assert "QWEN_CODE_TRUSTED_FOLDERS_PATH" not in env
