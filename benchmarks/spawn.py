@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.process.sandbox import Confinement, wrap
+from app.providers.sandboxing import inside_uid, installation
 from benchmarks.harness import (
     Api,
     Section,
@@ -31,7 +34,10 @@ MEASURES = (
     "of a new session's first turn (which starts its process) to that stamp. Bare: from just "
     "before `asyncio.create_subprocess_exec` of the same executable, with pipes, from the "
     "benchmark process, to that stamp. Sessions are created beforehand and started one at a "
-    "time. Event-loop lag, measured from outside: a thread of the benchmark process sends "
+    "time. The sandbox's cost: the same gateway spawns with `sandbox.mode = none` and with "
+    "`bwrap` (the default where it works), against a bare spawn of the same agent wrapped in "
+    "the same `bwrap` command line (its floor: what bubblewrap itself costs). Event-loop lag, "
+    "measured from outside: a thread of the benchmark process sends "
     "`GET /healthz` back to back over one keep-alive connection and records round-trip "
     "times, first with the gateway idle, then while 50 new sessions start their first turn "
     "at once (50 agent processes spawned) until every turn has completed. Measured inside: "
@@ -66,13 +72,28 @@ async def gateway_spawns(api: Api, log: Path, count: int) -> list[float]:
     return delays
 
 
-async def bare_spawns(agent: Path, log: Path, count: int) -> list[float]:
+def sandboxed(agent: Path, base: Path) -> tuple[str, ...]:
+    """``agent`` in the ``bwrap`` command line a session's agent gets (its home, its
+    installation, ``base`` writable for the spawn log)."""
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    confinement = Confinement(
+        bwrap=shutil.which("bwrap") or "bwrap",
+        read_only=installation(str(agent), os.environ),
+        writable=(base,),
+        home=home,
+        as_user=inside_uid(),
+    )
+    return wrap(confinement, (str(agent),))
+
+
+async def bare_spawns(argv: tuple[str, ...], log: Path, count: int) -> list[float]:
     env = {**os.environ, "BENCH_SPAWN_LOG": str(log)}
     delays: list[float] = []
     for i in range(count):
         start = time.monotonic_ns()
         process = await asyncio.create_subprocess_exec(
-            str(agent),
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -155,6 +176,18 @@ async def run(config: RunConfig) -> Section:
     starting = config.pick(quick=20, full=50)
     section = Section(name="spawn", title="7. Spawn overhead and event-loop lag", measures=MEASURES)
     with scratch("spawn") as base:
+        unconfined_log = base / "none" / "spawns.log"
+        async with running(
+            bench_gateway(
+                base / "none",
+                claude_code={"env": {"BENCH_SPAWN_LOG": str(unconfined_log)}},
+                sandbox={"mode": "none"},
+            )
+        ) as api:
+            unconfined = await gateway_spawns(api, unconfined_log, count)
+        bwrap_log = base / "bare-bwrap" / "spawns.log"
+        agent = install_agent(base / "bare")
+        bare_bwrap = await bare_spawns(sandboxed(agent, bwrap_log.parent), bwrap_log, count)
         log = base / "spawns.log"
         async with running(
             bench_gateway(
@@ -165,7 +198,7 @@ async def run(config: RunConfig) -> Section:
         ) as api:
             gateway = await gateway_spawns(api, log, count)
             bare_log = base / "bare.log"
-            bare = await bare_spawns(install_agent(base / "bare"), bare_log, count)
+            bare = await bare_spawns((str(agent),), bare_log, count)
             sessions = [await api.create_session() for _ in range(starting)]
             idle_lag = [await lag_buckets(api)]
             with HealthProbe(api.gateway.base_url) as idle:
@@ -193,7 +226,9 @@ async def run(config: RunConfig) -> Section:
         }
         for name, values in (
             ("bare create_subprocess_exec", bare),
-            ("gateway POST …/turns", gateway),
+            ("bare, in the same bwrap command", bare_bwrap),
+            ("gateway POST …/turns, sandbox none", unconfined),
+            ("gateway POST …/turns, sandbox bwrap", gateway),
         )
     ]
     section.tables.append(Table(title="request to agent running", rows=spawn_rows))
@@ -206,15 +241,23 @@ async def run(config: RunConfig) -> Section:
             ],
         )
     )
-    overhead = ms(percentile(gateway, 50) - percentile(bare, 50))
+    overhead = ms(percentile(unconfined, 50) - percentile(bare, 50))
+    sandbox = ms(percentile(gateway, 50) - percentile(unconfined, 50))
+    floor = ms(percentile(bare_bwrap, 50) - percentile(bare, 50))
     lag = bucket_quantile(busy_lag[0], busy_lag[1], 99)
     rtt = ms(percentile(busy.samples, 99))
     section.targets += [
         Target(
-            name="spawn overhead over a bare spawn (p50)",
+            name="spawn overhead over a bare spawn (p50), sandbox none",
             goal="<= 5 ms",
             value=f"{overhead} ms",
             met=overhead <= 5,
+        ),
+        Target(
+            name="the sandbox's cost per spawn (p50, bwrap minus none)",
+            goal="<= bubblewrap's own cost + 5 ms",
+            value=f"{sandbox} ms (bubblewrap alone: {floor} ms)",
+            met=sandbox <= floor + 5,
         ),
         Target(
             name=f"event-loop lag p99, {starting} sessions starting",
