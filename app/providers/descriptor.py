@@ -35,6 +35,9 @@ class BuildContext:
         default_factory=lambda: Sandbox(status=SandboxStatus(mode="none", reason="not asked"))
     )
     """What each of the provider's agent processes sees (app/providers/sandboxing.py)."""
+    state_dir: Path | None = None
+    """The gateway's data directory, for files a provider keeps for its CLI (Codex's sandbox
+    helper link); None: it keeps none."""
     workspace_roots: tuple[Path, ...] | None = None
     """Every spawn (and every thread a shared server starts) checks that the session's
     workspace is still its directory inside one of them; None checks only that it is a

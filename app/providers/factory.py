@@ -44,6 +44,7 @@ def build_providers(
                 limits=settings.limits,
                 workspace_roots=roots,
                 sandbox=sandbox_for(name, settings, login),
+                state_dir=settings.storage.data_dir,
             )
         )
     return providers

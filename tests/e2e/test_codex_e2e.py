@@ -3,6 +3,8 @@ passes too, is in test_contract.py): how the approval modes map onto Codex's pol
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,10 +16,36 @@ from tests.gateway import SseReader, is_turn_end
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(params=["system-bwrap", "no-bwrap"])
+def codex_path(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The ``PATH`` Codex runs with: the gateway's own, on which Debian's ``bwrap`` must be
+    found (Codex then runs its sandbox helper by name); or every program on it but ``bwrap``
+    (Codex then uses the copy it bundles)."""
+    path = os.environ.get("PATH", os.defpath)
+    if request.param == "system-bwrap":
+        if shutil.which("bwrap", path=path) is None:
+            pytest.fail("bubblewrap is not installed (Debian: apt-get install bubblewrap)")
+        return path
+    programs = tmp_path / "programs-but-bwrap"
+    programs.mkdir()
+    for directory in reversed(path.split(os.pathsep)):  # the first on PATH wins
+        for program in Path(directory).glob("*") if Path(directory).is_dir() else ():
+            if program.name != "bwrap":
+                (programs / program.name).unlink(missing_ok=True)
+                (programs / program.name).symlink_to(program)
+    assert shutil.which("bwrap", path=str(programs)) is None
+    return str(programs)
+
+
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_read_only_never_asks_and_auto_edits_still_asks_for_commands(
-    make_gateway: GatewayFactory, workspace: Path
+    make_gateway: GatewayFactory, workspace: Path, codex_path: str, sandbox: str
 ) -> None:
-    gateway = make_gateway("codex").start()
+    # CODEX_HOME lies in the temporary directory (tests/e2e/providers.py): Codex makes no
+    # helper links of its own there; the gateway's must do.
+    gateway = make_gateway("codex", sandbox={"mode": sandbox})
+    gateway.config["providers"]["codex"]["env"]["PATH"] = codex_path
+    gateway.start()
     with gateway.client() as client:
         reader_only = create_session(client, workspace, approval_mode="read_only")
         events = run_turn(client, reader_only["id"], "[[tool:bash touch ro.txt]]")

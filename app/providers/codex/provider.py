@@ -8,9 +8,14 @@ the server it last used is gone (``session.CodexSession``).
 
 from __future__ import annotations
 
+import logging
+import sys
+from pathlib import Path
+
 from app.process.childspec import child_environment
 from app.providers.base import Capabilities, SessionSpec
 from app.providers.codex.argv import RetryBudget, build_argv
+from app.providers.codex.linux_sandbox import helper_directory, native_executable, with_helper
 from app.providers.codex.server import CodexServer
 from app.providers.codex.session import CodexSession
 from app.providers.descriptor import BuildContext
@@ -18,6 +23,8 @@ from app.providers.hosting import ServerProvider
 from app.settings import ConfigError
 
 __all__ = ["PASSTHROUGH_ENV", "CodexProvider"]
+
+log = logging.getLogger(__name__)
 
 PASSTHROUGH_ENV = (
     "OPENAI_API_KEY",
@@ -69,6 +76,8 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
         except ValueError as exc:
             raise ConfigError(f"providers.codex.config: {exc}") from None
         env = child_environment(self.parent_env, passthrough=PASSTHROUGH_ENV, overlay=settings.env)
+        if sys.platform == "linux" and context.state_dir is not None:
+            env = _with_sandbox_helper(self.executable, env, context.state_dir)
         self.server = CodexServer(
             argv=argv,
             env=env,
@@ -79,3 +88,18 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
 
     def new_session(self, spec: SessionSpec) -> CodexSession:
         return CodexSession(provider=self, spec=spec)
+
+
+def _with_sandbox_helper(executable: str, env: dict[str, str], state_dir: Path) -> dict[str, str]:
+    """``env`` with Codex's ``codex-linux-sandbox`` helper on ``PATH`` (``linux_sandbox``):
+    without it, Codex's own sandbox cannot run a command under Debian's bwrap 0.8 whenever
+    ``CODEX_HOME`` lies in the temporary directory."""
+    native = native_executable(executable, env)
+    if native is None:
+        log.warning("codex: no native Codex executable found behind %s", executable)
+        return env
+    try:
+        return with_helper(env, helper_directory(native, state_dir))
+    except OSError as exc:
+        log.warning("codex: cannot keep its sandbox helper under %s: %s", state_dir, exc)
+        return env
