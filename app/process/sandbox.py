@@ -47,6 +47,9 @@ class Confinement:
     directory: the gateway's data directory)."""
     files: tuple[tuple[Path, Path], ...] = ()
     """``(source, target)`` pairs bound read-only into the home (login files)."""
+    exposed: tuple[Path, ...] = ()
+    """The gateway's own directories the child needs, bound read-only after the covers (a
+    helper directory on its ``PATH`` kept in the data directory)."""
     workspace: Path | None = None
     """Bound writable at its own path from the child's working directory; None: no workspace
     (the child starts in its home)."""
@@ -100,6 +103,8 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
             args += _cover(path)
     # After the covers: the gateway's own paths for this child (its home under the data
     # directory) show through a cover of the directory they lie in.
+    for path in c.exposed:
+        args += ["--ro-bind", str(path), str(path)]
     if c.home is not None:
         args += ["--bind", str(c.home), str(c.home)]
     for source, target in c.files:

@@ -116,12 +116,25 @@ class Sandbox:
             read_only=(*installation(executable, env), *self.read_only),
             writable=self.read_write,
             home=home,
+            exposed=self._exposed(env),
             files=tuple(files),
             workspace=workspace,
             hidden=self.hidden,
             as_user=inside_uid(),
         )
         return confinement, inside
+
+    def _exposed(self, env: Mapping[str, str]) -> tuple[Path, ...]:
+        """``PATH`` directories the gateway keeps in a hidden directory for the agent (Codex's
+        sandbox helper): shown read-only, alone."""
+        found: list[Path] = []
+        for entry in env.get("PATH", "").split(os.pathsep):
+            path = Path(entry)
+            if path.is_absolute() and path.is_dir():
+                real = _real(path)
+                if any(real.is_relative_to(top) for top in self.hidden):
+                    found.append(real)
+        return tuple(found)
 
     def forget(self, session_id: str) -> None:
         """Remove the session's home (the session is deleted)."""
