@@ -114,6 +114,8 @@ class Enforcement:
     ) -> Enforcement:
         """The mechanisms for ``mode``; ``parent`` is the cgroup parent (or why there is none),
         probed here when not given. Raises ``EnforcementUnavailable`` for ``cgroup`` without one."""
+        if mode in ("watchdog", "rlimit"):
+            parent = None
         if mode == "watchdog":
             return cls(
                 memory="watchdog", processes="watchdog", detail="limits.enforcement is watchdog"

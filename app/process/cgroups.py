@@ -87,7 +87,7 @@ class CgroupParent:
         if missing:
             return (
                 f"the gateway's cgroup {own} is not delegated the {' and '.join(missing)} "
-                "controller"
+                f"controller{'s' if len(missing) > 1 else ''}"
             )
         parent = own / PARENT_NAME
         try:
@@ -164,9 +164,13 @@ class ChildGroup:
         return None
 
     def kill(self) -> None:
-        """SIGKILL every process in the group (``cgroup.kill``, Linux 5.14)."""
+        """SIGKILL every process in the group (``cgroup.kill``, Linux 5.14; else nothing)."""
         with contextlib.suppress(OSError):
-            (self.path / "cgroup.kill").write_text("1")
+            fd = os.open(self.path / "cgroup.kill", os.O_WRONLY)  # never created here
+            try:
+                os.write(fd, b"1")
+            finally:
+                os.close(fd)
 
     def remove(self) -> None:
         """Kill what is left in the group and remove it (waits up to ``_EMPTY_WAIT_S``).
