@@ -2,8 +2,10 @@
 
 Each enabled provider is checked for: its executable, its version against the pinned one, a
 clean start (``--version``), credentials or an endpoint, and, when a model endpoint is
-configured, a TCP connection to it. The exit code is non-zero when the default provider or a
-fallback provider is unusable.
+configured, a TCP connection to it. The gateway itself is checked for how it will enforce
+the CLIs' memory and process limits (``limits.enforcement``). The exit code is non-zero when
+the default provider or a fallback provider is unusable, or the limits cannot be enforced as
+configured (the gateway would not start).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from app.process.bounds import Enforcement, EnforcementUnavailable
 from app.process.childspec import child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
@@ -203,12 +206,28 @@ async def run_doctor(
         )
     finally:
         await runner.aclose()
-    checks = [check for group in results for check in group]
+    checks = [limits_check(settings), *(check for group in results for check in group)]
+    if checks[0].status == "FAIL":
+        return checks, 1
     essential = {settings.selection.default, *settings.selection.fallback_chain}
     unusable = {c.provider for c in checks if c.status == "FAIL"} | {
         n for n in essential if not settings.providers[n].enabled
     }
     return checks, 1 if unusable & essential else 0
+
+
+def limits_check(settings: Settings) -> Check:
+    """How ``limits.max_process_rss_bytes`` and ``limits.max_process_count`` will be enforced."""
+    try:
+        by = Enforcement.choose(settings.limits.enforcement)
+    except EnforcementUnavailable as exc:
+        return Check(provider="gateway", name="limits", status="FAIL", detail=str(exc))
+    return Check(
+        provider="gateway",
+        name="limits",
+        status="ok" if by.memory == by.processes == "cgroup" else "warn",
+        detail=f"memory by {by.memory}, processes by {by.processes} ({by.detail})",
+    )
 
 
 def render(checks: list[Check], settings: Settings) -> str:

@@ -9,7 +9,11 @@ and the last ``admin_reserve_share`` is kept for admin keys (app/runtime/shares.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+EnforcementMode = Literal["auto", "cgroup", "rlimit", "watchdog"]
 
 
 class LimitsSettings(BaseModel):
@@ -50,6 +54,15 @@ class LimitsSettings(BaseModel):
     """Processes in one CLI's tree (itself, its tools, their children) before it is killed."""
     watch_interval_s: float = Field(default=1.0, gt=0)
     """How often the memory and process-count limits are checked."""
+    enforcement: EnforcementMode = "auto"
+    """How ``max_process_rss_bytes`` and ``max_process_count`` are enforced
+    (app/process/bounds.py). ``cgroup``: by the kernel, in a cgroup v2 group per CLI (the
+    gateway must be able to make groups with the ``memory`` and ``pids`` controllers, else it
+    refuses to start). ``rlimit``: memory by ``RLIMIT_DATA`` on every process of the tree,
+    the process count by the watchdog. ``watchdog``: both sampled from ``/proc`` every
+    ``watch_interval_s`` (a fast allocation or fork bomb can outrun it). ``auto`` (the
+    default): ``cgroup`` where it works, else ``rlimit``; ``doctor`` and ``/readyz`` say
+    which and why."""
     max_metadata_bytes: int = Field(default=64 * 1024, ge=1024, le=1024 * 1024)
     """A session's ``metadata`` as compact UTF-8 JSON; a larger one is refused (422)."""
     max_page_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from app.api.security import Authenticated
 from app.cluster.redis import unreachable_reason
 from app.errors import ClusterUnavailable
+from app.process.bounds import Mechanism
+from app.process.runner import ProcessRunner
 from app.providers.registry import Health, ProviderRegistry
 from app.providers.sandboxing import SandboxStatus, status_of
 from app.runtime import reads
@@ -29,6 +31,18 @@ class Liveness(BaseModel):
     status: Literal["ok"]
 
 
+class LimitEnforcement(BaseModel):
+    """How every CLI's ``limits.max_process_rss_bytes`` and ``limits.max_process_count`` are
+    enforced (``limits.enforcement``): ``cgroup`` (by the kernel, for the CLI's whole tree),
+    ``rlimit`` (memory only: each process's private writable memory, by the kernel) or
+    ``watchdog`` (sampled from ``/proc`` every ``limits.watch_interval_s``)."""
+
+    memory: Mechanism
+    processes: Mechanism
+    detail: str
+    """Why these mechanisms: for one that is not ``cgroup``, why no cgroup could be used."""
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, str]
@@ -39,6 +53,8 @@ class Readiness(BaseModel):
     (``bwrap`` or ``none``) and why."""
     reasons: list[str] = []
     """Why the gateway is not ready; empty when it is."""
+    limits: LimitEnforcement | None = None
+    """How the memory and process-count limits of every CLI are enforced."""
 
 
 @router.get("/healthz", operation_id="healthz")
@@ -90,6 +106,9 @@ async def readyz(request: Request, _: Authenticated) -> JSONResponse:
         redis=redis,
         sandboxes=sandboxes,
     )
+    runner: ProcessRunner = request.app.state.runner
+    by = runner.enforcement
+    body.limits = LimitEnforcement(memory=by.memory, processes=by.processes, detail=by.detail)
     shown = request.app.state.mask.values(body.model_dump())  # an error may quote a secret
     return JSONResponse(shown, status_code=200 if body.status == "ready" else 503)
 

@@ -9,9 +9,10 @@ descendants that left the group (``setsid``), found by parent pid, by the tag an
 watchdog recorded.
 
 A child that breaks a limit (``ProcessLimits``: a line too long, too much output in one turn;
-the watchdog adds memory and process count) is SIGKILLed with its group at once and carries
-the reason in ``ManagedProcess.exceeded``. What to run and the limits themselves are values
-in app/process/childspec.py.
+memory and process count, enforced as app/process/bounds.py says) is SIGKILLed with its group
+at once and carries the reason in ``ManagedProcess.exceeded``; one the kernel stopped (an
+out-of-memory kill in its cgroup, an allocation refused by its rlimit) is judged when it
+exits. What to run and the limits themselves are values in app/process/childspec.py.
 
 Errors::
 
@@ -33,6 +34,7 @@ from typing import Literal, cast
 
 from app.observability.logs import bound_ids
 from app.process import proctree
+from app.process.bounds import ChildBounds
 from app.process.childspec import (
     LimitExceeded,
     ProcessSpec,
@@ -108,6 +110,7 @@ class ManagedProcess:
         on_stopped: Callable[[ManagedProcess], None],
         tag: str,
         max_line_bytes: int,
+        bounds: ChildBounds | None = None,
     ) -> None:
         self.pid = transport.get_pid()
         self.started_at = datetime.now(UTC)
@@ -125,6 +128,8 @@ class ManagedProcess:
         """``pid → starttime`` of every descendant seen so far (the watchdog records them)."""
         self.exceeded: LimitExceeded | None = None
         """The limit this child broke, if any; it was SIGKILLed with its group for it."""
+        self.bounds = bounds or ChildBounds()
+        """How its memory and process count are enforced (its cgroup, its rlimit)."""
         self._max_line_bytes = max_line_bytes
         self._output_budget: int | None = None
         self._transport = transport
@@ -135,6 +140,7 @@ class ManagedProcess:
         self._stdin_closed = False
         self._stop_lock = asyncio.Lock()
         self._stopped_with: int | None = None
+        pipes.on_exit = self._judge_exit
 
     @property
     def returncode(self) -> int | None:
@@ -172,6 +178,19 @@ class ManagedProcess:
             used = self._pipes.stdout_bytes - (self._pipes.output_limit or 0) + budget
             self.exceed(LimitExceeded(reason="output_limit", limit=budget, observed=used))
 
+    def _judge_exit(self) -> None:
+        """On exit: whether the kernel stopped the child for a limit (see ``ChildBounds``)."""
+        peak = self._transport.get_extra_info("peak_rss_bytes")
+        if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
+            self.peak_rss_bytes = peak
+        returncode = self._transport.get_returncode()
+        if self.exceeded is None and returncode is not None:
+            breach = self.bounds.breach_at_exit(
+                returncode, self.peak_rss_bytes, stopped=self._stop_lock.locked()
+            )
+            if breach is not None:
+                self.exceed(breach)
+
     def exceed(self, limit: LimitExceeded) -> None:
         """Record that the child broke ``limit`` and SIGKILL its group and known descendants.
 
@@ -190,6 +209,7 @@ class ManagedProcess:
         )
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        self.bounds.kill()
         for pid, start in list(self.descendants.items()):
             proctree.signal_verified(pid, start)
 
@@ -224,6 +244,10 @@ class ManagedProcess:
                     pipes.pause_stdout(paused=False)
                 return line
             if pipes.stdout_eof:
+                if self.bounds.judged_at_exit and not pipes.exited.is_set():
+                    # Its end may be a limit the kernel enforced: let the exit be judged
+                    # before the reader asks ``exceeded``.
+                    await _set_within(pipes.exited, _STDERR_SETTLE_S)
                 return None
             if len(buf) > limit + 1:  # + 1: the line's "\r" may be buffered before its "\n"
                 self._overflowed = True
@@ -311,6 +335,7 @@ class ManagedProcess:
                 await self.signal_group(signal.SIGTERM)
                 exited = await _set_within(self._pipes.exited, term_s)
             await self.signal_group(signal.SIGKILL)
+            self.bounds.kill()
             await self._kill_escapees()
             if not exited and not await _set_within(self._pipes.exited, _KILL_WAIT_S):
                 raise ProcessError(f"pid {self.pid} survived SIGKILL for {_KILL_WAIT_S}s")
@@ -321,6 +346,7 @@ class ManagedProcess:
             self._pipes.stdout_eof = True
             self._pipes.stdout_ready.set()
             self._stopped_with = self._returncode()
+            await asyncio.to_thread(self.bounds.release)
         self._on_stopped(self)
         return self._stopped_with
 

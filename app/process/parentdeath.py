@@ -31,12 +31,23 @@ log = logging.getLogger(__name__)
 
 SHIM = """\
 import os, signal, sys
-report, parent, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+report, parent, group, data = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+argv = sys.argv[5:]
 try:
     import ctypes
     ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
     if os.getppid() != parent:
         os._exit(1)  # the gateway died before the signal was armed
+    try:
+        if group:
+            with open(group, "w") as procs:
+                procs.write(str(os.getpid()))
+        if data:
+            import resource
+            resource.setrlimit(resource.RLIMIT_DATA, (int(data), int(data)))
+    except OSError as exc:
+        os.write(report, b"limits " + str(exc.errno or 0).encode())
+        os._exit(127)
     for name in ("SIGPIPE", "SIGXFSZ"):  # ignored by Python; ignored signals survive exec
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     os.set_inheritable(report, False)
@@ -45,7 +56,9 @@ except OSError as exc:
     os.write(report, str(exc.errno or 0).encode())
     os._exit(127)
 """
-"""Run as ``python -I -S -c SHIM <report fd> <gateway pid> <argv...>``."""
+"""Run as ``python -I -S -c SHIM <report fd> <gateway pid> <cgroup.procs> <data> <argv...>``:
+the child joins the group whose ``cgroup.procs`` is given and sets ``RLIMIT_DATA`` to
+``data`` bytes (each skipped when empty; see app/process/bounds.py) before it execs."""
 
 SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agw-spawner")
 """The thread every child is forked from. Never shut down: its exit would signal every child
@@ -64,10 +77,33 @@ INTERPRETER = _interpreter()
 """This process's Python, which runs ``SHIM``; None where it cannot be executed."""
 
 
-def shim_argv(argv: list[str], report_fd: int) -> list[str]:
+class LimitSetupError(OSError):
+    """The child could not join its cgroup or set its resource limit before exec."""
+
+
+def shim_argv(
+    argv: list[str],
+    report_fd: int,
+    *,
+    cgroup_procs: str | None = None,
+    data_bytes: int | None = None,
+) -> list[str]:
     """``argv`` started through ``SHIM``, which reports a failed exec on ``report_fd``."""
     assert INTERPRETER is not None
-    return [INTERPRETER, "-I", "-S", "-c", SHIM, str(report_fd), str(os.getpid()), *argv]
+    group = cgroup_procs or ""
+    data = "" if data_bytes is None else str(data_bytes)
+    return [
+        INTERPRETER,
+        "-I",
+        "-S",
+        "-c",
+        SHIM,
+        str(report_fd),
+        str(os.getpid()),
+        group,
+        data,
+        *argv,
+    ]
 
 
 def exec_error(report_fd: int, argv0: str) -> OSError | None:
@@ -81,6 +117,10 @@ def exec_error(report_fd: int, argv0: str) -> OSError | None:
         os.close(report_fd)
     if not data:
         return None  # closed by a successful exec (or the shim died before reporting)
+    if data.startswith(b"limits "):
+        with contextlib.suppress(ValueError):
+            number = int(data.removeprefix(b"limits "))
+            return LimitSetupError(number, f"cannot apply its limits: {os.strerror(number)}")
     with contextlib.suppress(ValueError):
         number = int(data)
         return OSError(number, os.strerror(number), argv0)

@@ -35,6 +35,7 @@ class ChildPipes(asyncio.SubprocessProtocol):
         self.stdout_bytes = 0
         self.output_limit: int | None = None  # a value of stdout_bytes not to exceed
         self.on_output_limit: Callable[[], None] | None = None
+        self.on_exit: Callable[[], None] | None = None  # called once the child is reaped
         self._stderr_tail_bytes = stderr_tail_bytes
         self._stdout_paused = False
 
@@ -73,6 +74,8 @@ class ChildPipes(asyncio.SubprocessProtocol):
         if self.transport is not None:
             pid, returncode = self.transport.get_pid(), self.transport.get_returncode()
             logger.info("process exited pid=%d returncode=%s", pid, returncode)
+        if self.on_exit is not None:
+            self.on_exit()
         self.exited.set()
         self.writable.set()
 

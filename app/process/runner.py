@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from app.observability.metrics import GatewayMetrics
+from app.process.bounds import WATCHDOG_ONLY, ChildBounds, Enforcement
 from app.process.childspec import (
     ProcessLimits,
     ProcessSpec,
@@ -28,6 +29,7 @@ from app.process.managed import (
     signal_name,
 )
 from app.process.orphans import TAG_ENV, ProcessLedger
+from app.process.parentdeath import LimitSetupError
 from app.process.pipes import ChildPipes
 from app.process.sandbox import wrap
 from app.process.spawning import start_child
@@ -45,8 +47,9 @@ _ABSENT = object()
 class ProcessRunner:
     """Spawns children and owns every one of them until it is stopped.
 
-    ``limits`` apply to every child; ``ledger`` (when given) is kept up to date with the
-    children and their recorded descendants, so a later instance can sweep them.
+    ``limits`` apply to every child, enforced by ``enforcement`` (app/process/bounds.py; the
+    watchdog alone by default); ``ledger`` (when given) is kept up to date with the children
+    and their recorded descendants, so a later instance can sweep them.
     """
 
     def __init__(
@@ -55,8 +58,10 @@ class ProcessRunner:
         limits: ProcessLimits | None = None,
         ledger: ProcessLedger | None = None,
         metrics: GatewayMetrics | None = None,
+        enforcement: Enforcement = WATCHDOG_ONLY,
     ) -> None:
         self.limits = limits or ProcessLimits()
+        self.enforcement = enforcement
         self.ledger = ledger
         self.metrics = metrics
         self._children: dict[ManagedProcess, None] = {}  # a set that keeps spawn order
@@ -114,19 +119,26 @@ class ProcessRunner:
         pipes = ChildPipes(stderr_tail_bytes=spec.stderr_tail_bytes)
         tag = f"{self._tag_prefix}{self.spawn_count + self._spawning + 1}"
         self._spawning += 1
+        bounds: ChildBounds | None = None
         try:
+            bounds = await asyncio.to_thread(self.enforcement.for_child, tag, self.limits)
             # Returns once the child has exec'd (or failed to), so it has left cwd_fd behind.
             async with self._one_spawn_at_a_time:
                 transport = await start_child(
-                    lambda: pipes, argv, cwd=cwd, env={**spec.env, TAG_ENV: tag}
+                    lambda: pipes,
+                    argv,
+                    cwd=cwd,
+                    env={**spec.env, TAG_ENV: tag},
+                    bounds=bounds.shim,
                 )
+        except asyncio.CancelledError:
+            if bounds is not None:  # not awaited: the caller is leaving now
+                asyncio.get_running_loop().run_in_executor(None, bounds.release)
+            raise
         except OSError as exc:
-            if spec.sandbox is not None and argv[0] == spec.sandbox.bwrap:
-                # bwrap itself could not be run: the CLI is not what is missing.
-                detail = f"cannot start the sandbox {spec.sandbox.bwrap}: {exc}"
-                raise SpawnError(kind="spawn_failed", argv0=argv0, detail=detail) from exc
-            kind = _spawn_failure(exc, cwd)
-            raise SpawnError(kind=kind, argv0=argv0, detail=str(exc)) from exc
+            if bounds is not None:
+                await asyncio.to_thread(bounds.release)
+            raise _start_error(exc, spec, argv[0], cwd, bounded=bounds is not None) from exc
         finally:
             self._spawning -= 1
             if cwd_fd is not None:
@@ -138,6 +150,7 @@ class ProcessRunner:
             on_stopped=self._forget,
             tag=tag,
             max_line_bytes=spec.max_line_bytes or self.limits.max_line_bytes,
+            bounds=bounds,
         )
         self.spawn_count += 1
         if self.metrics is not None:
@@ -248,6 +261,22 @@ def _check_executable(spec: ProcessSpec) -> None:
     found = shutil.which(argv0, path=spec.env.get("PATH", os.defpath))
     if found is None:
         raise SpawnError(kind="cli_missing", argv0=argv0, detail=f"{argv0}: not found")
+
+
+def _start_error(
+    exc: OSError, spec: ProcessSpec, exe: str, cwd: Path, *, bounded: bool
+) -> SpawnError:
+    """Why the child did not start; ``exe`` was run (bwrap for a sandboxed spec), ``bounded``:
+    its cgroup (if any) was made."""
+    argv0 = spec.argv[0]
+    if not bounded or isinstance(exc, LimitSetupError):
+        detail = f"cannot apply its memory and process limits: {exc}"
+        return SpawnError(kind="spawn_failed", argv0=argv0, detail=detail)
+    if spec.sandbox is not None and exe == spec.sandbox.bwrap:
+        # bwrap itself could not be run: the CLI is not what is missing.
+        detail = f"cannot start the sandbox {spec.sandbox.bwrap}: {exc}"
+        return SpawnError(kind="spawn_failed", argv0=argv0, detail=detail)
+    return SpawnError(kind=_spawn_failure(exc, cwd), argv0=argv0, detail=str(exc))
 
 
 def _spawn_failure(exc: OSError, cwd: Path) -> SpawnFailure:

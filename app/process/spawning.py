@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from app.process import parentdeath
+from app.process.bounds import ShimBounds
 
 PIDFD_USABLE = hasattr(os, "pidfd_open")
 
@@ -46,6 +47,7 @@ async def start_child(
     cwd: str | Path,
     env: Mapping[str, str],
     executor: Executor | None = None,
+    bounds: ShimBounds | None = None,
 ) -> asyncio.SubprocessTransport:
     """Start ``argv`` in a new session with its three standard streams piped to the loop.
 
@@ -54,7 +56,8 @@ async def start_child(
     is not held while the child execs (uvloop's ``subprocess_exec`` holds it for the whole
     fork and exec); a caller cancelled meanwhile leaves no child behind. ``executor`` runs
     the start (default: the spawner thread, whose lifetime the children's parent-death
-    signal is tied to; see app/process/parentdeath.py).
+    signal is tied to; see app/process/parentdeath.py). ``bounds`` are applied by the child
+    to itself before it execs (not by the loop's own ``subprocess_exec``, which has no shim).
     """
     loop = asyncio.get_running_loop()
     if not PIDFD_USABLE:
@@ -70,7 +73,9 @@ async def start_child(
         )
         return transport
     # vfork + exec in the spawner thread: the loop goes on serving while the child execs.
-    started = loop.run_in_executor(executor or parentdeath.SPAWNER, _start, list(argv), cwd, env)
+    started = loop.run_in_executor(
+        executor or parentdeath.SPAWNER, _start, list(argv), cwd, env, bounds or ShimBounds()
+    )
     try:
         child = await asyncio.shield(started)
     except asyncio.CancelledError:
@@ -93,7 +98,9 @@ class _Started:
     """Our ends of the child's stdin, stdout and stderr pipes."""
 
 
-def _start(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> _Started:
+def _start(
+    argv: list[str], cwd: str | Path, env: Mapping[str, str], bounds: ShimBounds
+) -> _Started:
     """Start the child on pipes made here (not by Popen: its file objects would close the
     descriptors a second time after the loop's transports did), through the parent-death
     shim when this interpreter can run it; return once the CLI itself has exec'd."""
@@ -105,7 +112,11 @@ def _start(argv: list[str], cwd: str | Path, env: Mapping[str, str]) -> _Started
     theirs = (stdin, stdout, stderr, report) if report >= 0 else (stdin, stdout, stderr)
     try:
         popen = subprocess.Popen(  # noqa: S603 - a ProcessSpec's argv, no shell
-            parentdeath.shim_argv(argv, report) if report >= 0 else argv,
+            parentdeath.shim_argv(
+                argv, report, cgroup_procs=bounds.cgroup_procs, data_bytes=bounds.data_bytes
+            )
+            if report >= 0
+            else argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
@@ -190,6 +201,8 @@ class ChildTransport(asyncio.SubprocessTransport):
         """Pipe ends not handed to the loop yet (by the child's fd: 0, 1, 2)."""
         self._pid = popen.pid
         self._returncode: int | None = None
+        self.peak_rss_bytes: int | None = None
+        """The largest resident memory of the child or of a descendant it reaped (``wait4``)."""
         self._pipes: dict[int, asyncio.BaseTransport] = {}
         self._open_pipes: set[int] = set()
         self._pending: list[tuple[Callable[..., object], tuple[Any, ...]]] | None = []
@@ -242,8 +255,9 @@ class ChildTransport(asyncio.SubprocessTransport):
             os.close(self._pidfd)
             self._pidfd = None
         try:
-            _, status = os.waitpid(self._pid, 0)  # the pidfd is readable: it has exited
+            _, status, usage = os.wait4(self._pid, 0)  # the pidfd is readable: it has exited
             returncode = os.waitstatus_to_exitcode(status)
+            self.peak_rss_bytes = usage.ru_maxrss * 1024  # kilobytes on Linux
         except ChildProcessError:
             returncode = 255  # reaped by someone else: its status is lost
         self._returncode = self._popen.returncode = returncode
@@ -295,7 +309,7 @@ class ChildTransport(asyncio.SubprocessTransport):
         self.kill()
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"subprocess": self._popen}.get(name, default)
+        return {"subprocess": self._popen, "peak_rss_bytes": self.peak_rss_bytes}.get(name, default)
 
 
 class _Pipe(asyncio.Protocol):

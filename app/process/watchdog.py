@@ -9,7 +9,9 @@ own descendants. It then
   so ``stop()`` and a later start-up sweep can kill descendants that left the group;
 - sums the tree's resident memory and counts its processes, and when either is over
   ``ProcessLimits`` calls ``ManagedProcess.exceed`` (SIGKILL of the group and of every
-  recorded descendant; the provider reports the turn as ``resource_limit``);
+  recorded descendant; the provider reports the turn as ``resource_limit``) -- except for a
+  limit the runner's cgroups enforce (app/process/bounds.py): then the group's own counters
+  say whether the kernel refused a fork or killed for memory, and the tree is killed for that;
 - reaps adopted descendants that have exited (see ``orphans.reap_adopted``): a zombie child
   of the gateway that is not one the runner spawned, seen in two checks in a row (whoever
   else started a child of the gateway has collected it by then).
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from app.observability.metrics import GatewayMetrics
 from app.process import proctree
+from app.process.bounds import Enforcement
 from app.process.childspec import LimitExceeded, ProcessLimits
 from app.process.managed import ManagedProcess
 from app.process.orphans import TAG_ENV, ProcessLedger, become_subreaper, reap_adopted, sweep
@@ -106,6 +109,9 @@ class ProcessWatchdog:
         children = {c.pid: c for c in self.runner.live if c.returncode is None}
         roots = {pid: (c.start_ticks, c.tag) for pid, c in children.items()}
         usage, table = await asyncio.to_thread(measure, roots, os.getpid())
+        breaches = await asyncio.to_thread(
+            lambda: {pid: c.bounds.breach() for pid, c in children.items()}
+        )
         for pid, tree in usage.items():
             child = children[pid]
             if child.returncode is not None or child.exceeded is not None:
@@ -113,7 +119,11 @@ class ProcessWatchdog:
             child.descendants.update({p: s for p, s in tree.members.items() if p != pid})
             if child.peak_rss_bytes is None or tree.rss_bytes > child.peak_rss_bytes:
                 child.peak_rss_bytes = tree.rss_bytes
-            self._enforce(child, tree)
+            breach = breaches.get(pid)
+            if breach is not None:
+                child.exceed(breach)
+            else:
+                self._enforce(child, tree)
         self.runner.sync_ledger()
         if self.reap:
             me = os.getpid()
@@ -126,14 +136,22 @@ class ProcessWatchdog:
                     log.debug("reaped adopted processes %s", reaped)
 
     def _enforce(self, child: ManagedProcess, tree: TreeUsage) -> None:
-        limits = self.runner.limits
-        if limits.max_rss_bytes is not None and tree.rss_bytes > limits.max_rss_bytes:
+        limits, by = self.runner.limits, self.runner.enforcement
+        if (
+            limits.max_rss_bytes is not None
+            and by.memory != "cgroup"
+            and tree.rss_bytes > limits.max_rss_bytes
+        ):
             child.exceed(
                 LimitExceeded(
                     reason="memory_limit", limit=limits.max_rss_bytes, observed=tree.rss_bytes
                 )
             )
-        elif limits.max_processes is not None and tree.processes > limits.max_processes:
+        elif (
+            limits.max_processes is not None
+            and by.processes != "cgroup"
+            and tree.processes > limits.max_processes
+        ):
             child.exceed(
                 LimitExceeded(
                     reason="process_limit", limit=limits.max_processes, observed=tree.processes
@@ -147,12 +165,20 @@ async def supervised_runner(
     """The gateway's runner and watchdog, after sweeping what earlier instances left behind.
 
     Sweeps ``storage.data_dir`` (see ``orphans.sweep``) before anything is spawned, makes this
-    process a child subreaper, and applies ``limits.*`` to every child.
+    process a child subreaper, and applies ``limits.*`` to every child, enforced as
+    ``limits.enforcement`` says (raises ``EnforcementUnavailable`` when it cannot be).
     """
     data_dir = settings.storage.data_dir
     await asyncio.to_thread(sweep, data_dir)
     subreaper = become_subreaper()
     limits = settings.limits
+    enforcement = await asyncio.to_thread(Enforcement.choose, limits.enforcement)
+    log.info(
+        "memory limit by %s, process limit by %s (%s)",
+        enforcement.memory,
+        enforcement.processes,
+        enforcement.detail,
+    )
     runner = ProcessRunner(
         limits=ProcessLimits(
             max_line_bytes=limits.max_line_bytes,
@@ -161,5 +187,6 @@ async def supervised_runner(
         ),
         ledger=ProcessLedger(data_dir),
         metrics=metrics,
+        enforcement=enforcement,
     )
     return runner, ProcessWatchdog(runner, interval_s=limits.watch_interval_s, reap=subreaper)

@@ -22,8 +22,9 @@ Process and output faults, for the gateway's limits (each capped so that a gatew
 to stop them cannot take the machine down): ``exit:N`` writes 40 KB to stderr and exits N;
 ``segv`` kills itself with SIGSEGV; ``flood`` prints ``y`` lines (and now and then a text
 delta) as fast as it can, at most 1 GiB; ``allocate:MB`` grows its memory 16 MiB at a time,
-touching every page, up to 1 GiB, then waits; ``fork:N`` starts N (at most 300) sleeping
-children, then waits; ``setsid-grandchild`` double-forks a ``sleep 1000`` into a session of
+touching every page, up to 1 GiB, then waits (it aborts, as Bun and Node do, when an rlimit
+refuses an allocation); ``fork:N`` starts N (at most 300) sleeping children, then waits;
+``setsid-grandchild`` double-forks a ``sleep 1000`` into a session of
 its own whose parent exits at once (an escapee), appends its pid to
 ``$FAKE_CLAUDE_LOG.grandchildren`` and answers; ``dump-env`` answers with its environment as
 JSON; ``malformed`` prints binary, invalid UTF-8 and non-object lines before answering;
@@ -220,7 +221,12 @@ def faults(prompt: str) -> bool:
         limit = min(int(prompt.split(":", 1)[1]), 1024) * MIB
         chunks: list[bytes] = []
         while len(chunks) * 16 * MIB < limit:
-            chunks.append(b"\x01" * (16 * MIB))  # written, so every page is resident
+            try:
+                chunks.append(b"\x01" * (16 * MIB))  # written, so every page is resident
+            except MemoryError:
+                # Refused by an rlimit: Claude Code's runtime (Bun) aborts then, and so does
+                # Node's: the process ends, not just this turn's thread.
+                os.abort()
             time.sleep(0.02)
         wait_to_be_killed()
         return False

@@ -182,6 +182,27 @@ def test_t10_a_cli_over_the_process_limit_is_killed_with_its_tree(cli_gateway: F
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "idle"
 
 
+def test_the_kernel_stops_a_cli_over_the_memory_limit_before_any_watchdog_looks(
+    make_cli_gateway: FakeGatewayFactory,
+) -> None:
+    # Its own gateway: a watchdog that never looks, so only the cgroup or the rlimit can stop
+    # the allocation (limits.enforcement auto: whichever this machine offers).
+    limits = {"max_process_rss_bytes": 256 * MIB, "watch_interval_s": 3600}
+    gateway = make_cli_gateway(limits=limits, sandbox={"mode": "none"}).start()
+    with gateway.client() as client:
+        ready = client.get("/readyz").json()
+        assert ready["limits"]["memory"] in ("cgroup", "rlimit"), ready["limits"]
+        assert ready["limits"]["processes"] in ("cgroup", "watchdog")
+        sid = new_session(client, gateway.workspace)
+        started = time.monotonic()
+        failed = terminal(run_turn(client, sid, "allocate:1024", retry=NO_RETRY))
+        assert time.monotonic() - started < 20
+        error = failed["data"]["error"]
+        assert (error["kind"], error["reason"]) == ("resource_limit", "memory_limit")
+        assert "limits.max_process_rss_bytes" in error["message"]
+        assert not alive(cli_pids(gateway, client, sid)[0])
+
+
 def test_t10_max_live_processes_closes_the_longest_idle_first_then_answers_503(
     make_cli_gateway: FakeGatewayFactory,
 ) -> None:
