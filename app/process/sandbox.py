@@ -98,9 +98,17 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
         args += ["--bind" if c.workspace_writable else "--ro-bind", WORKSPACE_SOURCE]
         args.append(str(c.workspace))
         shown.append(c.workspace)
-    for path in c.hidden:
+    covered: list[Path] = []
+    # Outermost first; a path under a directory already covered is out of sight, and a cover
+    # of its own would only put its name back (bwrap makes the mount point in the cover).
+    for path in sorted(c.hidden, key=lambda p: len(p.parts)):
+        if any(path.is_relative_to(done) for done in covered):
+            continue
         if any(path == top or path.is_relative_to(top) for top in shown):
-            args += _cover(path)
+            cover = _cover(path)
+            args += cover
+            if cover[:1] == ["--tmpfs"]:
+                covered.append(path)
     # After the covers: the gateway's own paths for this child (its home under the data
     # directory) show through a cover of the directory they lie in.
     for path in c.exposed:

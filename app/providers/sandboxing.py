@@ -25,6 +25,7 @@ from pathlib import Path
 
 from app.process.sandbox import SYSTEM_PATHS, Confinement, probe
 from app.settings import SandboxMode, Settings
+from app.store.files import SQLITE_COMPANIONS
 
 log = logging.getLogger(__name__)
 
@@ -276,13 +277,15 @@ def status_of(name: str, settings: Settings) -> SandboxStatus:
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The gateway's own files, which no agent may see: its configuration file, its data
     directory (database, token, logs, every session's home), the homes and a SQLite file
-    kept elsewhere."""
+    kept elsewhere, with its write-ahead log and shared-memory file."""
     paths = [settings.storage.data_dir, settings.homes_dir]
     if settings.config_file is not None:
         paths.append(settings.config_file)
     url = settings.storage.database_url
     if url.startswith("sqlite"):
-        paths.append(Path(url.partition(":///")[2]))
+        database = Path(url.partition(":///")[2])
+        # Its write-ahead log holds the latest events until a checkpoint.
+        paths += [database, *(Path(f"{database}{end}") for end in SQLITE_COMPANIONS)]
     return tuple(dict.fromkeys(_real(p) for p in paths))
 
 

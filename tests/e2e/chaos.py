@@ -28,6 +28,7 @@ from app.settings import Settings
 from tests.conftest import MIGRATED_TEMPLATE
 from tests.dbservers import PostgresServer, RedisServer
 from tests.e2e.chaos_faults import CliSampler, descendants, reap_clis, sampling, thaw
+from tests.e2e.cli_harness import stored_events
 from tests.e2e.providers import CONFIGS
 from tests.gateway import CLUSTER_SECRET, GatewayProcess
 from tests.stub_llm import StubLLM
@@ -158,18 +159,7 @@ class Chaos:
 
     def events(self, on: str, session: Session) -> list[dict[str, Any]]:
         """Every stored event of the session, page after page."""
-        found: list[dict[str, Any]] = []
-        after = 0
-        while True:
-            page = self.api(on).get(
-                f"/v1/sessions/{session.id}/events", params={"after": after, "limit": 1000}
-            )
-            assert page.status_code == 200, f"{page.status_code} {page.text}"
-            body = page.json()
-            found += body["events"]
-            if not body["events"] or body["next_after"] >= body["last_seq"]:
-                return found
-            after = body["next_after"]
+        return stored_events(self.api(on), session.id)
 
     def turn_row(self, on: str, session: Session, turn_id: str) -> dict[str, Any]:
         got = self.api(on).get(f"/v1/sessions/{session.id}/turns/{turn_id}")

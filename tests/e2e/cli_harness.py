@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -27,6 +27,11 @@ of the catalog has it)."""
 CLI_NAMES = {name: CATALOG[name].command for name in PROVIDERS}
 """What each provider's CLI process has in its command line (``claude``, ``gemini``, …)."""
 SSE = {"Accept": "text/event-stream"}
+ANSWERS = {
+    "deny": {"decision": "deny", "message": "not in this test"},
+    "allow": {"decision": "allow"},
+}
+"""The answers ``run_turn`` gives an approval."""
 
 
 # --- driving the gateway ---------------------------------------------------------------------
@@ -45,8 +50,9 @@ def run_turn(
     prompt: str,
     *,
     on_first_delta: Callable[[], None] | None = None,
+    decision: Literal["allow", "deny"] = "deny",
 ) -> list[dict[str, Any]]:
-    """Run one turn, denying every approval it asks for; return its events.
+    """Run one turn, answering every approval it asks for with ``decision``; return its events.
 
     ``on_first_delta`` runs once, while the turn is streaming its first text.
     """
@@ -65,7 +71,7 @@ def run_turn(
                 approval_id = envelope["data"]["approval_id"]
                 answer = client.post(
                     f"/v1/sessions/{session_id}/approvals/{approval_id}",
-                    json={"decision": "deny", "message": "not in this test"},
+                    json=ANSWERS[decision],
                 )
                 assert answer.status_code == 200, answer.text
             elif envelope["type"] == "message.delta" and on_first_delta is not None:
@@ -74,6 +80,22 @@ def run_turn(
             if is_turn_end(envelope):
                 return seen
     raise AssertionError(f"the stream ended mid-turn: {[e['type'] for e in seen]}")
+
+
+def stored_events(client: httpx.Client, session_id: str) -> list[dict[str, Any]]:
+    """Every event of the session's log, page after page."""
+    found: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = client.get(
+            f"/v1/sessions/{session_id}/events", params={"after": after, "limit": 1000}
+        )
+        assert page.status_code == 200, f"{page.status_code} {page.text}"
+        body = page.json()
+        found += body["events"]
+        if not body["events"] or body["next_after"] >= body["last_seq"]:
+            return found
+        after = body["next_after"]
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -94,11 +94,14 @@ def test_t15_stdio_clis_listen_on_no_port(shared: Shared, provider: str) -> None
     assert gateway_children(gateway)  # the CLI is still alive for the next turn
     # No TCP listener at all. Claude Code 2.1.330 keeps one unix-domain socket,
     # /tmp/cc-socks/<pid>.sock (its inbox for messages from other local sessions): only its
-    # own user may reach it.
+    # own user may reach it. A sandboxed CLI's /tmp is its own: the path is looked up through
+    # the root each of the gateway's children sees.
+    roots = [Path(f"/proc/{pid}/root") for pid in gateway_children(gateway)]
     for proto, _, path in found | after:
         assert proto == "unix", found | after
         assert isinstance(path, str)
-        assert_private_socket(Path(path))
+        places = [root / path.lstrip("/") for root in roots]
+        assert_private_socket(next(place for place in places if place.exists()))
 
 
 def test_t15_opencode_listens_on_loopback_behind_a_password(shared: Shared) -> None:
