@@ -191,8 +191,9 @@ def installation(executable: str, env: Mapping[str, str]) -> tuple[Path, ...]:
         # <prefix>/bin/<interpreter>, as named and as resolved: the whole prefix (its
         # libraries live beside it), unless it is the system's.
         for interpreter in (named, Path(os.path.realpath(named))):
-            if not _system(interpreter):
-                paths.append(interpreter.parent.parent)
+            prefix = interpreter.parent.parent
+            if not _system(interpreter) and len(prefix.parts) > 1:  # never all of /
+                paths.append(prefix)
     return tuple(dict.fromkeys(paths))
 
 
@@ -220,7 +221,12 @@ def _interpreter(script: Path, env: Mapping[str, str]) -> Path | None:
 
 
 def _system(path: Path) -> bool:
-    return any(path.is_relative_to(os.path.realpath(top)) for top in SYSTEM_PATHS)
+    """Whether ``path`` lies in the system the sandbox shows anyway (as named: ``/bin/sh``,
+    or resolved: ``/usr/bin/sh``)."""
+    return any(
+        path.is_relative_to(top) or path.is_relative_to(os.path.realpath(top))
+        for top in SYSTEM_PATHS
+    )
 
 
 SANDBOX_UID = 1000

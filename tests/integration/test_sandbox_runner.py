@@ -15,7 +15,7 @@ import pytest
 from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import ManagedProcess, SpawnError
 from app.process.runner import ProcessRunner
-from app.providers.sandboxing import Sandbox, SandboxStatus, bwrap_problem
+from app.providers.sandboxing import Sandbox, SandboxStatus, bwrap_problem, inside_uid
 
 SH = "/bin/sh"
 
@@ -25,7 +25,7 @@ def bwrap() -> str:
     """This machine's ``bwrap``, which must be able to start a sandbox here."""
     found = shutil.which("bwrap")
     assert found is not None, "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
-    problem = bwrap_problem(found, os.geteuid() != 0)
+    problem = bwrap_problem(found, inside_uid())
     assert problem is None, problem
     return found
 

@@ -73,7 +73,7 @@ def test_mounts_go_tmp_first_covers_after_what_they_cover_and_the_home_after_the
     confinement = Confinement(
         bwrap="/usr/bin/bwrap",
         read_only=(tool,),
-        writable=(home,),
+        home=home,
         files=((login, credentials),),
         workspace=workspace,
         hidden=(config, data),
@@ -82,8 +82,8 @@ def test_mounts_go_tmp_first_covers_after_what_they_cover_and_the_home_after_the
 
     assert argv[0] == "/usr/bin/bwrap"
     assert argv[-3:] == ("--", "claude", "-p")
-    assert {"--die-with-parent", "--unshare-pid", "--cap-drop"} <= set(argv)
-    assert "--unshare-user" not in argv
+    assert {"--die-with-parent", "--unshare-user", "--unshare-pid", "--cap-drop"} <= set(argv)
+    assert "--uid" not in argv
     assert argv[argv.index("--chdir") + 1] == str(workspace)
     tmp = where(argv, "--tmpfs", "/tmp")
     binds = [i for i, m in enumerate(mounts(argv)) if m[0] in {"--bind", "--ro-bind"}]
@@ -137,16 +137,17 @@ def test_a_hidden_file_under_the_system_is_covered_with_dev_null(tmp_path: Path)
     )
 
 
-def test_without_a_workspace_the_child_starts_in_its_home_and_a_user_namespace_is_asked(
+def test_without_a_workspace_the_child_starts_in_its_home_never_root_inside(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
     dirs(home)
-    argv = wrap(Confinement(bwrap="bwrap", writable=(home,), unshare_user=True), ("true",))
+    argv = wrap(Confinement(bwrap="bwrap", home=home, as_user=1000), ("true",))
 
     assert WORKSPACE_SOURCE not in argv
     assert argv[argv.index("--chdir") + 1] == str(home)
-    assert "--unshare-user" in argv
+    assert argv[argv.index("--uid") + 1] == argv[argv.index("--gid") + 1] == "1000"
+    assert argv.index("--unshare-user") < argv.index("--uid")
 
 
 # --- Sandbox.confine: the session's home and the operator's login files -----------------------
@@ -199,7 +200,7 @@ def test_a_login_file_is_found_where_the_variable_moved_the_config_directory(
     assert target.is_file()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
-    assert confinement.writable[0] == home
+    assert confinement.home == home
 
 
 def test_a_login_file_is_found_under_home_and_bound_from_where_its_link_points(
