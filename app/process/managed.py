@@ -118,6 +118,7 @@ class ManagedProcess:
         """The child's ``/proc`` start time: with ``pid``, its identity (None if already gone)."""
         self.argv = spec.argv
         self.label = spec.label
+        self.sandboxed = spec.sandbox is not None
         self.log_ids = bound_ids()
         """The session, turn and provider ids of the context that started it, for its exit line."""
         self.peak_rss_bytes: int | None = None
@@ -145,7 +146,7 @@ class ManagedProcess:
     @property
     def returncode(self) -> int | None:
         """The exit status once the child has exited; ``-N`` if signal N killed it."""
-        return self._transport.get_returncode()
+        return self._exit_status()
 
     @property
     def stderr_tail(self) -> str:
@@ -183,7 +184,7 @@ class ManagedProcess:
         peak = self._transport.get_extra_info("peak_rss_bytes")
         if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
             self.peak_rss_bytes = peak
-        returncode = self._transport.get_returncode()
+        returncode = self._exit_status()
         if self.exceeded is None and returncode is not None:
             breach = self.bounds.breach_at_exit(
                 returncode, self.peak_rss_bytes, stopped=self._stop_lock.locked()
@@ -372,8 +373,20 @@ class ManagedProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, sig)
 
-    def _returncode(self) -> int:
+    def _exit_status(self) -> int | None:
+        """The child's exit status. A sandboxed CLI's comes through bwrap, which exits with
+        128 + N when signal N killed the CLI: that is read back as ``-N``."""
         returncode = self._transport.get_returncode()
+        if (
+            returncode is not None
+            and self.sandboxed
+            and 128 < returncode < 128 + signal.NSIG
+        ):
+            return 128 - returncode
+        return returncode
+
+    def _returncode(self) -> int:
+        returncode = self._exit_status()
         if returncode is None:
             raise ProcessError(f"pid {self.pid} has not exited")
         return returncode

@@ -258,9 +258,12 @@ def _check_executable(spec: ProcessSpec) -> None:
     """A sandboxed CLI that is not there fails as it would unsandboxed (``bwrap`` would start,
     then only say so on stderr)."""
     argv0 = spec.argv[0]
-    found = shutil.which(argv0, path=spec.env.get("PATH", os.defpath))
-    if found is None:
-        raise SpawnError(kind="cli_missing", argv0=argv0, detail=f"{argv0}: not found")
+    path = spec.env.get("PATH", os.defpath)
+    if shutil.which(argv0, path=path) is not None:
+        return
+    if shutil.which(argv0, mode=os.F_OK, path=path) is not None:
+        raise SpawnError(kind="permission_denied", argv0=argv0, detail=f"{argv0}: not executable")
+    raise SpawnError(kind="cli_missing", argv0=argv0, detail=f"{argv0}: not found")
 
 
 def _start_error(
