@@ -193,6 +193,7 @@ async def run(config: RunConfig) -> Section:
             bench_gateway(
                 base,
                 claude_code={"env": {"BENCH_SPAWN_LOG": str(log)}},
+                sandbox={"mode": "bwrap"},
                 server={"loop_lag_probe_s": 0.005},
             )
         ) as api:

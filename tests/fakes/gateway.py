@@ -94,9 +94,12 @@ def fake_gateway_at(
             "codex": {"enabled": False},
             "opencode": {"enabled": False},
         },
-        # The fakes write their spawn log and markers next to the workspace; the gateway's
+        # Unsandboxed unless a test asks (sandbox={"mode": "bwrap"}): the orchestration tests
+        # follow each fake by the pid it logs, which the sandbox's PID namespace renumbers
+        # (a sandboxed fake is tested in test_sandbox_runner.py and test_sandboxed_fakes.py).
+        # Sandboxed, the fakes write their spawn log next to the workspace; the gateway's
         # data directory under ``base`` stays covered.
-        "sandbox": {"read_write": [str(base)]},
+        "sandbox": {"mode": "none", "read_write": [str(base)]},
     }
     for section, values in overrides.items():
         if section in config["providers"]:

@@ -46,12 +46,8 @@ class PremigratedGateway(FakeGateway):
 
 
 def fake_gateway_in(directory: Path, template: Path, **overrides: Any) -> FakeGateway:
-    """A gateway in ``directory`` whose ``claude`` is the fake, on a pre-migrated database.
-
-    Its agents run unsandboxed unless ``overrides`` say otherwise: these tests follow each
-    CLI by the pid it logs, which inside the sandbox's PID namespace is not the host's
-    (the sandbox's own process tree is tested in test_sandbox_runner.py)."""
-    overrides = {**overrides, "sandbox": {"mode": "none", **overrides.get("sandbox", {})}}
+    """A gateway in ``directory`` whose ``claude`` is the fake, on a pre-migrated database
+    (unsandboxed, as every fake gateway: tests/fakes/gateway.py)."""
     gateway = fake_gateway_at(directory, PremigratedGateway, **overrides)
     assert isinstance(gateway, PremigratedGateway)
     gateway.template = template

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.providers.sandboxing import forget_homes
 from app.records import SessionStatus
+from app.settings import Settings
 from app.store.bindings import touch_binding
 from app.store.db import create_engine, session_factory
 from app.store.retention import CleanupReport, cleanup
@@ -179,3 +182,20 @@ async def test_touching_a_binding_moves_thread_and_last_use_but_keeps_created_at
 async def test_retention_shorter_than_a_day_is_refused(engine: AsyncEngine) -> None:
     with pytest.raises(ValueError, match="retention_days must be at least 1"):
         await cleanup(engine, retention_days=0, now=NOW)
+
+
+async def test_the_sessions_retention_forgets_lose_their_cli_homes(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await add_session(engine, "old", bound_days_ago=31)
+    await add_session(engine, "recent", bound_days_ago=29)
+    settings = Settings(sandbox={"homes_dir": tmp_path / "homes"})
+    for session_id in ("old", "recent"):
+        (settings.homes_dir / session_id / ".claude").mkdir(parents=True)
+
+    report = await run_cleanup(engine)
+    removed = forget_homes(settings, report.forgotten)
+
+    assert report.forgotten == ("old",)
+    assert removed == 1
+    assert sorted(p.name for p in settings.homes_dir.iterdir()) == ["recent"]
