@@ -23,7 +23,7 @@ import pytest
 
 from tests.e2e.conftest import GatewayFactory
 from tests.e2e.test_contract import create_session, descendants, run_turn
-from tests.gateway import ROOT, follow
+from tests.gateway import ROOT, follow, wait_until
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
@@ -192,3 +192,31 @@ def test_sandboxed_sessions_run_in_servers_of_their_own_that_cannot_see_each_oth
                 assert (root / str(place).lstrip("/") / "mine.txt").exists(), pid
                 assert not (root / str(elsewhere).lstrip("/")).exists(), pid
         assert set(pids.values()) <= descendants(gateway.process.pid)
+
+
+@pytest.mark.parametrize("provider", ["codex", "opencode"])
+def test_an_idle_sandboxed_server_is_closed_and_the_next_turn_resumes_its_thread(
+    provider: str, make_gateway: GatewayFactory, workspace: Path, stub: StubLLM
+) -> None:
+    overrides: dict[str, Any] = {provider: {"idle_timeout_s": 1}}
+    gateway = make_gateway(provider, sandbox={"mode": "bwrap"}, **overrides).start()
+    assert gateway.process is not None
+    with gateway.client() as client:
+        sid = create_session(client, workspace)["id"]
+        assert run_turn(client, sid, "Remember the word cinder")[-1]["type"] == "turn.completed"
+        first = client.get(f"/v1/sessions/{sid}").json()
+        server = first["process"]["pid"]
+
+        def closed() -> bool:
+            return client.get(f"/v1/sessions/{sid}").json()["process"] is None
+
+        wait_until(closed, timeout=30, what="the idle server closed")
+        root = gateway.process.pid
+        wait_until(lambda: server not in descendants(root), timeout=10, what="its process gone")
+        before = len(stub.requests)
+        events = run_turn(client, sid, "What was the word?")
+        assert events[-1]["type"] == "turn.completed", events[-1]
+        assert "cinder" in json.dumps([r.body for r in stub.requests[before:]])
+        again = client.get(f"/v1/sessions/{sid}").json()
+        assert again["thread_id"] == first["thread_id"]
+        assert again["process"]["pid"] != server
