@@ -377,11 +377,7 @@ class ManagedProcess:
         """The child's exit status. A sandboxed CLI's comes through bwrap, which exits with
         128 + N when signal N killed the CLI: that is read back as ``-N``."""
         returncode = self._transport.get_returncode()
-        if (
-            returncode is not None
-            and self.sandboxed
-            and 128 < returncode < 128 + signal.NSIG
-        ):
+        if returncode is not None and self.sandboxed and 128 < returncode < 128 + signal.NSIG:
             return 128 - returncode
         return returncode
 

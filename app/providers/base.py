@@ -227,7 +227,9 @@ class Provider(ABC):
     """One agent CLI integration, built once from the settings."""
 
     name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
+    capabilities: Capabilities
+    """The class's are the catalog's; a built provider may say more of itself (a sandboxed
+    Codex runs a server per session, not one shared)."""
 
     async def ping(self) -> str | None:
         """For a provider with a shared server: ``None`` when it answers, else why not.

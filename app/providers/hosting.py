@@ -3,20 +3,24 @@ sessions it opened, to close them when the gateway stops.
 
 ``HostedProvider`` is the base of the providers whose sessions each run their own CLI process
 (Claude Code, every ACP agent: ``process_session.ProcessSession``); ``ServerProvider`` adds the
-one server every session of Codex or OpenCode talks to (``shared_server.SharedServer``).
+server the sessions of Codex or OpenCode talk to (``shared_server.SharedServer``): one shared
+by every session while the provider's sandbox is off, one of each session's own, in its
+sandbox, while it is on (``server_for``; why in ``shared_server``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 from abc import abstractmethod
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from app.providers.base import Provider, ProviderSession, SessionSpec
 from app.providers.descriptor import BuildContext
-from app.providers.shared_server import SharedServer
+from app.providers.shared_server import Placement, SharedServer
 
 S = TypeVar("S", bound=ProviderSession)
 V = TypeVar("V", bound=SharedServer[Any, Any])
@@ -71,20 +75,62 @@ class HostedProvider(Provider, Generic[S]):
 
 
 class ServerProvider(HostedProvider[S], Generic[S, V]):
-    """A provider whose sessions all talk to one shared server (``self.server``)."""
+    """A provider whose sessions talk to a server: ``self.server``, shared by all, while the
+    sandbox is off; each session's own (``server_for``) while it is on."""
 
     server: V
+    """The shared server (never started while the sandbox is on)."""
+
+    def __init__(self, context: BuildContext) -> None:
+        super().__init__(context)
+        if self.sandbox.on:
+            # Each session runs a server of its own: it counts as the session's process.
+            self.capabilities = replace(type(self).capabilities, shared_process=False)
+
+    @abstractmethod
+    def make_server(self, placement: Placement) -> V:
+        """A server (not started) placed as ``placement`` says."""
+
+    def server_for(self, spec: SessionSpec) -> V:
+        """The server a new session talks to: the shared one, or (sandbox on) its own, run
+        in its sandbox from its workspace."""
+        if not self.sandbox.on:
+            return self.server
+        return self.make_server(
+            Placement(
+                sandbox=self.sandbox,
+                session_id=spec.session_id,
+                workspace=spec.workspace,
+                roots=self.workspace_roots,
+            )
+        )
 
     @property
     def server_pid(self) -> int | None:
-        """The pid of the shared server while it runs."""
+        """The pid of the shared server while it runs (None while the sandbox is on: every
+        session reports its own server as its ``process``)."""
         info = self.server.info
         return info.pid if info is not None else None
 
     async def ping(self) -> str | None:
-        return await self.server.ping()
+        """The shared server answers; with the sandbox on, a throwaway server started in a
+        sandbox of its own (an empty home, no workspace) answers and is stopped at once.
+
+        The probe sandbox shows what ``--version`` outside it cannot: that the CLI starts and
+        serves with only what a session's sandbox gives it. It runs once per
+        ``selection.probe_ttl_s`` and leaves neither process nor home behind.
+        """
+        if not self.sandbox.on:
+            return await self.server.ping()
+        probe_id = f"probe-{secrets.token_hex(8)}"
+        server = self.make_server(Placement(sandbox=self.sandbox, session_id=probe_id))
+        try:
+            return await server.ping()
+        finally:
+            await server.aclose(at_once=True)
+            self.sandbox.forget(probe_id)
 
     async def aclose(self) -> None:
-        """Close every session, then stop the server."""
+        """Close every session (and with it its own server), then stop the shared server."""
         await self.close_sessions()
         await self.server.aclose()

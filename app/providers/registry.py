@@ -133,11 +133,14 @@ class ProviderRegistry:
         self._cache.pop(name, None)
 
     async def info(self, name: str, *, fresh: bool = False) -> ProviderInfo:
-        """What ``/v1/providers`` shows; the capabilities are the catalog's, built or not."""
+        """What ``/v1/providers`` shows; the capabilities are the built provider's (a sandboxed
+        Codex or OpenCode runs a server per session: no ``shared_process``), else the
+        catalog's."""
+        built = self.providers.get(name)
         return ProviderInfo(
             name=name,
             enabled=self.settings.providers[name].enabled,
-            capabilities=catalog.described(name).capabilities,
+            capabilities=built.capabilities if built else catalog.described(name).capabilities,
             executable=catalog.executable(name, self.settings),
             pinned_version=catalog.pinned_versions().get(name),
             health=await self.health(name, fresh=fresh),

@@ -23,6 +23,7 @@ def test_a_missing_cli_makes_only_its_provider_unavailable(
     gateway = make_fake_gateway(
         claude_code=MISSING,
         selection={"default": "claude_code", "fallback_chain": ["codex"]},
+        sandbox={"mode": "bwrap"},
         **REAL_CLIS,
     ).start()
     with gateway.client() as client:
@@ -39,7 +40,9 @@ def test_a_missing_cli_makes_only_its_provider_unavailable(
             assert info["health"]["available"] is True, info
             assert info["health"]["reason"] is None
             assert info["installed_version"] == info["pinned_version"]
-            assert info["capabilities"]["shared_process"] is True
+            # Sandboxed, each session has a server of its own; the health ping started a
+            # throwaway one in a sandbox and it answered.
+            assert info["capabilities"]["shared_process"] is False
         assert client.get("/v1/providers/codex").json()["name"] == "codex"
         missing = client.get("/v1/providers/nope")
         assert missing.status_code == 404

@@ -134,6 +134,8 @@ def test_t30_a_sigkilled_gateway_takes_its_clis_and_shared_servers_along(
 ) -> None:
     servers = tmp_path / "servers"
     gateway = make_cli_gateway(
+        # Shared servers run only with the sandbox off (sandboxed, each session has its own).
+        sandbox={"mode": "none"},
         codex={"enabled": True, "executable": str(fake_server_in(servers, "codex"))},
         opencode={"enabled": True, "executable": str(fake_server_in(servers, "opencode"))},
     ).start()

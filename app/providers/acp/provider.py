@@ -72,7 +72,7 @@ class AcpProvider(HostedProvider["AcpSession"]):
         recipe = recipe_for(context.name)
         self.name = context.name  # type: ignore[misc]  # one class serves every member
         self.recipe = recipe
-        self.capabilities = capabilities_of(recipe)  # type: ignore[misc]  # per member
+        self.capabilities = capabilities_of(recipe)  # per member
         self.cli = recipe.title
         settings = self.settings
         args = settings.command[1:] if settings.command else list(recipe.args)

@@ -1,9 +1,10 @@
-"""The Codex provider: every session is a thread on one shared ``codex app-server``.
+"""The Codex provider: every session is a thread on a ``codex app-server``.
 
 The server speaks JSON-RPC on stdio (reference §2.3) and is started on the first need, then
-again after it dies (``server.CodexServer``). A session starts its thread with
-``thread/start`` on its first turn, or continues a known one with ``thread/resume`` whenever
-the server it last used is gone (``session.CodexSession``).
+again after it dies (``server.CodexServer``). With the sandbox off one server is shared by
+every session; with it on each session has its own, in its sandbox (``ServerProvider``).
+A session starts its thread with ``thread/start`` on its first turn, or continues a known one
+with ``thread/resume`` whenever the server it last used is gone (``session.CodexSession``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from app.providers.codex.server import CodexServer
 from app.providers.codex.session import CodexSession
 from app.providers.descriptor import BuildContext
 from app.providers.hosting import ServerProvider
+from app.providers.shared_server import SHARED, Placement
 from app.settings import ConfigError
 
 __all__ = ["PASSTHROUGH_ENV", "CodexProvider"]
@@ -75,15 +77,21 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
             )
         except ValueError as exc:
             raise ConfigError(f"providers.codex.config: {exc}") from None
+        self._argv = argv
         env = child_environment(self.parent_env, passthrough=PASSTHROUGH_ENV, overlay=settings.env)
         if sys.platform == "linux" and context.state_dir is not None:
             env = _with_sandbox_helper(self.executable, env, context.state_dir)
-        self.server = CodexServer(
-            argv=argv,
-            env=env,
+        self._env = env
+        self.server = self.make_server(SHARED)
+
+    def make_server(self, placement: Placement) -> CodexServer:
+        return CodexServer(
+            argv=self._argv,
+            env=self._env,
             runner=self.runner,
-            request_timeout_s=settings.startup_timeout_s,
-            stop_grace_s=settings.stop_grace_s,
+            request_timeout_s=self.settings.startup_timeout_s,
+            stop_grace_s=self.settings.stop_grace_s,
+            placement=placement,
         )
 
     def new_session(self, spec: SessionSpec) -> CodexSession:

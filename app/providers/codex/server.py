@@ -1,13 +1,19 @@
-"""The one ``codex app-server`` process every Codex session of the gateway talks to.
+"""A ``codex app-server`` process: shared by every Codex session, or one sandboxed session's.
 
     (none) ──first need──► spawn ─► initialize ─► initialized ─► up ──exit / unresponsive──► down
                                                                    ▲                          │
                                                                    └──────── next need ───────┘
 
 The lifecycle is the shared one (``app.providers.shared_server``): started on the first need
-(a turn, a health ping), and once it has died or been stopped for not answering, started again
-on the next one with a new client: threads loaded on an older one must be resumed. A watcher
-task stops (and reaps) the process as soon as its output ends or it exits.
+(a turn, a health ping), and once it has died or been stopped (for not answering, or because
+its session went idle), started again on the next one with a new client: threads loaded on an
+older one must be resumed. A watcher task stops (and reaps) the process as soon as its output
+ends or it exits.
+
+With the sandbox off, one server serves every session from ``/``. With it on, each session
+has its own (``Placement``), in its sandbox: its workspace and its own home, whose
+``CODEX_HOME`` (``$HOME/.codex``) keeps the session's threads on disk between servers, so a
+thread started on one process is resumed on the next.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from app.process.runner import ProcessRunner
 from app.providers.codex.approvals import refusal
 from app.providers.codex.classifier import PROVIDER
 from app.providers.codex.jsonrpc import JsonRpcClient, RpcError, RpcFailure, RpcTimeout
-from app.providers.shared_server import ServerUnavailable, SharedServer, Up
+from app.providers.shared_server import SHARED, Placement, ServerUnavailable, SharedServer, Up
 
 __all__ = ["CLIENT_NAME", "CodexServer", "ServerUnavailable"]
 
@@ -39,7 +45,7 @@ class _Up(Up):
 
 
 class CodexServer(SharedServer[_Up, JsonRpcClient]):
-    """Starts, watches and stops the shared app-server; hands out its live client."""
+    """Starts, watches and stops an app-server; hands out its live client."""
 
     title = "codex app-server"
     owner = "Codex"
@@ -53,8 +59,9 @@ class CodexServer(SharedServer[_Up, JsonRpcClient]):
         runner: ProcessRunner,
         request_timeout_s: float,
         stop_grace_s: float,
+        placement: Placement = SHARED,
     ) -> None:
-        super().__init__(runner=runner, stop_grace_s=stop_grace_s)
+        super().__init__(runner=runner, stop_grace_s=stop_grace_s, placement=placement)
         self._argv = tuple(argv)
         self._env = dict(env)
         self.request_timeout_s = request_timeout_s
@@ -99,7 +106,12 @@ class CodexServer(SharedServer[_Up, JsonRpcClient]):
                 f"the Codex app-server did not start: {exc}; stderr: {tail or '(empty)'}",
                 stderr_tail=tail,
             ) from exc
-        log.info("codex app-server pid=%d up (generation %d)", process.pid, up.generation)
+        log.info(
+            "codex app-server pid=%d up (generation %d%s)",
+            process.pid,
+            up.generation,
+            f", session {self.placement.session_id}" if self.placement.confined else "",
+        )
         return up
 
     async def _watch(self, process: ManagedProcess, client: JsonRpcClient) -> None:
@@ -145,15 +157,18 @@ class CodexServer(SharedServer[_Up, JsonRpcClient]):
         # Ending the process ends its output: every session's turn learns it from its inbox.
         await up.process.stop(grace_s=0, term_s=self._stop_grace_s)
 
-    async def _retire(self, up: _Up) -> None:
+    async def _retire(self, up: _Up, *, at_once: bool = False) -> None:
         if up.watcher is not None:
             up.watcher.cancel()  # a stop on purpose is not worth its warning
             await asyncio.gather(up.watcher, return_exceptions=True)
-        await up.process.stop(grace_s=self._stop_grace_s, term_s=self._stop_grace_s)
+        if at_once:
+            await up.process.stop(grace_s=0, term_s=0)
+        else:
+            await up.process.stop(grace_s=self._stop_grace_s, term_s=self._stop_grace_s)
         await up.client.aclose()
         if self._up is up:
             self._up = None
 
-    async def _shut(self, up: _Up) -> None:
-        """Stdin EOF, grace, then signals (``ManagedProcess.stop``)."""
-        await self._retire(up)
+    async def _shut(self, up: _Up, *, at_once: bool) -> None:
+        """Stdin EOF, grace, then signals (``ManagedProcess.stop``); ``at_once``: SIGKILL."""
+        await self._retire(up, at_once=at_once)

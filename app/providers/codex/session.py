@@ -1,4 +1,4 @@
-"""One gateway session on Codex: a thread on the shared app-server, one turn at a time.
+"""One gateway session on Codex: a thread on an app-server, one turn at a time.
 
     run_turn ─► server up? ─► thread loaded on this server? ──no──► thread/start | thread/resume
                                           │ yes                                   │
@@ -7,6 +7,11 @@
 
 A thread is loaded on one server process: after that process is gone (and at the first turn
 of a session that already has a thread) the next turn resumes it with ``thread/resume``.
+
+The server is the provider's shared one, or, with the sandbox on, the session's own
+(``ServerProvider.server_for``): then suspending the session (idle, or to make room) stops
+it, closing the session stops it for good, and the next turn starts a new one in the same
+sandbox home, where the thread is resumed from disk.
 """
 
 from __future__ import annotations
@@ -42,41 +47,45 @@ __all__ = ["CodexSession"]
 
 
 class CodexSession(ThreadSession):
-    """A gateway session's thread; holds no process of its own (the server is shared)."""
+    """A gateway session's thread, on the shared server or on a server of its own."""
 
     def __init__(self, *, provider: ServerProvider[Any, CodexServer], spec: SessionSpec) -> None:
         super().__init__(spec)
         self._provider = provider
+        self._server = provider.server_for(spec)
+        self._owns_server = self._server is not provider.server
         self._client: JsonRpcClient | None = None  # the server the thread is loaded on
         self._inbox: Inbox = asyncio.Queue()
         self._turn: CodexTurn | None = None
 
     @property
     def process(self) -> ProcessInfo | None:
-        """The shared server while it runs: every Codex session reports the same process."""
-        return self._provider.server.info
+        """The server while it runs: the shared one (every session reports it), or its own."""
+        return self._server.info
 
     async def run_turn(self, prompt: str, hooks: TurnHooks) -> TurnOutcome:
         if self._closed:
             return failed(turn_error("invalid_request", "the session is closed"))
-        try:
-            client = await self._provider.server.client()
-        except ServerUnavailable as exc:
-            kind: FailureKind = "cli_missing" if exc.missing else "cli_crashed"
-            return failed(turn_error(kind, str(exc), stderr_tail=exc.stderr_tail or None))
         roots = self._provider.workspace_roots
         if roots is not None:
-            # thread/start, thread/resume and turn/start hand Codex the workspace by path.
+            # thread/start, thread/resume and turn/start hand Codex the workspace by path (and
+            # a server of the session's own starts in it).
             try:
                 check_confined(self._spec.workspace, roots)
             except WorkspaceMoved as exc:
                 return failed(workspace_error(exc.detail, cli="Codex", provider=PROVIDER))
+        try:
+            client = await self._server.client()
+        except ServerUnavailable as exc:
+            kind: FailureKind = "cli_missing" if exc.missing else "cli_crashed"
+            return failed(turn_error(kind, str(exc), stderr_tail=exc.stderr_tail or None))
         not_loaded = await self._load_thread(client, hooks)
         if not_loaded is not None:
             return not_loaded
         assert self._thread_id is not None
         turn = self._turn = CodexTurn(
             provider=self._provider,
+            server=self._server,
             spec=self._spec,
             client=client,
             inbox=self._inbox,
@@ -109,7 +118,7 @@ class CodexSession(ThreadSession):
         }
         if self._spec.model is not None:
             params["model"] = self._spec.model
-        timeout_s = self._provider.server.request_timeout_s
+        timeout_s = self._server.request_timeout_s
         thread_id = self._thread_id
         try:
             if thread_id is None:
@@ -130,7 +139,7 @@ class CodexSession(ThreadSession):
                 self._thread_id = None
             return failed(error)
         except RpcFailure as exc:
-            return await server_failure(self._provider, client, exc)
+            return await server_failure(self._server, client, exc)
         except (KeyError, TypeError) as exc:
             return failed(turn_error("unknown", f"unexpected thread/start answer: {exc}"))
         self._inbox = asyncio.Queue()  # nothing queued for an older server matters now
@@ -156,24 +165,30 @@ class CodexSession(ThreadSession):
             await turn.interrupt()
 
     async def suspend(self) -> None:
-        """Nothing to release: the process is shared and an idle thread costs it little.
-
-        The thread stays loaded (and subscribed) on the server; after a server restart the
-        next turn resumes it from the thread id.
+        """A server of the session's own is stopped; the next turn starts another and resumes
+        the thread there. A shared one is left alone: an idle thread costs it little, and
+        the thread stays loaded (and subscribed) on it.
         """
+        if self._owns_server:
+            await self._server.stop()
 
     async def close(self, *, at_once: bool = False) -> None:
-        """Forget the thread's routing and unload it from the server (best effort, bounded);
-        ``at_once``: its running turn is interrupted first."""
+        """Forget the thread's routing and unload it from a shared server (best effort,
+        bounded), or stop the session's own server for good; ``at_once``: its running turn is
+        interrupted first, and its own server killed rather than let exit."""
         if self._closed:
             return
-        if at_once:
+        if at_once and not self._owns_server:
             with contextlib.suppress(RpcFailure):
                 await self.interrupt()
         self._closed = True
         self._provider.forget(self)
         client, thread_id = self._client, self._thread_id
         self._client = None
+        if self._owns_server:
+            # Its turn (if any) ends with the process, as a per-session CLI's does.
+            await self._server.aclose(at_once=at_once)
+            return
         if client is None or thread_id is None or client.is_closed:
             return
         client.unsubscribe(thread_id, self._deliver)

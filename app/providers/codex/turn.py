@@ -67,6 +67,7 @@ class CodexTurn:
         self,
         *,
         provider: ServerProvider[Any, CodexServer],
+        server: CodexServer,
         spec: SessionSpec,
         client: JsonRpcClient,
         inbox: Inbox,
@@ -74,6 +75,7 @@ class CodexTurn:
         hooks: TurnHooks,
     ) -> None:
         self._provider = provider
+        self._server = server
         self._spec = spec
         self._client = client
         self._inbox = inbox
@@ -99,14 +101,14 @@ class CodexTurn:
             "threadId": self._thread_id,
             "input": [{"type": "text", "text": prompt}],
         }
-        timeout_s = self._provider.server.request_timeout_s
+        timeout_s = self._server.request_timeout_s
         try:
             result = await self._client.request("turn/start", params, timeout_s=timeout_s)
             turn_id = result["turn"]["id"]
         except RpcError as exc:
             return failed(error_for_rpc(exc.method, exc.code, exc.message))
         except RpcFailure as exc:
-            return await server_failure(self._provider, self._client, exc)
+            return await server_failure(self._server, self._client, exc)
         except (KeyError, TypeError) as exc:
             return failed(turn_error("unknown", f"unexpected turn/start answer: {exc}"))
         self.turn_id = str(turn_id)
@@ -189,21 +191,21 @@ class CodexTurn:
         """Send ``turn/interrupt``; a server that does not answer it is stopped."""
         params: dict[str, JsonValue] = {"threadId": self._thread_id, "turnId": self.turn_id}
         grace_s = self._provider.settings.interrupt_grace_s
-        timeout_s = min(self._provider.server.request_timeout_s, grace_s)
+        timeout_s = min(self._server.request_timeout_s, grace_s)
         try:
             await self._client.request("turn/interrupt", params, timeout_s=timeout_s)
         except RpcTimeout as exc:
-            await self._provider.server.kill_unresponsive(self._client, str(exc))
+            await self._server.kill_unresponsive(self._client, str(exc))
         except (RpcError, ConnectionLost) as exc:
             log.info("codex: turn/interrupt of %s: %s", self.turn_id, exc)
 
 
 async def server_failure(
-    provider: ServerProvider[Any, CodexServer], client: JsonRpcClient, exc: RpcFailure
+    server: CodexServer, client: JsonRpcClient, exc: RpcFailure
 ) -> TurnOutcome:
     """A request of ours timed out or lost its server: the server is of no use now."""
     if isinstance(exc, RpcTimeout):
-        await provider.server.kill_unresponsive(client, str(exc))
+        await server.kill_unresponsive(client, str(exc))
     reason = "it stopped answering" if isinstance(exc, RpcTimeout) else str(exc)
     process = client.process
     return failed(server_lost_error(reason, process.returncode, process.stderr_tail))

@@ -1,4 +1,5 @@
-"""The OpenCode provider: every session is a ``ses_…`` thread on one shared ``opencode serve``.
+"""The OpenCode provider: every session is a ``ses_…`` thread on an ``opencode serve``: one
+shared by every session with the sandbox off, each session's own in its sandbox with it on.
 
 A session's first turn creates its thread (``POST /session`` with the approval mode's
 permission ruleset) and binds it; every turn is ``POST /session/{id}/prompt_async`` followed
@@ -14,6 +15,7 @@ from app.providers.descriptor import BuildContext
 from app.providers.hosting import ServerProvider
 from app.providers.opencode.server import OpenCodeServer
 from app.providers.opencode.session import NAME, OpenCodeSession
+from app.providers.shared_server import SHARED, Placement
 
 __all__ = ["OpenCodeProvider"]
 
@@ -37,11 +39,15 @@ class OpenCodeProvider(ServerProvider[OpenCodeSession, OpenCodeServer]):
         must still be its directory inside one of them (None: not checked). OpenCode 1.18.33
         has no retry knob (5 retries, honouring retry-after): ``context.retry`` is not used."""
         super().__init__(context)
-        self.server = OpenCodeServer(
+        self.server = self.make_server(SHARED)
+
+    def make_server(self, placement: Placement) -> OpenCodeServer:
+        return OpenCodeServer(
             executable=self.executable,
             settings=self.settings,
             runner=self.runner,
             parent_env=self.parent_env,
+            placement=placement,
         )
 
     def new_session(self, spec: SessionSpec) -> OpenCodeSession:

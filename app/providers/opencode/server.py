@@ -1,4 +1,4 @@
-"""The one ``opencode serve`` process every OpenCode session of the gateway talks to.
+"""An ``opencode serve`` process: shared by every OpenCode session, or one sandboxed session's.
 
     (none) ──first need──► spawn ─► "listening on" ─► /global/event connected ─► healthy ─► up
        ▲                                                                                  │
@@ -13,6 +13,14 @@ have been lost (``StreamResumed``). When the process ends, every inbox gets ``Se
 the next need starts a new process, and threads continue there (they live in OpenCode's data
 directory, not in the process). Starting once, restarting and stopping are the shared server
 lifecycle's (``app.providers.shared_server``).
+
+With the sandbox off, one server serves every session from ``/``. With it on, each session
+has its own (``Placement``), in its sandbox: its workspace and its own home, whose
+``XDG_DATA_HOME`` keeps the session's threads between servers. OpenCode installs its config
+directory's plugin package (``@opencode-ai/plugin``) from the npm registry when it finds it
+missing; a new home would be missing it, so the operator's installed copy (under
+``$XDG_CONFIG_HOME/opencode``, as the container image ships it) is bound read-only into each
+home's config directory instead (``plugin_binds``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ import secrets
 import signal
 import socket
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TypeAlias
 
 import httpx
@@ -34,6 +43,7 @@ from app.events import TurnError
 from app.process.childspec import child_environment
 from app.process.managed import ManagedProcess, ProcessError
 from app.process.runner import ProcessRunner
+from app.process.sandbox import Confinement
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.classifier import PROVIDER, error_for_exit
 from app.providers.opencode.config import (
@@ -43,7 +53,7 @@ from app.providers.opencode.config import (
     server_env,
 )
 from app.providers.opencode.sse import ServerEvent, SseDecoder, parse_event
-from app.providers.shared_server import ServerUnavailable, SharedServer, Up
+from app.providers.shared_server import SHARED, Placement, ServerUnavailable, SharedServer, Up
 from app.settings import ProviderSettings
 
 __all__ = ["Delivery", "OpenCodeServer", "ServerGone", "ServerUnavailable", "StreamResumed"]
@@ -61,6 +71,9 @@ REQUEST_TIMEOUT_S = 30.0
 
 _RECONNECT_DELAYS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 _LISTENING = re.compile(rb"listening on (http://\S+)")
+
+PLUGIN_FILES = ("package.json", "package-lock.json", "node_modules")
+"""What OpenCode's "plugin package already installed" check reads in its config directory."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,7 +100,7 @@ class _Up(Up):
 
 
 class OpenCodeServer(SharedServer[_Up, OpenCodeApi]):
-    """Starts, watches and stops the shared server; routes its events to turn inboxes."""
+    """Starts, watches and stops a server; routes its events to turn inboxes."""
 
     title = "opencode serve"
     owner = "OpenCode"
@@ -100,8 +113,9 @@ class OpenCodeServer(SharedServer[_Up, OpenCodeApi]):
         settings: ProviderSettings,
         runner: ProcessRunner,
         parent_env: Mapping[str, str],
+        placement: Placement = SHARED,
     ) -> None:
-        super().__init__(runner=runner, stop_grace_s=settings.stop_grace_s)
+        super().__init__(runner=runner, stop_grace_s=settings.stop_grace_s, placement=placement)
         self._executable = executable
         self._settings = settings
         self._parent_env = dict(parent_env)
@@ -155,14 +169,19 @@ class OpenCodeServer(SharedServer[_Up, OpenCodeApi]):
             return f"opencode serve is not healthy: {exc}"
         return None
 
-    async def _shut(self, up: _Up) -> None:
+    async def _shut(self, up: _Up, *, at_once: bool) -> None:
         # `opencode serve` ignores stdin EOF (1.18.33): SIGTERM at once, then the usual
-        # bounded stop.
+        # bounded stop (``at_once``: SIGKILL right after).
         await up.process.signal_group(signal.SIGTERM)
-        await up.process.stop(grace_s=self._settings.stop_grace_s)
+        grace = 0 if at_once else self._settings.stop_grace_s
+        await up.process.stop(grace_s=grace, term_s=0 if at_once else 3.0)
         if up.watcher is not None:
             await asyncio.gather(up.watcher, return_exceptions=True)
         await self._release(up)
+
+    def _confined(self, confinement: Confinement, env: dict[str, str]) -> Confinement:
+        binds = plugin_binds(self._parent_env, self._settings.env, Path(env["HOME"]))
+        return replace(confinement, files=(*confinement.files, *binds))
 
     # --- start ----------------------------------------------------------------------------
 
@@ -290,6 +309,35 @@ async def _listening(process: ManagedProcess) -> str:
         if match:
             return match.group(1).decode()
         log.debug("opencode serve: %.500r", line)
+
+
+def plugin_binds(
+    parent_env: Mapping[str, str], overlay: Mapping[str, str], home: Path
+) -> tuple[tuple[Path, Path], ...]:
+    """``(source, target)`` binds of the operator's installed plugin package into the config
+    directory of ``home`` (created here); none when the operator has none installed."""
+    env = {**parent_env, **overlay}
+    config = env.get("XDG_CONFIG_HOME") or (
+        str(Path(env["HOME"]) / ".config") if env.get("HOME") else None
+    )
+    if config is None:
+        return ()
+    source = Path(config) / "opencode"
+    if not all((source / name).exists() for name in PLUGIN_FILES[1:]):
+        return ()
+    target = home / ".config" / "opencode"
+    target.mkdir(mode=0o700, parents=True, exist_ok=True)
+    binds: list[tuple[Path, Path]] = []
+    for name in PLUGIN_FILES:
+        path = source / name
+        if path.is_dir():
+            (target / name).mkdir(mode=0o700, exist_ok=True)
+        elif path.is_file():
+            (target / name).touch(mode=0o600, exist_ok=True)
+        else:
+            continue
+        binds.append((path.resolve(), target / name))
+    return tuple(binds)
 
 
 def _free_port() -> int:

@@ -5,7 +5,10 @@
            (or the server dies, the abort is not confirmed in time, or nothing happens for
             turn_idle_timeout_s while no approval is pending)
 
-The session holds no process of its own: ``suspend`` only stops reporting the shared one.
+With the sandbox off the session holds no process of its own: ``suspend`` only stops
+reporting the shared server. With it on the session has a server of its own
+(``ServerProvider.server_for``): ``suspend`` stops it, ``close`` stops it for good, and the
+next turn starts a new one in the same sandbox home, where the thread is kept.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class OpenCodeSession(ThreadSession):
     def __init__(self, *, provider: ServerProvider[Any, OpenCodeServer], spec: SessionSpec) -> None:
         super().__init__(spec)
         self._provider = provider
+        self._server = provider.server_for(spec)
+        self._owns_server = self._server is not provider.server
         self._turn: _Turn | None = None
         self._loop: TurnLoop[Delivery] | None = None
         self._attached = False
@@ -75,7 +80,7 @@ class OpenCodeSession(ThreadSession):
 
     @property
     def process(self) -> ProcessInfo | None:
-        return self._provider.server.info if self._attached else None
+        return self._server.info if self._attached else None
 
     # --- turns ----------------------------------------------------------------------------
 
@@ -97,9 +102,7 @@ class OpenCodeSession(ThreadSession):
             )
         try:
             outcome = await self._attempt(prompt, hooks, model_ref(model))
-            if isinstance(outcome, _Unreachable) and await self._provider.server.unreachable(
-                outcome.api
-            ):
+            if isinstance(outcome, _Unreachable) and await self._server.unreachable(outcome.api):
                 # The server died since the last turn (a dead server ran nothing): the next
                 # attempt starts a new one and continues the thread there.
                 outcome = await self._attempt(prompt, hooks, model_ref(model))
@@ -112,21 +115,22 @@ class OpenCodeSession(ThreadSession):
     async def _attempt(
         self, prompt: str, hooks: TurnHooks, model: dict[str, str] | None
     ) -> TurnOutcome | _Unreachable:
-        server = self._provider.server
+        server = self._server
+        spec = self._spec
+        if self._provider.workspace_roots is not None:
+            # Every request hands OpenCode the workspace by path (?directory=), and a server
+            # of the session's own starts in it.
+            try:
+                check_confined(spec.workspace, self._provider.workspace_roots)
+            except WorkspaceMoved as exc:
+                error = workspace_error(exc.detail, cli="OpenCode", provider=PROVIDER)
+                return TurnOutcome(status="failed", error=error)
         try:
             api = await server.ensure()
         except ServerUnavailable as exc:
             kind: FailureKind = "cli_missing" if exc.missing else "cli_crashed"
             return failure(PROVIDER, kind, str(exc), retryable=not exc.missing)
         self._attached = True
-        spec = self._spec
-        if self._provider.workspace_roots is not None:
-            # Every request hands OpenCode the workspace by path (?directory=).
-            try:
-                check_confined(spec.workspace, self._provider.workspace_roots)
-            except WorkspaceMoved as exc:
-                error = workspace_error(exc.detail, cli="OpenCode", provider=PROVIDER)
-                return TurnOutcome(status="failed", error=error)
         thread_id = self._thread_id
         if thread_id is None:
             try:
@@ -211,12 +215,16 @@ class OpenCodeSession(ThreadSession):
             await self.abort(turn)
 
     async def suspend(self) -> None:
-        # The server is shared and stays up; this session just stops holding it.
+        # A shared server stays up; this session just stops holding it. Its own is stopped.
         self._attached = False
+        if self._owns_server:
+            await self._server.stop()
 
     async def close(self, *, at_once: bool = False) -> None:
-        if at_once and not self._closed:
+        if at_once and not self._closed and not self._owns_server:
             await self.interrupt()  # the shared server stays up: its turn must stop
         self._closed = True
         self._attached = False
         self._provider.forget(self)
+        if self._owns_server:
+            await self._server.aclose(at_once=at_once)  # its turn ends with it
