@@ -10,7 +10,8 @@ Where each variable goes (formats checked against the pinned CLIs):
 
 - ``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``CLAUDE_CODE_OAUTH_TOKEN`` → the ``env`` of
   ``$CLAUDE_CONFIG_DIR/settings.json`` (Claude Code applies it at start; the gateway runs it
-  with ``--setting-sources user``, which includes this file).
+  with ``--setting-sources user``, which includes this file, and gives a sandboxed Claude Code,
+  whose session home has no settings.json, these variables alone from it).
 - ``OPENAI_API_KEY`` → ``$CODEX_HOME/auth.json`` as ``codex login --with-api-key`` writes it
   (``{"auth_mode": "apikey", "OPENAI_API_KEY": …}``).
 - ``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY`` → OpenCode's

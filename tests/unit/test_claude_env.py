@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from app.process.runner import ProcessRunner
-from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider
+from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider, settings_credentials
 from app.providers.descriptor import BuildContext
+from app.providers.sandboxing import Sandbox, SandboxStatus
 from app.settings import ProviderSettings, RetrySettings
 
 PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-x", "SECRET": "no"}
@@ -63,3 +65,40 @@ def test_a_parent_variable_does_not_leak_past_the_setting(tmp_path: Path) -> Non
     )
 
     assert claude.child_env(tmp_path)["CLAUDE_CODE_MAX_RETRIES"] == "2"
+
+
+def sandboxed(env: dict[str, str]) -> ClaudeCodeProvider:
+    return ClaudeCodeProvider(
+        BuildContext(
+            name="claude_code",
+            settings=ProviderSettings(env=env),
+            executable="claude",
+            runner=ProcessRunner(),
+            parent_env={"PATH": "/usr/bin"},
+            sandbox=Sandbox(status=SandboxStatus(mode="bwrap", reason="test")),
+        )
+    )
+
+
+def test_a_sandboxed_claude_gets_the_login_from_the_operators_settings_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """The container's entrypoint keeps the key in settings.json, which the session's own
+    home does not have: the key (only) comes along in the environment."""
+    config = tmp_path / "claude"
+    config.mkdir()
+    settings = {
+        "env": {"ANTHROPIC_API_KEY": "sk-from-settings", "OTHER": "x"},
+        "hooks": {"PreToolUse": []},
+    }
+    (config / "settings.json").write_text(json.dumps(settings))
+
+    env = sandboxed({"CLAUDE_CONFIG_DIR": str(config)}).child_env(tmp_path)
+    unsandboxed = provider({"CLAUDE_CONFIG_DIR": str(config)}).child_env(tmp_path)
+    overridden = sandboxed({"CLAUDE_CONFIG_DIR": str(config), "ANTHROPIC_API_KEY": "sk-own"})
+
+    assert env["ANTHROPIC_API_KEY"] == "sk-from-settings"
+    assert "OTHER" not in env
+    assert unsandboxed["ANTHROPIC_API_KEY"] == "sk-x"  # Claude Code reads its settings itself
+    assert overridden.child_env(tmp_path)["ANTHROPIC_API_KEY"] == "sk-own"
+    assert settings_credentials({"HOME": str(tmp_path / "nobody")}) == {}

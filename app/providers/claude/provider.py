@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,7 @@ class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
         ``CLAUDE_CODE_MAX_RETRIES`` is ``retry.cli_request_retries`` (the CLI's own default is
         10 retries, ~3 minutes of backoff); the provider's ``env`` overlay still wins.
         """
-        return child_environment(
+        env = child_environment(
             self.parent_env,
             passthrough=PASSTHROUGH_ENV,
             overlay={
@@ -135,9 +136,37 @@ class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
                 **self.settings.env,
             },
         )
+        if self.sandbox.on:
+            # The session's own home has no settings.json: the key the operator keeps there
+            # (the container's entrypoint puts it there) comes along, and nothing else of it.
+            env = {**settings_credentials(env), **env}
+        return env
 
     def new_session(self, spec: SessionSpec) -> ClaudeSession:
         return ClaudeSession(provider=self, spec=spec)
+
+
+SETTINGS_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+"""The variables of the operator's ``settings.json`` ``env`` that are a login."""
+
+
+def settings_credentials(env: Mapping[str, str]) -> dict[str, str]:
+    """The login variables in the ``env`` of the operator's Claude Code ``settings.json``
+    (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``); ``{}`` when there is none or it is not
+    readable JSON."""
+    directory = env.get("CLAUDE_CONFIG_DIR") or (
+        str(Path(env["HOME"]) / ".claude") if env.get("HOME") else None
+    )
+    if directory is None:
+        return {}
+    try:
+        settings = json.loads((Path(directory) / "settings.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = settings.get("env") if isinstance(settings, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if k in SETTINGS_CREDENTIALS and isinstance(v, str)}
 
 
 class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):
