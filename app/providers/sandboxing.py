@@ -117,7 +117,7 @@ class Sandbox:
             read_only=(*installation(executable, env), *self.read_only),
             writable=self.read_write,
             home=home,
-            exposed=self._exposed(env),
+            exposed=(*self._exposed(env), *_named_files(inside, home)),
             files=tuple(files),
             workspace=workspace,
             hidden=self.hidden,
@@ -141,6 +141,19 @@ class Sandbox:
         """Remove the session's home (the session is deleted)."""
         if self.homes_dir is not None:
             shutil.rmtree(self.home(session_id), ignore_errors=True)
+
+
+def _named_files(env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+    """Files the agent's environment names by absolute path (a settings layer the gateway
+    wrote for it, a credentials file the operator gave it): shown read-only at that path."""
+    found: list[Path] = []
+    for value in env.values():
+        if not value.startswith("/") or os.pathsep in value or "\n" in value:
+            continue
+        path = Path(value)
+        if path.is_file() and not path.is_relative_to(home):
+            found.append(path)
+    return tuple(dict.fromkeys(found))
 
 
 def forget_homes(settings: Settings, session_ids: Iterable[str]) -> int:

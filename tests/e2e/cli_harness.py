@@ -221,6 +221,12 @@ class Shared:
     def home(self) -> Path:
         return self.root / "home"
 
+    @property
+    def markers(self) -> Path:
+        """Where hostile hooks leave their marks: outside every workspace, and writable in
+        the agents' sandbox, so a mark that never appears was never made."""
+        return self.root / "markers"
+
     def workspace(self, name: str) -> Path:
         path = self.roots / name
         path.mkdir()
@@ -236,6 +242,7 @@ class Shared:
                 "sessions": {"approval_timeout_s": 120},
                 "selection": {"default": provider},
                 "providers": sections,
+                "sandbox": {"read_write": [str(self.markers)]},
             }
             gateway = GatewayProcess(data_dir=self.root / f"data-{provider}", config=config)
             self._gateways[provider] = gateway.start()
@@ -252,6 +259,7 @@ def shared_gateways(root: Path) -> Iterator[Shared]:
     """A stub and the (lazily started) gateways under ``root``, stopped at the end."""
     (root / "roots").mkdir()
     (root / "home").mkdir()
+    (root / "markers").mkdir()
     with StubLLM() as stub:
         state = Shared(stub=stub, root=root)
         try:

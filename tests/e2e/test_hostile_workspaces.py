@@ -163,9 +163,10 @@ def plant_opencode(workspace: Path, markers: Path) -> None:
 
 
 @pytest.fixture
-def markers(tmp_path: Path) -> Path:
-    """Where a hostile hook would leave its mark: outside the workspace."""
-    path = tmp_path / "markers"
+def markers(shared: Shared, tmp_path: Path) -> Path:
+    """Where a hostile hook would leave its mark: outside the workspace, writable in the
+    sandbox (a hook the CLI ran always leaves it)."""
+    path = shared.markers / tmp_path.name
     path.mkdir()
     return path
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,12 @@ def markers(tmp_path: Path) -> Path:
     path = tmp_path / "markers"
     path.mkdir()
     return path
+
+
+def writable(markers: Path) -> dict[str, Any]:
+    """The sandbox lets a hook the agent ran leave its mark: one that never appears was never
+    made (not merely kept out of the markers' directory)."""
+    return {"read_write": [str(markers)]}
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ def test_acp_workspace_config_is_off_even_when_the_operator_trusts_the_folder(
     agent = AGENTS[provider]
     plant(agent, workspace, markers)
     trust_folder(agent, tmp_path / "home", workspace)
-    gateway = make_gateway(provider).start()
+    gateway = make_gateway(provider, sandbox=writable(markers)).start()
     with gateway.client() as client:
         session_id = create_session(client, workspace, approval_mode="ask")
         events = run_turn(client, session_id, "hello")
@@ -123,7 +130,8 @@ def test_acp_workspace_config_loads_when_the_operator_allows_it(
 ) -> None:
     agent = AGENTS[provider]
     plant(agent, workspace, markers)
-    gateway = make_gateway(provider, **{provider: {"project_config": True}}).start()
+    allowed = {provider: {"project_config": True}}
+    gateway = make_gateway(provider, sandbox=writable(markers), **allowed).start()
     with gateway.client() as client:
         session_id = create_session(client, workspace, approval_mode="ask")
         events = run_turn(client, session_id, "hello")
@@ -138,7 +146,8 @@ def test_claude_workspace_config_loads_when_the_operator_allows_it(
     make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path
 ) -> None:
     plant_claude(workspace, markers)
-    gateway = make_gateway("claude_code", claude_code={"project_config": True}).start()
+    allowed = {"project_config": True}
+    gateway = make_gateway("claude_code", sandbox=writable(markers), claude_code=allowed).start()
     with gateway.client() as client:
         session_id = create_session(client, workspace, approval_mode="ask")
         events = run_turn(client, session_id, "hello")

@@ -312,3 +312,27 @@ def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
         database,
         *(Path(f"{database}{end}") for end in ("-wal", "-shm", "-journal")),
     }
+
+
+def test_a_file_the_agents_environment_names_is_shown_read_only(tmp_path: Path) -> None:
+    """A settings layer the gateway wrote for the agent (outside its home) reaches it; a
+    directory, a list and a missing path do not."""
+    layer = tmp_path / "gateway-acp" / "settings.json"
+    layer.parent.mkdir()
+    layer.write_text("{}")
+    env = {
+        "PATH": "/usr/bin",
+        "QWEN_CODE_SYSTEM_SETTINGS_PATH": str(layer),
+        "SOME_DIR": str(tmp_path),
+        "SOME_LIST": f"{layer}:{layer}",
+        "GONE": str(tmp_path / "missing.json"),
+    }
+
+    confinement, _ = sandbox(tmp_path, "acp:qwen").confine(
+        session_id="ses_1", workspace=None, executable="sh", env=env
+    )
+
+    assert confinement is not None
+    assert confinement.exposed == (layer,)
+    argv = wrap(confinement, ("true",))
+    assert where(argv, "--ro-bind", str(layer), str(layer)) > where(argv, "--tmpfs", "/tmp")
