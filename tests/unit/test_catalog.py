@@ -93,12 +93,22 @@ def test_the_executable_is_the_configured_one_else_the_pinned_one_else_the_comma
 
 
 def test_the_factory_builds_each_enabled_provider_from_its_descriptor() -> None:
-    settings = resolved(providers={"opencode": {"enabled": False}, "acp:qwen": {}})
+    providers = {"opencode": {"enabled": False}, "acp:qwen": {}}
+    settings = resolved(providers=providers, sandbox={"mode": "none"})
     built = build_providers(settings, ProcessRunner())
     assert set(built) == {"claude_code", "codex", "acp:qwen"}
     for name, provider in built.items():
         assert isinstance(provider, Provider)
         assert provider.capabilities == CATALOG[name].capabilities
+
+
+def test_a_sandboxed_codex_runs_no_shared_process() -> None:
+    """One server per session in the sandbox: it counts as the session's own process."""
+    settings = resolved(providers={"opencode": {"enabled": False}}, sandbox={"mode": "bwrap"})
+    built = build_providers(settings, ProcessRunner())
+    assert CATALOG["codex"].capabilities.shared_process
+    assert not built["codex"].capabilities.shared_process
+    assert built["claude_code"].capabilities == CATALOG["claude_code"].capabilities
 
 
 @pytest.mark.parametrize(
