@@ -164,3 +164,10 @@ def test_the_api_schema_of_a_provider_name_lists_names_and_family_members() -> N
     assert not pattern.match("codex:gemini")
     closed = {n: d for n, d in CATALOG.items() if not d.family}
     assert provider_name_schema(closed) == {"type": "string", "enum": PROVIDERS}
+
+
+def test_the_key_in_claude_codes_settings_is_a_secret_to_mask(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text('{"env": {"ANTHROPIC_API_KEY": "sk-in-settings"}}')
+    settings = resolved(providers={"claude_code": {"env": {"CLAUDE_CONFIG_DIR": str(tmp_path)}}})
+
+    assert "sk-in-settings" in catalog.cli_secrets(settings, {"PATH": "/usr/bin"})
