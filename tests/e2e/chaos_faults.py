@@ -42,7 +42,9 @@ GONE = frozenset({"Z", "X"})
 
 def cli_cwd(pid: int, executable: str, under: str) -> str | None:
     """The working directory of ``pid`` if it is a Claude Code CLI (or the parent-death shim
-    about to become one, which carries the CLI's command line) working under ``under``."""
+    about to become one, which carries the CLI's command line) working under ``under``; not
+    the bwrap processes of its sandbox (nor the shim about to become bwrap), which carry
+    that command line too."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
@@ -50,11 +52,27 @@ def cli_cwd(pid: int, executable: str, under: str) -> str | None:
     names = {a.decode(errors="replace") for a in argv}
     if executable not in names or "--input-format" not in names:
         return None
+    if any(Path(name).name == "bwrap" for name in names):
+        return None
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
     return cwd if (cwd + "/").startswith(under + "/") else None
+
+
+def launcher(ppid: int) -> int:
+    """The replica that started a CLI whose parent is ``ppid``: above the bwrap processes of
+    its sandbox, if any."""
+    while True:
+        try:
+            argv0 = Path(f"/proc/{ppid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            return ppid
+        stat = proctree.read_stat(ppid)
+        if Path(argv0.decode(errors="replace")).name != "bwrap" or stat is None:
+            return ppid
+        ppid = stat.ppid
 
 
 def cli_processes(root: Path, executable: str) -> dict[int, str]:
@@ -171,7 +189,7 @@ class CliSampler:
             if stat is None or stat.state in STOPPED or stat.state in GONE:
                 continue
             if not seen.ppid:
-                seen.ppid = stat.ppid
+                seen.ppid = launcher(stat.ppid)
                 with self._lock:
                     self._clis[pid] = seen
             running.setdefault(seen.cwd, []).append(pid)
