@@ -26,6 +26,7 @@ from tests.e2e.cli_harness import (
     run_turn,
     shared_gateways,
 )
+from tests.e2e.test_contract import descendants
 
 pytestmark = pytest.mark.e2e
 
@@ -111,7 +112,9 @@ def test_t15_opencode_listens_on_loopback_behind_a_password(shared: Shared) -> N
         session_id = create_session(client, workspace)
         events = run_turn(client, session_id, "hello")
         assert events[-1]["type"] == "turn.completed"
-        pids = gateway_children(gateway)
+        # The session's own server in the sandbox (the module's other sessions have theirs).
+        server = client.get(f"/v1/sessions/{session_id}").json()["process"]["pid"]
+        pids = descendants(server) | {server}
         found = listeners(pids)
 
         # One TCP listener, on 127.0.0.1 only.
