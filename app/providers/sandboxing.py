@@ -112,12 +112,16 @@ class Sandbox:
         for variable, relative in self.login.config_dirs.items():
             inside[variable] = str(home / relative)
             _private_dir(home / relative)
+        visible = () if workspace is None else (workspace,)
         confinement = Confinement(
             bwrap=self.bwrap,
             read_only=(*installation(executable, env), *self.read_only),
             writable=self.read_write,
             home=home,
-            exposed=(*self._exposed(env), *_named_files(inside, home)),
+            exposed=(
+                *self._exposed(env),
+                *_named_files(inside, shown=(home, *visible, *self.read_write, *self.read_only)),
+            ),
             files=tuple(files),
             workspace=workspace,
             hidden=self.hidden,
@@ -143,15 +147,17 @@ class Sandbox:
             shutil.rmtree(self.home(session_id), ignore_errors=True)
 
 
-def _named_files(env: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+def _named_files(env: Mapping[str, str], *, shown: tuple[Path, ...]) -> tuple[Path, ...]:
     """Files the agent's environment names by absolute path (a settings layer the gateway
-    wrote for it, a credentials file the operator gave it): shown read-only at that path."""
+    wrote for it, a credentials file the operator gave it), not already under ``shown``
+    (its home, the operator's extra paths, where they stay writable if they are): shown
+    read-only at that path."""
     found: list[Path] = []
     for value in env.values():
         if not value.startswith("/") or os.pathsep in value or "\n" in value:
             continue
         path = Path(value)
-        if path.is_file() and not path.is_relative_to(home):
+        if path.is_file() and not any(path.is_relative_to(top) for top in shown):
             found.append(path)
     return tuple(dict.fromkeys(found))
 

@@ -80,7 +80,7 @@ def test_a_sandboxed_crash_is_reported_with_the_cli_own_status(
         after = terminal(run_turn(client, sid, "hi"))
     error = failed["data"]["error"]
     assert (error["kind"], error["exit_code"]) == ("cli_crashed", exit_code)
-    assert after["type"] == "turn.completed"
+    assert after["type"] == "turn.completed", after["data"]
 
 
 def test_a_sandboxed_cli_and_its_children_die_with_a_sigkilled_gateway(

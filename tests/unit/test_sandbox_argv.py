@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -336,3 +337,23 @@ def test_a_file_the_agents_environment_names_is_shown_read_only(tmp_path: Path) 
     assert confinement.exposed == (layer,)
     argv = wrap(confinement, ("true",))
     assert where(argv, "--ro-bind", str(layer), str(layer)) > where(argv, "--tmpfs", "/tmp")
+
+
+def test_a_named_file_already_shown_writable_stays_writable(tmp_path: Path) -> None:
+    """A file the environment names inside the workspace or a read_write path is not bound
+    read-only over it (a log the agent appends to)."""
+    workspace, shared = tmp_path / "ws", tmp_path / "shared"
+    dirs(workspace, shared)
+    (workspace / "notes.json").write_text("{}")
+    (shared / "spawns.jsonl").write_text("")
+    on = dataclasses.replace(sandbox(tmp_path, "claude_code"), read_write=(shared,))
+    env = {
+        "PATH": "/usr/bin",
+        "NOTES": str(workspace / "notes.json"),
+        "LOG": str(shared / "spawns.jsonl"),
+    }
+
+    confinement, _ = on.confine(session_id="ses_1", workspace=workspace, executable="sh", env=env)
+
+    assert confinement is not None
+    assert confinement.exposed == ()
