@@ -149,6 +149,17 @@ class Chaos:
         body: dict[str, Any] = got.json()
         return body
 
+    def thread_kept(self, on: str, session: Session) -> str:
+        """The session's thread, once Claude Code has written it to disk. It may not have at
+        the first delta, and a CLI stopped sooner rightly leaves the next turn context_lost;
+        the scenarios stop it once there is a thread to resume."""
+        thread = self.session(on, session)["thread_id"]
+        assert thread, "no thread bound while the turn streams"
+        home = self.root.parent / "home"
+        poll(lambda: any(home.rglob(f"{thread}.jsonl")), 30, "Claude Code to keep the thread")
+        kept: str = thread
+        return kept
+
     def turns(self, on: str, session: Session) -> list[dict[str, Any]]:
         """The session's turns, oldest first."""
         got = self.api(on).get(f"/v1/sessions/{session.id}/turns", params={"limit": 500})

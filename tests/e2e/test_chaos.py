@@ -95,12 +95,7 @@ def test_the_owner_killed_mid_turn(chaos: Chaos) -> None:
     turn = chaos.start_turn("gw-a", session, "[[slow:30]]")
     with chaos.stream("gw-b", session) as reader:
         read_until(reader, is_delta, 60)
-        thread = chaos.session("gw-b", session)["thread_id"]
-        assert thread, "no thread bound while the turn streams"
-        # Resuming needs the thread on disk: Claude Code may not have written it yet at the
-        # first delta (killed sooner, the next turn rightly reports context_lost).
-        home = chaos.root.parent / "home"
-        poll(lambda: any(home.rglob(f"{thread}.jsonl")), 30, "Claude Code to keep the thread")
+        thread = chaos.thread_kept("gw-b", session)
         gateway = chaos.replicas["gw-a"].process
         assert gateway is not None
         killed = time.monotonic()
@@ -143,6 +138,7 @@ def test_the_owner_stopped_mid_turn(chaos: Chaos) -> None:
     with chaos.stream("gw-b", session) as reader:
         read_until(reader, is_delta, 60)
         assert chaos.session("gw-b", session)["owner"] == "gw-a"
+        chaos.thread_kept("gw-b", session)
         stopped = time.monotonic()
         gateway.send_signal(signal.SIGTERM)
         watcher = threading.Thread(target=stamp_exit, args=(gateway, exited))
