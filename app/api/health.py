@@ -16,7 +16,7 @@ from app.errors import ClusterUnavailable
 from app.process.bounds import Mechanism
 from app.process.runner import ProcessRunner
 from app.providers.registry import Health, ProviderRegistry
-from app.providers.sandboxing import SandboxStatus, status_of
+from app.providers.sandboxing import SandboxStatus
 from app.runtime import reads
 from app.runtime.sessions import Sessions
 from app.settings import SelectionSettings
@@ -98,7 +98,7 @@ async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     )
     healths = dict(zip(names, found, strict=True))
     settings = request.app.state.settings
-    sandboxes = {n: status_of(n, settings) for n in names if settings.providers[n].enabled}
+    sandboxes = {n: registry.sandboxes[n] for n in names if settings.providers[n].enabled}
     body = readiness(
         database,
         healths,

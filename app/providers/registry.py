@@ -108,6 +108,10 @@ class ProviderRegistry:
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
         self._cache: dict[str, tuple[float, Health]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.sandboxes: dict[str, SandboxStatus] = {
+            name: status_of(name, settings) for name in settings.providers
+        }
+        """Each provider's sandbox mode and why: fixed by the settings, decided once."""
 
     @property
     def names(self) -> list[str]:
@@ -144,7 +148,7 @@ class ProviderRegistry:
             executable=catalog.executable(name, self.settings),
             pinned_version=catalog.pinned_versions().get(name),
             health=await self.health(name, fresh=fresh),
-            sandbox=status_of(name, self.settings),
+            sandbox=self.sandboxes[name],
         )
 
     async def _probe(self, name: str) -> Health:
@@ -166,7 +170,7 @@ class ProviderRegistry:
                 version=None,
                 checked_at=now,
             )
-        sandbox = status_of(name, self.settings)
+        sandbox = self.sandboxes[name]
         if sandbox.problem is not None:
             return Health(
                 available=False,

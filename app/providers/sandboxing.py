@@ -142,7 +142,7 @@ class Sandbox:
         return tuple(found)
 
     def forget(self, session_id: str) -> None:
-        """Remove the session's home (the session is deleted)."""
+        """Remove the home of ``session_id`` (a health probe's, once it is done)."""
         if self.homes_dir is not None:
             shutil.rmtree(self.home(session_id), ignore_errors=True)
 
@@ -266,37 +266,37 @@ def bwrap_problem(bwrap: str, as_user: int | None) -> str | None:
     return probe(resolved, as_user=as_user)
 
 
-def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
-    """Provider ``name``'s sandbox under ``settings``."""
+def status_of(name: str, settings: Settings) -> SandboxStatus:
+    """The mode provider ``name`` runs in under ``settings``, and why."""
     section = settings.providers.get(name)
     own = section.sandbox if section is not None else None
     asked = own or settings.sandbox.mode
     where = f"providers.{name}.sandbox" if own else "sandbox.mode"
     if asked == "none":
-        return Sandbox(status=SandboxStatus(mode="none", reason=f"{where} = none"))
-    bwrap = shutil.which(settings.sandbox.bwrap) or settings.sandbox.bwrap
+        return SandboxStatus(mode="none", reason=f"{where} = none")
     problem = bwrap_problem(settings.sandbox.bwrap, inside_uid())
     if problem is not None and asked == "auto":
         reason = f"no sandbox: {problem}; agents run with the gateway's own view of the machine"
-        return Sandbox(status=SandboxStatus(mode="none", reason=reason))
+        return SandboxStatus(mode="none", reason=reason)
     if problem is not None:
-        status = SandboxStatus(mode="bwrap", reason=f"{where} = bwrap", problem=problem)
-    else:
-        status = SandboxStatus(mode="bwrap", reason=f"bubblewrap ({where} = {asked})")
+        return SandboxStatus(mode="bwrap", reason=f"{where} = bwrap", problem=problem)
+    return SandboxStatus(mode="bwrap", reason=f"bubblewrap ({where} = {asked})")
+
+
+def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
+    """Provider ``name``'s sandbox under ``settings`` (``status_of`` says its mode)."""
+    status = status_of(name, settings)
+    if status.mode == "none":
+        return Sandbox(status=status)
     return Sandbox(
         status=status,
-        bwrap=bwrap,
+        bwrap=shutil.which(settings.sandbox.bwrap) or settings.sandbox.bwrap,
         homes_dir=settings.homes_dir,
         read_only=tuple(_real(p) for p in settings.sandbox.read_only),
         read_write=tuple(_real(p) for p in settings.sandbox.read_write),
         hidden=hidden_paths(settings),
         login=login,
     )
-
-
-def status_of(name: str, settings: Settings) -> SandboxStatus:
-    """The mode provider ``name`` runs in under ``settings``, and why."""
-    return sandbox_for(name, settings, LoginFiles()).status
 
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
