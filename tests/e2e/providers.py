@@ -171,6 +171,40 @@ def acp_claude(stub: StubLLM, home: Path) -> dict[str, Any]:
     }
 
 
+def acp_codex(stub: StubLLM, home: Path) -> dict[str, Any]:
+    """The Codex ACP adapter: its model provider in ``CODEX_CONFIG`` (JSON the adapter layers
+    over its Codex's config), so nothing depends on a config.toml the sandbox would not show;
+    not in ``CONFIGS``, like the Claude adapter."""
+    codex_home = home / "codex-acp"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model": "gpt-5.5",
+        "model_provider": "stub",
+        "check_for_update_on_startup": False,
+        "model_providers": {
+            "stub": {
+                "name": "Stub",
+                "base_url": stub.openai_base_url,
+                "env_key": "STUB_API_KEY",
+                "wire_api": "responses",
+                "request_max_retries": 0,
+                "stream_max_retries": 0,
+            }
+        },
+        "features": {"plugins": False, "remote_plugin": False, "apps": False},
+        "analytics": {"enabled": False},
+    }
+    return {
+        "turn_idle_timeout_s": 60,
+        "env": {
+            "HOME": str(home),
+            "CODEX_HOME": str(codex_home),
+            "CODEX_CONFIG": json.dumps(config),
+            "STUB_API_KEY": "stub-key",
+        },
+    }
+
+
 CONFIGS = {
     "claude_code": claude_code,
     "codex": codex,

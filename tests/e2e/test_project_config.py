@@ -6,7 +6,9 @@ hooks in its ``.gemini/`` or ``.qwen/settings.json`` starts none of them, even w
 operator's own agent trusts the folder; with ``project_config = true`` the same fixture's
 hooks run, so it is known to be hostile. For Claude Code, ``project_config = true`` lets the
 workspace's ``.claude/settings.json`` hooks, ``.mcp.json`` servers and ``CLAUDE.md`` through (the
-pinned default is in test_hostile_workspaces.py).
+pinned default is in test_hostile_workspaces.py). The Claude Agent ACP adapter gets the same
+setting sources through ``_meta`` on every session/new and session/resume; the Codex ACP
+adapter, which trusts every workspace by itself, runs only where the operator allows it.
 
 Every test drives the pinned real CLI through a real gateway process against the stub LLM on
 loopback (tests/e2e/cli_harness.py).
@@ -30,7 +32,9 @@ from tests.e2e.cli_harness import (
     wait_for_marks,
 )
 from tests.e2e.conftest import GatewayFactory
-from tests.e2e.test_hostile_workspaces import CONTEXT_MARKER, plant_claude, touch
+from tests.e2e.providers import acp_claude, acp_codex
+from tests.e2e.test_hostile_workspaces import CONTEXT_MARKER, plant_claude, plant_codex, touch
+from tests.gateway import GatewayProcess
 from tests.stub_llm import StubLLM
 
 pytestmark = pytest.mark.e2e
@@ -156,3 +160,92 @@ def test_claude_workspace_config_loads_when_the_operator_allows_it(
     expected = {"mcp", "settings.json-SessionStart", "settings.local.json-UserPromptSubmit"}
     assert expected <= set(wait_for_marks(markers, expected))
     assert CONTEXT_MARKER in model_request_text(stub)
+
+
+def adapter_gateway(
+    make_gateway: GatewayFactory,
+    stub: StubLLM,
+    home: Path,
+    provider: str,
+    markers: Path,
+    **section: Any,
+) -> GatewayProcess:
+    """A gateway whose one provider is an ACP adapter (``acp:claude`` or ``acp:codex``)."""
+    gateway = make_gateway(sandbox=writable(markers))
+    gateway.config["providers"]["claude_code"] = {"enabled": False}
+    wiring = acp_claude if provider == "acp:claude" else acp_codex
+    gateway.config["providers"][provider] = {**wiring(stub, home), **section}
+    gateway.config["selection"]["default"] = provider
+    return gateway.start()
+
+
+CLAUDE_MARKS = {"mcp", "settings.json-SessionStart", "settings.local.json-UserPromptSubmit"}
+
+
+def test_claude_adapter_leaves_the_workspace_config_out_on_new_and_resumed_threads(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+) -> None:
+    plant_claude(workspace, markers)
+    gateway = adapter_gateway(make_gateway, stub, tmp_path / "home", "acp:claude", markers)
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        first = run_turn(client, session_id, "hello")
+    gateway.stop()  # the next turn resumes the thread in a new adapter process
+    gateway.start()
+    with gateway.client() as client:
+        second = run_turn(client, session_id, "hello again")
+
+    assert [first[-1]["type"], second[-1]["type"]] == ["turn.completed"] * 2, kinds(second)
+    assert "session.thread_bound" not in kinds(second)  # the same thread, resumed
+    assert marks(markers) == []  # no hook, no MCP server, on either thread start
+    assert CONTEXT_MARKER not in model_request_text(stub)  # no CLAUDE.md
+
+
+def test_claude_adapter_loads_the_workspace_config_when_the_operator_allows_it(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+) -> None:
+    plant_claude(workspace, markers)
+    home = tmp_path / "home"
+    gateway = adapter_gateway(make_gateway, stub, home, "acp:claude", markers, project_config=True)
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+    assert set(wait_for_marks(markers, CLAUDE_MARKS)) >= CLAUDE_MARKS
+    assert CONTEXT_MARKER in model_request_text(stub)
+
+
+def test_codex_adapter_is_unavailable_until_the_operator_allows_the_workspace_config(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+) -> None:
+    plant_codex(workspace, markers)
+    gateway = adapter_gateway(make_gateway, stub, tmp_path / "home", "acp:codex", markers)
+    with gateway.client() as client:
+        listed = client.get("/v1/providers").json()
+        created = client.post(
+            "/v1/sessions", json={"workspace": str(workspace), "provider": "acp:codex"}
+        )
+
+    health = next(p for p in listed["providers"] if p["name"] == "acp:codex")["health"]
+    assert health["available"] is False
+    assert 'providers."acp:codex".project_config = true' in health["reason"]
+    assert created.status_code == 503, created.text
+    assert created.headers["content-type"] == "application/problem+json"
+    assert "project_config" in created.text
+    assert marks(markers) == []  # no agent process started
+
+
+def test_codex_adapter_loads_the_workspace_config_once_allowed(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+) -> None:
+    """What the refusal above stands on: the adapter starts the workspace's MCP server."""
+    plant_codex(workspace, markers)
+    home = tmp_path / "home"
+    gateway = adapter_gateway(make_gateway, stub, home, "acp:codex", markers, project_config=True)
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="ask")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+    assert "mcp" in wait_for_marks(markers, {"mcp"})

@@ -85,7 +85,31 @@ def test_a_settings_switch_is_layered_over_the_operators_config(
 def test_every_switch_turns_something_off(member: str) -> None:
     switch = BUILTIN[member].project_config
     if switch is not None:
-        assert switch.off_env or switch.off_settings
+        assert switch.off_env or switch.off_settings or switch.off_meta
+
+
+@pytest.mark.parametrize("member", sorted(BUILTIN))
+def test_no_agent_both_has_a_switch_and_is_said_to_have_none(member: str) -> None:
+    recipe = BUILTIN[member]
+    assert recipe.project_config is None or recipe.loads_workspace_config is None
+
+
+def test_the_claude_adapter_gets_the_user_settings_alone_and_no_workspace_mcp() -> None:
+    off = provider("acp:claude").session_meta()
+    on = provider("acp:claude", project_config=True).session_meta()
+
+    assert off == {"claudeCode": {"options": {"settingSources": ["user"], "strictMcpConfig": True}}}
+    assert on == {}  # the adapter's own: user, project and local
+
+
+def test_an_agent_that_loads_the_workspace_config_anyway_runs_only_once_allowed() -> None:
+    refused = provider("acp:codex").workspace_config_refusal()
+    allowed = provider("acp:codex", project_config=True).workspace_config_refusal()
+
+    assert refused is not None
+    assert 'providers."acp:codex".project_config = true' in refused
+    assert allowed is None
+    assert provider("acp:gemini").workspace_config_refusal() is None
 
 
 def test_qwen_trusts_no_folder_unless_the_operator_allows_it() -> None:

@@ -46,9 +46,16 @@ class ProjectConfigSwitch:
     off_files: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
     """Variable → content of a file the gateway writes (its own, never the user's) and
     points the variable at."""
+    off_meta: Mapping[str, JsonValue] = field(default_factory=dict)
+    """The ``_meta`` of every ``session/new``, ``session/load`` and ``session/resume``, for an
+    agent that takes its options there (the Claude adapter)."""
+    on_meta: Mapping[str, JsonValue] = field(default_factory=dict)
 
     def env(self, allowed: bool) -> Mapping[str, str]:
         return self.on_env if allowed else self.off_env
+
+    def meta(self, allowed: bool) -> Mapping[str, JsonValue]:
+        return self.on_meta if allowed else self.off_meta
 
     def settings(self, allowed: bool) -> Mapping[str, JsonValue]:
         return self.on_settings if allowed else self.off_settings
@@ -84,6 +91,10 @@ class AgentRecipe:
     project_config: ProjectConfigSwitch | None = None
     """None: the gateway knows no way to keep this agent from loading the workspace's own
     configuration, and says so (``GET /v1/providers``, README)."""
+    loads_workspace_config: str | None = None
+    """Set for an agent known to load the workspace's own configuration whatever it is told
+    (why, for the operator): it runs only once ``providers.<name>.project_config`` is true,
+    and is unavailable until then."""
     passthrough: tuple[str, ...] = ()
     """Variables of the gateway's own environment the agent may get (credentials, endpoints)."""
     credentials: Credentials
@@ -270,6 +281,15 @@ CLAUDE = AgentRecipe(
     env={**_QUIET_NODE, **_CLAUDE_SWITCHES},
     # Its default mode is "auto": Claude decides alone, no permission request at all.
     modes={"ask": "default", "auto_edits": "acceptEdits", "read_only": "plan"},
+    # The adapter 0.101.0 asks the Claude Agent SDK for the user, project and local setting
+    # sources, and lets `_meta.claudeCode.options` replace its options: what the native
+    # provider passes as `--setting-sources user --strict-mcp-config` (no workspace
+    # .claude/settings*.json hooks or permissions, .mcp.json servers or CLAUDE.md). The
+    # adapter's own settings watcher still reads the workspace's model and default mode; the
+    # gateway sets the mode itself after session/new.
+    project_config=ProjectConfigSwitch(
+        off_meta={"claudeCode": {"options": {"settingSources": ["user"], "strictMcpConfig": True}}},
+    ),
     passthrough=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
@@ -290,6 +310,15 @@ CODEX = AgentRecipe(
     # "agent" (its default) has a model review escalations; "read-only" asks a human for
     # anything that leaves the sandbox.
     modes={"ask": "read-only", "read_only": "read-only", "auto_edits": "workspace-write"},
+    # The adapter 2.6.0 starts every Codex thread with its workspace marked trusted
+    # (createSessionConfig: `projects.<cwd>.trust_level = "trusted"`, over whatever
+    # CODEX_CONFIG says), so Codex loads the workspace's .codex/config.toml: a stdio MCP
+    # server it defines started inside the gateway's sandbox (observed).
+    loads_workspace_config=(
+        "the Codex ACP adapter marks every session's workspace trusted, so Codex loads the "
+        "workspace's .codex/config.toml (MCP servers, exec-policy rules, model providers) "
+        "and the gateway cannot turn that off"
+    ),
     passthrough=("OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_HOME"),
     credentials=Credentials(
         variables=("OPENAI_API_KEY", "CODEX_API_KEY"),

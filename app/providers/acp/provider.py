@@ -102,6 +102,27 @@ class AcpProvider(HostedProvider["AcpSession"]):
                     overlay[variable] = self._own_file(f"{variable.lower()}.json", content)
         return child_environment(self.parent_env, passthrough=recipe.passthrough, overlay=overlay)
 
+    async def ping(self) -> str | None:
+        return self.workspace_config_refusal()
+
+    def workspace_config_refusal(self) -> str | None:
+        """Why the agent may not run here: one that loads the workspace's own configuration
+        whatever it is told runs only where the operator allows that."""
+        why = self.recipe.loads_workspace_config
+        if why is None or self.settings.project_config:
+            return None
+        return (
+            f'{why}; set providers."{self.name}".project_config = true to run it on '
+            "repositories you trust as much as the gateway's own configuration"
+        )
+
+    def session_meta(self) -> dict[str, JsonValue]:
+        """The ``_meta`` the recipe's project-config switch puts on every ``session/new``,
+        ``session/load`` and ``session/resume`` (the same each time: an adapter that
+        fingerprints its options keeps the session it has)."""
+        switch = self.recipe.project_config
+        return {} if switch is None else dict(switch.meta(self.settings.project_config))
+
     def _settings_file(self, recipe: AgentRecipe) -> str:
         assert recipe.settings is not None
         content = merged(recipe.settings.content, self.settings.config)

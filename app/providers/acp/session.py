@@ -179,6 +179,9 @@ class AcpSession(ProcessSession[_Live, _Item]):
         if live is not None:
             return live
         provider = self._provider
+        refused = provider.workspace_config_refusal()
+        if refused is not None:  # a session bound before the operator turned it off
+            return self._failed("invalid_request", refused)
         spawned = await self._spawn(
             provider.argv,
             provider.child_env(self._spec.approval_mode),
@@ -235,6 +238,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
         modes: SessionModeState | None = None
         options: ConfigOptions = None
         thread = self._thread_id
+        meta = self._provider.session_meta()
         if thread is not None:
             resumable = bool(
                 caps and caps.session_capabilities and caps.session_capabilities.resume
@@ -243,12 +247,14 @@ class AcpSession(ProcessSession[_Live, _Item]):
             why = "the agent can neither resume nor load a thread"
             try:
                 if resumable:
-                    reopened = await live.connection.resume_session(session_id=thread, cwd=cwd)
+                    reopened = await live.connection.resume_session(
+                        session_id=thread, cwd=cwd, **meta
+                    )
                     modes, options, live.thread = reopened.modes, reopened.config_options, thread
                 elif loadable:
                     await self._before_load()
                     live.thread = thread  # its replay is dropped: no turn is running
-                    loaded = await live.connection.load_session(session_id=thread, cwd=cwd)
+                    loaded = await live.connection.load_session(session_id=thread, cwd=cwd, **meta)
                     modes, options = loaded.modes, loaded.config_options
                     if recipe.replays_after_load:
                         await self._replay_over(live.client)
@@ -264,7 +270,7 @@ class AcpSession(ProcessSession[_Live, _Item]):
                     )
                 )
         if live.thread is None:
-            opened = await live.connection.new_session(cwd=cwd, mcp_servers=[])
+            opened = await live.connection.new_session(cwd=cwd, mcp_servers=[], **meta)
             live.thread = opened.session_id
             modes, options = opened.modes, opened.config_options
             self._thread_since = datetime.now(UTC)
