@@ -238,6 +238,12 @@ class Provider(ABC):
         """
         return None
 
+    def refuses(self, approval_mode: ApprovalMode) -> str | None:
+        """Why a session in ``approval_mode`` cannot run here as configured (the agent would
+        refuse the mode), or None: such a session is refused at creation, not at its first
+        turn."""
+        return None
+
     @abstractmethod
     def open_session(self, spec: SessionSpec) -> ProviderSession:
         """Return a handle for the session; nothing is spawned until the first turn."""

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
-from app.events import RoutingStrategy
+from app.events import ApprovalMode, RoutingStrategy
 from app.providers.base import Provider
 from app.providers.registry import ProviderRegistry
 from app.runtime.figures import FigureBook
@@ -57,9 +57,10 @@ class Chooser:
         *,
         strategy: RoutingStrategy = "ordered",
         exclude: Sequence[str] = (),
+        approval_mode: ApprovalMode | None = None,
     ) -> Selection:
         """Gather the candidates' state (cached probes) and figures, and let the pure
-        selector choose (among the candidates not in ``exclude``)."""
+        selector choose (among the candidates not in ``exclude`` that run ``approval_mode``)."""
         check_requires(requires)
         ordered = candidates(
             provider=provider,
@@ -81,6 +82,7 @@ class Chooser:
                 available=health.available,
                 unavailable_reason=health.reason,
                 capabilities=built.capabilities if built else None,
+                refuses=built.refuses(approval_mode) if built and approval_mode else None,
             )
         names = tuple(c.provider for c in ordered)
         try:
@@ -119,8 +121,15 @@ class Chooser:
         return chosen
 
     async def next_for(
-        self, scenario: str | None, requires: Sequence[str], strategy: str, exclude: Sequence[str]
+        self,
+        scenario: str | None,
+        requires: Sequence[str],
+        strategy: str,
+        exclude: Sequence[str],
+        approval_mode: ApprovalMode,
     ) -> Selection:
         """The provider a failing-over session moves to (raises when nobody can serve)."""
         ranking = resolve_strategy(strategy, None, self.settings.selection)
-        return await self.choose(None, scenario, requires, strategy=ranking, exclude=exclude)
+        return await self.choose(
+            None, scenario, requires, strategy=ranking, exclude=exclude, approval_mode=approval_mode
+        )

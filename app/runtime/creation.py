@@ -86,7 +86,7 @@ async def create_session(
     requires = required_capabilities(request)
     try:
         selection = await chooser.choose(
-            request.provider, request.scenario, requires, strategy=strategy
+            request.provider, request.scenario, requires, strategy=strategy, approval_mode=mode
         )
     except CapabilitiesUnmet as unmet:
         if request.model is None:

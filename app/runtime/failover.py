@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.events import FailureKind, HandoffSize, ProviderSwitched, TurnError
+from app.events import ApprovalMode, FailureKind, HandoffSize, ProviderSwitched, TurnError
 from app.providers.base import SessionSpec
 from app.records import SessionRecord, TurnRecord
 from app.runtime.coordinator import RetryPolicy, TurnCoordinator
@@ -34,7 +34,12 @@ from app.runtime.eventlog import EventLog
 from app.runtime.handoff import SUMMARY_CHARS, Handoff, build_handoff
 from app.runtime.live import TurnContext
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import NoProviderAvailable, Selection
+from app.runtime.selector import (
+    ApprovalModeRefused,
+    CapabilitiesUnmet,
+    NoProviderAvailable,
+    Selection,
+)
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -55,8 +60,11 @@ TURN_FLOOR_CHARS = 30
 """Less than an earlier turn's summary adds to a hand-off besides its prompt (its heading,
 ``User:`` and the blank line)."""
 
-Select = Callable[[str | None, Sequence[str], str, Sequence[str]], Awaitable[Selection]]
-"""``(scenario, requires, strategy, exclude)`` → the next provider (raises when none)."""
+Select = Callable[
+    [str | None, Sequence[str], str, Sequence[str], ApprovalMode], Awaitable[Selection]
+]
+"""``(scenario, requires, strategy, exclude, approval_mode)`` → the next provider (raises
+when none)."""
 
 
 def wants_failover(request: SessionRequest, settings: Settings) -> bool:
@@ -149,8 +157,9 @@ class Failover:
                 [str(r) for r in requires] if isinstance(requires, list) else [],
                 _str(strategy) or "ordered",
                 tried,
+                row.approval_mode,  # type: ignore[arg-type]
             )
-        except NoProviderAvailable as exc:  # CapabilitiesUnmet too
+        except (NoProviderAvailable, CapabilitiesUnmet, ApprovalModeRefused) as exc:
             log.warning(
                 "session %s cannot fail over: %s",
                 row.id,

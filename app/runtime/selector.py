@@ -47,6 +47,8 @@ class ProviderState:
     unavailable_reason: str | None = None
     capabilities: Capabilities | None = None
     """None when the provider is not built (disabled)."""
+    refuses: str | None = None
+    """Why it cannot run a session in the requested approval mode as configured."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +79,27 @@ class NoProviderAvailable(ProviderUnavailable):
             detail = f"provider {skipped[0].provider!r} cannot serve: {skipped[0].why}"
         else:
             detail = "no configured provider is available; see each candidate's reason"
+        super().__init__(
+            detail, candidates=[{"provider": s.provider, "reason": s.why} for s in skipped]
+        )
+        self.skipped = tuple(skipped)
+
+
+class ApprovalModeRefused(InvalidRequest):
+    """Every candidate would refuse the session's approval mode as configured (422: waiting
+    will not help; ``candidates`` says why each refuses it)."""
+
+    type = "approval_mode_refused"
+    title = "No candidate runs this approval mode"
+
+    def __init__(self, skipped: Sequence[Skipped]) -> None:
+        if len(skipped) == 1:
+            detail = f"provider {skipped[0].provider!r} cannot serve: {skipped[0].why}"
+        else:
+            detail = (
+                "no candidate provider runs this approval mode as configured; choose another "
+                "approval_mode or provider (each candidate's reason says what to change)"
+            )
         super().__init__(
             detail, candidates=[{"provider": s.provider, "reason": s.why} for s in skipped]
         )
@@ -160,7 +183,7 @@ def why_not(state: ProviderState | None, requires: Sequence[str]) -> str | None:
     missing = [name for name in requires if not getattr(state.capabilities, name)]
     if missing:
         return f"lacks required capabilities: {', '.join(missing)}"
-    return None
+    return state.refuses
 
 
 def _lacks(state: ProviderState | None, requires: Sequence[str]) -> bool:
@@ -168,6 +191,12 @@ def _lacks(state: ProviderState | None, requires: Sequence[str]) -> bool:
     if state is None or state.capabilities is None:
         return False
     return any(not getattr(state.capabilities, name) for name in requires)
+
+
+def _unfit(state: ProviderState | None, requires: Sequence[str]) -> bool:
+    """Whether the provider is known to be unable to serve the request however long one
+    waits: it lacks a required capability or refuses the approval mode."""
+    return _lacks(state, requires) or (state is not None and state.refuses is not None)
 
 
 def resolve_strategy(
@@ -200,7 +229,8 @@ def select(
     rotation: int = 0,
 ) -> Selection:
     """The best candidate that can serve by ``strategy`` (``ordered``: the first); raises
-    ``CapabilitiesUnmet`` (422) when none has the required capabilities, else
+    ``CapabilitiesUnmet`` (422) when none has the required capabilities,
+    ``ApprovalModeRefused`` (422) when none could serve it in its approval mode, else
     ``NoProviderAvailable`` (503) listing them all."""
     check_requires(requires)
     skipped: list[Skipped] = []
@@ -214,6 +244,8 @@ def select(
     if not eligible:
         if requires and all(_lacks(states.get(c.provider), requires) for c in ordered):
             raise CapabilitiesUnmet(skipped, requires)
+        if all(_unfit(states.get(c.provider), requires) for c in ordered):
+            raise ApprovalModeRefused(skipped)
         explicit = len(ordered) == 1 and ordered[0].reason == "explicit"
         raise NoProviderAvailable(skipped, explicit=explicit)
     ranking = rank(

@@ -146,6 +146,45 @@ def test_acp_workspace_config_loads_when_the_operator_allows_it(
         assert CONTEXT_MARKER in model_request_text(stub)
 
 
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_acp_privileged_modes_are_refused_at_creation_while_the_workspace_is_untrusted(
+    make_gateway: GatewayFactory, workspace: Path, markers: Path, provider: str
+) -> None:
+    every_mode = {"allowed_approval_modes": ["ask", "auto_edits", "allow_all", "read_only"]}
+    gateway = make_gateway(provider, sandbox=writable(markers), sessions=every_mode).start()
+    with gateway.client() as client:
+        refused = [
+            client.post("/v1/sessions", json={"workspace": str(workspace), "approval_mode": mode})
+            for mode in ("auto_edits", "allow_all")
+        ]
+        listed = client.get("/v1/sessions").json()
+        ask = create_session(client, workspace, approval_mode="ask")
+
+    for response in refused:
+        assert response.status_code == 422, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["type"].endswith("approval_mode_refused")
+        assert f'providers."{provider}".project_config = true' in problem["detail"]
+    assert listed["sessions"] == []  # nothing stored
+    assert ask.startswith("ses_")
+
+
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_acp_privileged_modes_run_once_the_operator_allows_the_workspace_config(
+    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, provider: str
+) -> None:
+    """The companion: the mode the 422 above refuses is one the agent runs in a trusted
+    folder, so the refusal is the workspace's trust, not the mode."""
+    allowed = {provider: {"project_config": True}}
+    gateway = make_gateway(provider, sandbox=writable(markers), **allowed).start()
+    with gateway.client() as client:
+        session_id = create_session(client, workspace, approval_mode="auto_edits")
+        events = run_turn(client, session_id, "hello")
+
+    assert events[-1]["type"] == "turn.completed", kinds(events)
+
+
 def test_claude_workspace_config_loads_when_the_operator_allows_it(
     make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path
 ) -> None:

@@ -135,3 +135,18 @@ def test_qwen_trusts_every_folder_when_the_operator_allows_it() -> None:
 
     assert settings["security"] == {"folderTrust": {"enabled": False}}
     assert "QWEN_CODE_TRUSTED_FOLDERS_PATH" not in env
+
+
+@pytest.mark.parametrize("member", ["gemini", "qwen"])
+def test_an_untrusting_agent_refuses_its_privileged_modes_at_creation(member: str) -> None:
+    off, on = provider(f"acp:{member}"), provider(f"acp:{member}", project_config=True)
+
+    for mode in ("auto_edits", "allow_all"):
+        why = off.refuses(mode)
+        assert why is not None
+        assert "use 'ask' or 'read_only'" in why
+        assert f'providers."acp:{member}".project_config = true' in why
+        assert on.refuses(mode) is None
+    assert off.refuses("ask") is None
+    assert off.refuses("read_only") is None
+    assert provider("acp:copilot").refuses("allow_all") is None

@@ -9,6 +9,7 @@ import pytest
 from app.errors import InvalidRequest, ProviderUnavailable
 from app.providers.base import Capabilities
 from app.runtime.selector import (
+    ApprovalModeRefused,
     Candidate,
     CapabilitiesUnmet,
     NoProviderAvailable,
@@ -145,6 +146,31 @@ def test_no_candidate_with_the_capabilities_is_a_422_not_a_503() -> None:
     # An explicit provider lacking it: the same.
     with pytest.raises(CapabilitiesUnmet, match="no candidate provider has every required"):
         select(order("claude_code"), states, requires=["cost", "approvals"])
+
+
+REFUSES = "Gemini CLI refuses approval_mode 'auto_edits' in a folder it does not trust"
+
+
+def test_a_provider_refusing_the_approval_mode_is_skipped_with_its_reason() -> None:
+    states = {"claude_code": dataclasses.replace(ok(), refuses=REFUSES), "codex": ok()}
+    chosen = select(order(), states)
+    assert chosen.provider == "codex"
+    assert chosen.skipped == (Skipped(provider="claude_code", why=REFUSES),)
+
+
+def test_every_candidate_refusing_the_approval_mode_is_a_422_saying_why() -> None:
+    refusing = dataclasses.replace(ok(), refuses=REFUSES)
+    states = {"claude_code": refusing, "codex": refusing, "opencode": refusing}
+    with pytest.raises(ApprovalModeRefused, match="no candidate provider runs") as raised:
+        select(order(), states)
+    assert raised.value.status == 422
+    assert [s.why for s in raised.value.skipped] == [REFUSES] * 3
+    with pytest.raises(ApprovalModeRefused, match=f"'claude_code' cannot serve: {REFUSES}"):
+        select(order("claude_code"), states)
+    # One that would run it but is down: waiting may help, so a 503.
+    states["codex"] = down("no codex")
+    with pytest.raises(NoProviderAvailable):
+        select(order(), states)
 
 
 def test_a_candidate_that_has_them_but_is_down_or_disabled_is_a_503() -> None:

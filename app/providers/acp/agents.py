@@ -51,6 +51,10 @@ class ProjectConfigSwitch:
     agent that takes its options there (the Claude adapter)."""
     on_meta: Mapping[str, JsonValue] = field(default_factory=dict)
 
+    untrusted_refuses: frozenset[ApprovalMode] = frozenset()
+    """The approval modes the agent refuses in a folder it does not trust: with the switch
+    off, a session in one of them is refused at creation (422), not at its first turn."""
+
     def env(self, allowed: bool) -> Mapping[str, str]:
         return self.on_env if allowed else self.off_env
 
@@ -150,6 +154,7 @@ GEMINI = AgentRecipe(
     project_config=ProjectConfigSwitch(
         off_env={"GEMINI_CLI_TRUST_WORKSPACE": "false"},
         on_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+        untrusted_refuses=frozenset({"auto_edits", "allow_all"}),
     ),
     passthrough=(
         "GEMINI_API_KEY",
@@ -228,6 +233,8 @@ QWEN = AgentRecipe(
         off_settings={"security": {"folderTrust": {"enabled": True}}},
         off_files={"QWEN_CODE_TRUSTED_FOLDERS_PATH": {}},
         on_settings={"security": {"folderTrust": {"enabled": False}}},
+        # Refused untrusted: `auto-edit` (seen) and `yolo`, as in Gemini CLI.
+        untrusted_refuses=frozenset({"auto_edits", "allow_all"}),
     ),
     passthrough=("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"),
     credentials=Credentials(

@@ -21,11 +21,11 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
-from app.events import ApprovalMode
+from app.events import APPROVAL_MODES, ApprovalMode
 from app.process.childspec import child_environment
 from app.providers.acp.agents import AgentRecipe, recipe_for
 from app.providers.base import Capabilities, SessionSpec
@@ -105,6 +105,21 @@ class AcpProvider(HostedProvider["AcpSession"]):
     async def ping(self) -> str | None:
         return self.workspace_config_refusal()
 
+    def refuses(self, approval_mode: ApprovalMode) -> str | None:
+        """An agent kept from trusting the workspace refuses its privileged modes there."""
+        switch = self.recipe.project_config
+        if switch is None or self.settings.project_config:
+            return None
+        if approval_mode not in switch.untrusted_refuses:
+            return None
+        return (
+            f"{self.cli} refuses approval_mode {approval_mode!r} in a folder it does not trust, "
+            "and the gateway keeps it from trusting the workspace; use "
+            f"{' or '.join(repr(m) for m in APPROVAL_MODES if m not in switch.untrusted_refuses)}"
+            f', or set providers."{self.name}".project_config = true for repositories you '
+            "trust as much as the gateway's own configuration"
+        )
+
     def workspace_config_refusal(self) -> str | None:
         """Why the agent may not run here: one that loads the workspace's own configuration
         whatever it is told runs only where the operator allows that."""
@@ -116,7 +131,7 @@ class AcpProvider(HostedProvider["AcpSession"]):
             "repositories you trust as much as the gateway's own configuration"
         )
 
-    def session_meta(self) -> dict[str, JsonValue]:
+    def session_meta(self) -> dict[str, Any]:
         """The ``_meta`` the recipe's project-config switch puts on every ``session/new``,
         ``session/load`` and ``session/resume`` (the same each time: an adapter that
         fingerprints its options keeps the session it has)."""

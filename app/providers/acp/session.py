@@ -109,6 +109,12 @@ class AgentHost(SessionHost, Protocol):
     def child_env(self, approval_mode: ApprovalMode, /) -> dict[str, str]:
         """The agent's environment for a session in ``approval_mode``."""
 
+    def session_meta(self) -> dict[str, Any]:
+        """The ``_meta`` of every session/new, session/load and session/resume."""
+
+    def workspace_config_refusal(self) -> str | None:
+        """Why the agent may not run here (it would load the workspace's own config)."""
+
 
 class AcpSession(ProcessSession[_Live, _Item]):
     """One gateway session on one ACP agent; spawns (or resumes) its process on demand."""
