@@ -85,7 +85,7 @@ def test_a_settings_switch_is_layered_over_the_operators_config(
 def test_every_switch_turns_something_off(member: str) -> None:
     switch = BUILTIN[member].project_config
     if switch is not None:
-        assert switch.off_env or switch.off_settings
+        assert switch.off_env or switch.off_settings or switch.off_args
 
 
 def test_qwen_trusts_no_folder_unless_the_operator_allows_it() -> None:
@@ -111,3 +111,18 @@ def test_qwen_trusts_every_folder_when_the_operator_allows_it() -> None:
 
     assert settings["security"] == {"folderTrust": {"enabled": False}}
     assert "QWEN_CODE_TRUSTED_FOLDERS_PATH" not in env
+
+
+def test_codebuddy_loads_only_the_users_settings_and_no_mcp_json_unless_allowed() -> None:
+    off = provider("acp:codebuddy", extra_args=["--verbose"]).argv
+    on = provider("acp:codebuddy", project_config=True).argv
+
+    assert off == (
+        "agent",
+        "--acp",
+        "--setting-sources",
+        "user",
+        "--strict-mcp-config",
+        "--verbose",
+    )
+    assert on == ("agent", "--acp")

@@ -46,9 +46,15 @@ class ProjectConfigSwitch:
     off_files: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
     """Variable → content of a file the gateway writes (its own, never the user's) and
     points the variable at."""
+    off_args: tuple[str, ...] = ()
+    """Arguments after the agent's own (and before ``extra_args``)."""
+    on_args: tuple[str, ...] = ()
 
     def env(self, allowed: bool) -> Mapping[str, str]:
         return self.on_env if allowed else self.off_env
+
+    def args(self, allowed: bool) -> tuple[str, ...]:
+        return self.on_args if allowed else self.off_args
 
     def settings(self, allowed: bool) -> Mapping[str, JsonValue]:
         return self.on_settings if allowed else self.off_settings
@@ -252,6 +258,16 @@ CODEBUDDY = AgentRecipe(
         "allow_all": "bypassPermissions",
         "read_only": "plan",
     },
+    # CodeBuddy Code 2.117.0 asks for no folder trust in ACP mode: by default a workspace's
+    # .codebuddy/settings*.json hooks ran and its .mcp.json server started (with
+    # `enableAllProjectMcpServers` in those settings). With `--setting-sources user` none of
+    # that ran, even where the user's own settings approve project MCP servers: the project
+    # and local settings (hooks, permissions, env, plugins, MCP approvals) are left out;
+    # `--strict-mcp-config` also leaves out every .mcp.json whatever approves it.
+    # CODEBUDDY.md, .codebuddy/rules and skills still reach the prompt (no switch for them).
+    project_config=ProjectConfigSwitch(
+        off_args=("--setting-sources", "user", "--strict-mcp-config")
+    ),
     passthrough=("CODEBUDDY_API_KEY", "CODEBUDDY_BASE_URL", "CODEBUDDY_MODEL"),
     credentials=Credentials(
         variables=("CODEBUDDY_API_KEY",),
