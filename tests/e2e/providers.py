@@ -101,6 +101,9 @@ def acp_gemini(stub: StubLLM, home: Path) -> dict[str, Any]:
 
 def acp_copilot(stub: StubLLM, home: Path) -> dict[str, Any]:
     return {
+        # It loads a workspace's hooks whatever it is told, so it runs only where the operator
+        # allows that; the suite's workspaces are its own (test_project_config.py shows both).
+        "project_config": True,
         "turn_idle_timeout_s": 60,
         "env": {
             "HOME": str(home),

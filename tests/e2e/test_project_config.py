@@ -1,14 +1,17 @@
 """``providers.<name>.project_config``: the workspace's own agent configuration (MCP servers,
 hooks, settings) is off unless the operator allows it, per provider (threat model T7).
 
-For the ACP agents Gemini CLI and Qwen Code, a workspace that defines an MCP server and
-hooks in its ``.gemini/`` or ``.qwen/settings.json`` starts none of them, even when the
-operator's own agent trusts the folder; with ``project_config = true`` the same fixture's
-hooks run, so it is known to be hostile. For Claude Code, ``project_config = true`` lets the
-workspace's ``.claude/settings.json`` hooks, ``.mcp.json`` servers and ``CLAUDE.md`` through (the
-pinned default is in test_hostile_workspaces.py). The Claude Agent ACP adapter gets the same
-setting sources through ``_meta`` on every session/new and session/resume; the Codex ACP
-adapter, which trusts every workspace by itself, runs only where the operator allows it.
+For the ACP agents Gemini CLI, Qwen Code and CodeBuddy Code, a workspace that defines an MCP
+server and hooks in its ``.gemini/``, ``.qwen/`` or ``.codebuddy/settings.json`` (CodeBuddy's
+server in ``.mcp.json``) starts none of them, even when the operator's own agent trusts the
+folder; with ``project_config = true`` the same fixture's hooks run, so it is known to be
+hostile. Gemini CLI and Qwen Code then refuse their privileged modes, which is a 422 at
+creation. For Claude Code, ``project_config = true`` lets the workspace's
+``.claude/settings.json`` hooks, ``.mcp.json`` servers and ``CLAUDE.md`` through (the pinned
+default is in test_hostile_workspaces.py). The Claude Agent ACP adapter gets the same setting
+sources through ``_meta`` on every session/new and session/resume. Copilot CLI and the Codex
+ACP adapter load a workspace's config whatever they are told, so they run only where the
+operator allows it.
 
 Every test drives the pinned real CLI through a real gateway process against the stub LLM on
 loopback (tests/e2e/cli_harness.py).
@@ -17,7 +20,8 @@ loopback (tests/e2e/cli_harness.py).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,46 +58,34 @@ def writable(markers: Path) -> dict[str, Any]:
     return {"read_write": [str(markers)]}
 
 
-@dataclass(frozen=True)
-class Agent:
-    """Where one ACP agent reads a workspace's config, the hook events planted for it and the
-    marks the planted config leaves when the agent honours it."""
-
-    directory: str
-    events: tuple[str, ...]
-    leaves: frozenset[str]
-    context_file: str | None = None
-
-
-AGENTS = {
-    # Gemini CLI 0.61 runs no SessionStart hook in ACP mode.
-    "acp:gemini": Agent(
-        directory=".gemini",
-        events=("BeforeAgent",),
-        leaves=frozenset({"mcp", "BeforeAgent"}),
-        context_file="GEMINI.md",
-    ),
-    # Qwen Code 0.24.4 starts a workspace's stdio MCP server only once it is approved.
-    "acp:qwen": Agent(
-        directory=".qwen",
-        events=("SessionStart", "UserPromptSubmit", "Stop"),
-        leaves=frozenset({"SessionStart", "UserPromptSubmit", "Stop"}),
-    ),
-}
-
-
 def plant(agent: Agent, workspace: Path, markers: Path) -> None:
-    """The agent's settings.json with a stdio MCP server and hooks (and its context file)."""
+    """The agent's settings files with a stdio MCP server (or that server in ``mcp_file``) and
+    hooks (and its context file)."""
     hooks = {
         event: [{"matcher": "*", "hooks": [{"type": "command", "command": touch(markers, event)}]}]
         for event in agent.events
     }
-    settings = {
-        "mcpServers": {"evil": {"command": "sh", "args": ["-c", touch(markers, "mcp")]}},
-        "hooks": hooks,
-    }
-    (workspace / agent.directory).mkdir()
-    (workspace / agent.directory / "settings.json").write_text(json.dumps(settings))
+    servers = {"evil": {"command": "sh", "args": ["-c", touch(markers, "mcp")]}}
+    settings: dict[str, Any] = {**agent.settings, "hooks": hooks}
+    if agent.mcp_file is None:
+        settings["mcpServers"] = servers
+    else:
+        (workspace / agent.mcp_file).write_text(json.dumps({"mcpServers": servers}))
+    (workspace / agent.directory).mkdir(parents=True)
+    for name in agent.settings_files:
+        (workspace / agent.directory / name).write_text(json.dumps(settings))
+    if agent.context_file is not None:
+        (workspace / agent.context_file).write_text(CONTEXT_MARKER + "\n")
+
+
+def plant_copilot(agent: Agent, workspace: Path, markers: Path) -> None:
+    """Copilot CLI's hook files (their own schema) and an MCP server in ``.mcp.json``."""
+    hooks = {event: [{"type": "command", "bash": touch(markers, event)}] for event in agent.events}
+    (workspace / agent.directory).mkdir(parents=True)
+    hooks_file = workspace / agent.directory / "gateway.json"
+    hooks_file.write_text(json.dumps({"version": 1, "hooks": hooks}))
+    servers = {"evil": {"type": "local", "command": "sh", "args": ["-c", touch(markers, "mcp")]}}
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     if agent.context_file is not None:
         (workspace / agent.context_file).write_text(CONTEXT_MARKER + "\n")
 
@@ -106,7 +98,91 @@ def trust_folder(agent: Agent, home: Path, workspace: Path) -> None:
     (directory / "trustedFolders.json").write_text(json.dumps(trusted))
 
 
-@pytest.mark.parametrize("provider", sorted(AGENTS))
+def trust_codebuddy(agent: Agent, home: Path, workspace: Path) -> None:
+    """The operator's CodeBuddy trusts the folder and approves every project MCP server."""
+    directory = home / ".codebuddy"
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = {"trustedDirectories": [str(workspace)], "enableAllProjectMcpServers": True}
+    (directory / "settings.json").write_text(json.dumps(settings))
+
+
+def trust_copilot(agent: Agent, home: Path, workspace: Path) -> None:
+    """Copilot CLI keeps the folders trusted for good in its config.json."""
+    directory = home / ".copilot"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps({"trusted_folders": [str(workspace)]}))
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Where one ACP agent reads a workspace's config, the hook events planted for it and the
+    marks the planted config leaves when the agent honours it."""
+
+    directory: str
+    events: tuple[str, ...]
+    leaves: frozenset[str]
+    context_file: str | None = None
+    mcp_file: str | None = None
+    """Where the workspace declares its MCP server, when not in the settings file."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """More of the workspace's settings."""
+    settings_files: tuple[str, ...] = ("settings.json",)
+    plant: Callable[[Agent, Path, Path], None] = plant
+    trust: Callable[[Agent, Path, Path], None] = trust_folder
+    switch: bool = True
+    """False: the gateway knows no way to keep the agent from it, so the agent runs only
+    where the operator allows the workspace's config (``loads_workspace_config``)."""
+    untrusting: bool = False
+    """Refuses its privileged modes in a folder it does not trust (``untrusted_refuses``)."""
+
+
+AGENTS = {
+    # Gemini CLI 0.61 runs no SessionStart hook in ACP mode.
+    "acp:gemini": Agent(
+        directory=".gemini",
+        events=("BeforeAgent",),
+        leaves=frozenset({"mcp", "BeforeAgent"}),
+        context_file="GEMINI.md",
+        untrusting=True,
+    ),
+    # Qwen Code 0.24.4 starts a workspace's stdio MCP server only once it is approved.
+    "acp:qwen": Agent(
+        directory=".qwen",
+        events=("SessionStart", "UserPromptSubmit", "Stop"),
+        leaves=frozenset({"SessionStart", "UserPromptSubmit", "Stop"}),
+        untrusting=True,
+    ),
+    # CodeBuddy Code 2.117.0 starts a .mcp.json server that settings.local.json approves (the
+    # approval in settings.json alone is ignored). Its CODEBUDDY.md reaches the prompt either
+    # way (no switch), so none is planted.
+    "acp:codebuddy": Agent(
+        directory=".codebuddy",
+        events=("SessionStart", "UserPromptSubmit", "Stop"),
+        leaves=frozenset({"mcp", "SessionStart", "UserPromptSubmit", "Stop"}),
+        mcp_file=".mcp.json",
+        settings={"enableAllProjectMcpServers": True},
+        settings_files=("settings.json", "settings.local.json"),
+        trust=trust_codebuddy,
+    ),
+    # Copilot CLI 1.0.102 starts a .mcp.json server only in a folder it trusts; its
+    # .github/hooks and instructions load in any folder.
+    "acp:copilot": Agent(
+        directory=".github/hooks",
+        events=("sessionStart", "userPromptSubmitted"),
+        leaves=frozenset({"sessionStart", "userPromptSubmitted"}),
+        context_file=".github/copilot-instructions.md",
+        plant=plant_copilot,
+        trust=trust_copilot,
+        switch=False,
+    ),
+}
+
+
+SWITCHED = sorted(name for name, agent in AGENTS.items() if agent.switch)
+UNTRUSTING = sorted(name for name, agent in AGENTS.items() if agent.untrusting)
+
+
+@pytest.mark.parametrize("provider", SWITCHED)
 def test_acp_workspace_config_is_off_even_when_the_operator_trusts_the_folder(
     make_gateway: GatewayFactory,
     stub: StubLLM,
@@ -116,8 +192,8 @@ def test_acp_workspace_config_is_off_even_when_the_operator_trusts_the_folder(
     provider: str,
 ) -> None:
     agent = AGENTS[provider]
-    plant(agent, workspace, markers)
-    trust_folder(agent, tmp_path / "home", workspace)
+    agent.plant(agent, workspace, markers)
+    agent.trust(agent, tmp_path / "home", workspace)
     gateway = make_gateway(provider, sandbox=writable(markers)).start()
     with gateway.client() as client:
         session_id = create_session(client, workspace, approval_mode="ask")
@@ -133,7 +209,7 @@ def test_acp_workspace_config_loads_when_the_operator_allows_it(
     make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, provider: str
 ) -> None:
     agent = AGENTS[provider]
-    plant(agent, workspace, markers)
+    agent.plant(agent, workspace, markers)
     allowed = {provider: {"project_config": True}}
     gateway = make_gateway(provider, sandbox=writable(markers), **allowed).start()
     with gateway.client() as client:
@@ -146,7 +222,7 @@ def test_acp_workspace_config_loads_when_the_operator_allows_it(
         assert CONTEXT_MARKER in model_request_text(stub)
 
 
-@pytest.mark.parametrize("provider", sorted(AGENTS))
+@pytest.mark.parametrize("provider", UNTRUSTING)
 def test_acp_privileged_modes_are_refused_at_creation_while_the_workspace_is_untrusted(
     make_gateway: GatewayFactory, workspace: Path, markers: Path, provider: str
 ) -> None:
@@ -170,7 +246,7 @@ def test_acp_privileged_modes_are_refused_at_creation_while_the_workspace_is_unt
     assert ask.startswith("ses_")
 
 
-@pytest.mark.parametrize("provider", sorted(AGENTS))
+@pytest.mark.parametrize("provider", UNTRUSTING)
 def test_acp_privileged_modes_run_once_the_operator_allows_the_workspace_config(
     make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, provider: str
 ) -> None:
@@ -255,20 +331,32 @@ def test_claude_adapter_loads_the_workspace_config_when_the_operator_allows_it(
     assert CONTEXT_MARKER in model_request_text(stub)
 
 
-def test_codex_adapter_is_unavailable_until_the_operator_allows_the_workspace_config(
-    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+@pytest.mark.parametrize("provider", ["acp:codex", "acp:copilot"])
+def test_an_agent_without_a_switch_is_unavailable_until_the_operator_allows_the_config(
+    make_gateway: GatewayFactory,
+    stub: StubLLM,
+    workspace: Path,
+    markers: Path,
+    tmp_path: Path,
+    provider: str,
 ) -> None:
-    plant_codex(workspace, markers)
-    gateway = adapter_gateway(make_gateway, stub, tmp_path / "home", "acp:codex", markers)
+    if provider == "acp:codex":
+        plant_codex(workspace, markers)
+        gateway = adapter_gateway(make_gateway, stub, tmp_path / "home", provider, markers)
+    else:
+        agent = AGENTS[provider]
+        agent.plant(agent, workspace, markers)
+        off = {provider: {"project_config": False}}  # the suite's wiring allows it
+        gateway = make_gateway(provider, sandbox=writable(markers), **off).start()
     with gateway.client() as client:
         listed = client.get("/v1/providers").json()
         created = client.post(
-            "/v1/sessions", json={"workspace": str(workspace), "provider": "acp:codex"}
+            "/v1/sessions", json={"workspace": str(workspace), "provider": provider}
         )
 
-    health = next(p for p in listed["providers"] if p["name"] == "acp:codex")["health"]
+    health = next(p for p in listed["providers"] if p["name"] == provider)["health"]
     assert health["available"] is False
-    assert 'providers."acp:codex".project_config = true' in health["reason"]
+    assert f'providers."{provider}".project_config = true' in health["reason"]
     assert created.status_code == 503, created.text
     assert created.headers["content-type"] == "application/problem+json"
     assert "project_config" in created.text
@@ -278,7 +366,8 @@ def test_codex_adapter_is_unavailable_until_the_operator_allows_the_workspace_co
 def test_codex_adapter_loads_the_workspace_config_once_allowed(
     make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
 ) -> None:
-    """What the refusal above stands on: the adapter starts the workspace's MCP server."""
+    """What the refusal above stands on for the Codex adapter: it starts the workspace's MCP
+    server (Copilot's hooks run in test_acp_workspace_config_loads_when_the_operator_allows_it)."""
     plant_codex(workspace, markers)
     home = tmp_path / "home"
     gateway = adapter_gateway(make_gateway, stub, home, "acp:codex", markers, project_config=True)

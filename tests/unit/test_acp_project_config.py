@@ -85,7 +85,7 @@ def test_a_settings_switch_is_layered_over_the_operators_config(
 def test_every_switch_turns_something_off(member: str) -> None:
     switch = BUILTIN[member].project_config
     if switch is not None:
-        assert switch.off_env or switch.off_settings or switch.off_meta
+        assert switch.off_env or switch.off_settings or switch.off_meta or switch.off_args
 
 
 @pytest.mark.parametrize("member", sorted(BUILTIN))
@@ -102,12 +102,15 @@ def test_the_claude_adapter_gets_the_user_settings_alone_and_no_workspace_mcp() 
     assert on == {}  # the adapter's own: user, project and local
 
 
-def test_an_agent_that_loads_the_workspace_config_anyway_runs_only_once_allowed() -> None:
-    refused = provider("acp:codex").workspace_config_refusal()
-    allowed = provider("acp:codex", project_config=True).workspace_config_refusal()
+@pytest.mark.parametrize("name", ["acp:codex", "acp:copilot"])
+def test_an_agent_that_loads_the_workspace_config_anyway_runs_only_once_allowed(
+    name: str,
+) -> None:
+    refused = provider(name).workspace_config_refusal()
+    allowed = provider(name, project_config=True).workspace_config_refusal()
 
     assert refused is not None
-    assert 'providers."acp:codex".project_config = true' in refused
+    assert f'providers."{name}".project_config = true' in refused
     assert allowed is None
     assert provider("acp:gemini").workspace_config_refusal() is None
 
@@ -150,3 +153,18 @@ def test_an_untrusting_agent_refuses_its_privileged_modes_at_creation(member: st
     assert off.refuses("ask") is None
     assert off.refuses("read_only") is None
     assert provider("acp:copilot").refuses("allow_all") is None
+
+
+def test_codebuddy_loads_only_the_users_settings_and_no_mcp_json_unless_allowed() -> None:
+    off = provider("acp:codebuddy", extra_args=["--verbose"]).argv
+    on = provider("acp:codebuddy", project_config=True).argv
+
+    assert off == (
+        "agent",
+        "--acp",
+        "--setting-sources",
+        "user",
+        "--strict-mcp-config",
+        "--verbose",
+    )
+    assert on == ("agent", "--acp")

@@ -46,6 +46,9 @@ class ProjectConfigSwitch:
     off_files: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
     """Variable → content of a file the gateway writes (its own, never the user's) and
     points the variable at."""
+    off_args: tuple[str, ...] = ()
+    """Arguments after the agent's own (and before ``extra_args``)."""
+    on_args: tuple[str, ...] = ()
     off_meta: Mapping[str, JsonValue] = field(default_factory=dict)
     """The ``_meta`` of every ``session/new``, ``session/load`` and ``session/resume``, for an
     agent that takes its options there (the Claude adapter)."""
@@ -60,6 +63,9 @@ class ProjectConfigSwitch:
 
     def meta(self, allowed: bool) -> Mapping[str, JsonValue]:
         return self.on_meta if allowed else self.off_meta
+
+    def args(self, allowed: bool) -> tuple[str, ...]:
+        return self.on_args if allowed else self.off_args
 
     def settings(self, allowed: bool) -> Mapping[str, JsonValue]:
         return self.on_settings if allowed else self.off_settings
@@ -204,6 +210,17 @@ COPILOT = AgentRecipe(
     ),
     # Copilot CLI 1.0.102 offers no model config option over ACP (its session/new answer).
     chooses_model=False,
+    # Over ACP it runs a workspace's .github/hooks and loads its instructions and skills in
+    # any folder, and starts its .mcp.json servers in a folder its config.json trusts.
+    # Observed unchanged by --no-custom-instructions, `disableAllHooks` in its user settings
+    # (in COPILOT_HOME or --config-dir) and COPILOT_TEST_MANAGED_SETTINGS_FILE_PATH; only the
+    # machine-wide /etc/github-copilot/managed-settings.json (allowManagedHooksOnly,
+    # allowManagedMcpServersOnly) held hooks and servers back.
+    loads_workspace_config=(
+        "Copilot CLI runs a workspace's .github/hooks and loads its instructions and skills "
+        "in any folder (and its .mcp.json servers in a folder it trusts), and nothing the "
+        "gateway can give one process turns that off"
+    ),
 )
 
 QWEN = AgentRecipe(
@@ -270,6 +287,16 @@ CODEBUDDY = AgentRecipe(
         "allow_all": "bypassPermissions",
         "read_only": "plan",
     },
+    # CodeBuddy Code 2.117.0 asks for no folder trust in ACP mode: by default a workspace's
+    # .codebuddy/settings*.json hooks ran and its .mcp.json server started (with
+    # `enableAllProjectMcpServers` in those settings). With `--setting-sources user` none of
+    # that ran, even where the user's own settings approve project MCP servers: the project
+    # and local settings (hooks, permissions, env, plugins, MCP approvals) are left out;
+    # `--strict-mcp-config` also leaves out every .mcp.json whatever approves it.
+    # CODEBUDDY.md, .codebuddy/rules and skills still reach the prompt (no switch for them).
+    project_config=ProjectConfigSwitch(
+        off_args=("--setting-sources", "user", "--strict-mcp-config")
+    ),
     passthrough=("CODEBUDDY_API_KEY", "CODEBUDDY_BASE_URL", "CODEBUDDY_MODEL"),
     credentials=Credentials(
         variables=("CODEBUDDY_API_KEY",),

@@ -66,8 +66,9 @@ class AcpProvider(HostedProvider["AcpSession"]):
 
     def __init__(self, context: BuildContext) -> None:
         """The member ``context.name`` names: its recipe (``agents.recipe_for``), its command
-        line (``providers.<name>.command``, else the recipe's arguments, then ``extra_args``)
-        and the pinned Node.js 22 when the recipe needs it and it is installed."""
+        line (``providers.<name>.command``, else the recipe's arguments, then the recipe's
+        project-config switch, then ``extra_args``) and the pinned Node.js 22 when the recipe
+        needs it and it is installed."""
         super().__init__(context)
         recipe = recipe_for(context.name)
         self.name = context.name  # type: ignore[misc]  # one class serves every member
@@ -76,6 +77,8 @@ class AcpProvider(HostedProvider["AcpSession"]):
         self.cli = recipe.title
         settings = self.settings
         args = settings.command[1:] if settings.command else list(recipe.args)
+        if recipe.project_config is not None:
+            args = [*args, *recipe.project_config.args(settings.project_config)]
         self.argv = (self.executable, *args, *settings.extra_args)
         self.node22 = str(PINNED_NODE22) if recipe.node22 and PINNED_NODE22.exists() else None
         self._settings_dir: str | None = None
