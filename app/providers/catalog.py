@@ -20,10 +20,10 @@ from pathlib import Path
 from app.providers.acp.descriptor import FAMILY as ACP
 from app.providers.acp.descriptor import MEMBERS as ACP_MEMBERS
 from app.providers.claude.descriptor import DESCRIPTOR as CLAUDE_CODE
-from app.providers.claude.provider import settings_credentials
 from app.providers.codex.descriptor import DESCRIPTOR as CODEX
 from app.providers.descriptor import ProviderDescriptor
 from app.providers.opencode.descriptor import DESCRIPTOR as OPENCODE
+from app.providers.sandboxing import settings_credentials
 from app.redaction import SECRET_NAME
 from app.settings import PINNED_MODULES, PROJECT_ROOT, ConfigError, ProviderSettings, Settings
 
@@ -142,8 +142,8 @@ def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
 
 def cli_secrets(settings: Settings, parent_env: Mapping[str, str]) -> list[str]:
     """The secret values the enabled CLIs get from the gateway's own environment (their
-    credential variables), and the key a sandboxed Claude Code takes from the operator's
-    settings.json, to be kept out of events and logs like the configured ones."""
+    credential variables), and the key a sandboxed Claude Code (or Claude adapter) takes from
+    the operator's settings.json, to be kept out of events and logs like the configured ones."""
     found = [
         parent_env[variable]
         for name, provider in settings.providers.items()
@@ -151,7 +151,8 @@ def cli_secrets(settings: Settings, parent_env: Mapping[str, str]) -> list[str]:
         for variable in described(name).passthrough(provider)
         if SECRET_NAME.search(variable) and parent_env.get(variable)
     ]
-    claude = settings.providers.get(CLAUDE_CODE.name)
-    if claude is not None and claude.enabled:
-        found.extend(settings_credentials({**parent_env, **claude.env}).values())
+    for name in (CLAUDE_CODE.name, "acp:claude"):
+        claude = settings.providers.get(name)
+        if claude is not None and claude.enabled:
+            found.extend(settings_credentials({**parent_env, **claude.env}).values())
     return found

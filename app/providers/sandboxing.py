@@ -16,6 +16,7 @@ servers, settings) reaches it: only the gateway's own, given on the command line
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import shutil
@@ -316,3 +317,26 @@ def hidden_paths(settings: Settings) -> tuple[Path, ...]:
 
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
+
+
+SETTINGS_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+"""The variables of the operator's ``settings.json`` ``env`` that are a login."""
+
+
+def settings_credentials(env: Mapping[str, str]) -> dict[str, str]:
+    """The login variables in the ``env`` of the operator's Claude Code ``settings.json``
+    (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``); ``{}`` when there is none or it is not
+    readable JSON."""
+    directory = env.get("CLAUDE_CONFIG_DIR") or (
+        str(Path(env["HOME"]) / ".claude") if env.get("HOME") else None
+    )
+    if directory is None:
+        return {}
+    try:
+        settings = json.loads((Path(directory) / "settings.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = settings.get("env") if isinstance(settings, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if k in SETTINGS_CREDENTIALS and isinstance(v, str)}

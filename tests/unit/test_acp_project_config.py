@@ -16,6 +16,7 @@ from app.providers.acp.agents import BUILTIN, ProjectConfigSwitch, SettingsLayer
 from app.providers.acp.provider import AcpProvider
 from app.providers.descriptor import BuildContext
 from app.providers.opencode.config import NO_PROJECT_CONFIG_ENV
+from app.providers.sandboxing import Sandbox, SandboxStatus
 from app.settings import ProviderSettings, RetrySettings
 
 PARENT = {"PATH": "/usr/bin", "SECRET": "no"}
@@ -168,3 +169,33 @@ def test_codebuddy_loads_only_the_users_settings_and_no_mcp_json_unless_allowed(
         "--verbose",
     )
     assert on == ("agent", "--acp")
+
+
+def test_a_sandboxed_claude_adapter_gets_the_login_from_the_operators_settings(
+    tmp_path: Path,
+) -> None:
+    """As the native provider: the key the container keeps in settings.json, and only it."""
+    config = tmp_path / "claude"
+    config.mkdir()
+    settings = {"env": {"ANTHROPIC_API_KEY": "sk-from-settings", "OTHER": "x"}}
+    (config / "settings.json").write_text(json.dumps(settings))
+
+    def adapter(sandbox: Sandbox) -> AcpProvider:
+        return AcpProvider(
+            BuildContext(
+                name="acp:claude",
+                settings=ProviderSettings(env={"CLAUDE_CONFIG_DIR": str(config)}),
+                executable="claude-agent-acp",
+                runner=ProcessRunner(),
+                parent_env=PARENT,
+                retry=RetrySettings(),
+                sandbox=sandbox,
+            )
+        )
+
+    on = adapter(Sandbox(status=SandboxStatus(mode="bwrap", reason="test"))).child_env("ask")
+    off = adapter(Sandbox(status=SandboxStatus(mode="none", reason="test"))).child_env("ask")
+
+    assert on["ANTHROPIC_API_KEY"] == "sk-from-settings"
+    assert "OTHER" not in on
+    assert "ANTHROPIC_API_KEY" not in off  # the adapter's Claude Code reads its settings itself

@@ -171,3 +171,11 @@ def test_the_key_in_claude_codes_settings_is_a_secret_to_mask(tmp_path: Path) ->
     settings = resolved(providers={"claude_code": {"env": {"CLAUDE_CONFIG_DIR": str(tmp_path)}}})
 
     assert "sk-in-settings" in catalog.cli_secrets(settings, {"PATH": "/usr/bin"})
+
+
+def test_the_key_in_the_claude_adapters_settings_is_a_secret_to_mask(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text('{"env": {"ANTHROPIC_API_KEY": "sk-adapter"}}')
+    section = {"command": ["claude-agent-acp"], "env": {"CLAUDE_CONFIG_DIR": str(tmp_path)}}
+    settings = resolved(providers={"claude_code": {"enabled": False}, "acp:claude": section})
+
+    assert "sk-adapter" in catalog.cli_secrets(settings, {"PATH": "/usr/bin"})

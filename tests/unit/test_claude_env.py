@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from app.process.runner import ProcessRunner
-from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider, settings_credentials
+from app.providers.claude.provider import FIXED_ENV, ClaudeCodeProvider
 from app.providers.descriptor import BuildContext
-from app.providers.sandboxing import Sandbox, SandboxStatus
+from app.providers.sandboxing import Sandbox, SandboxStatus, settings_credentials
 from app.settings import ProviderSettings, RetrySettings
 
 PARENT = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-x", "SECRET": "no"}

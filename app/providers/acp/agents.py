@@ -107,6 +107,10 @@ class AgentRecipe:
     and is unavailable until then."""
     passthrough: tuple[str, ...] = ()
     """Variables of the gateway's own environment the agent may get (credentials, endpoints)."""
+    claude_settings_login: bool = False
+    """Runs Claude Code: in the sandbox, whose home has no ``settings.json``, it gets the login
+    variables of the operator's (where the container's entrypoint keeps the key) and nothing
+    else of it, as the native provider does."""
     credentials: Credentials
     replays_after_load: bool = False
     """Answers ``session/load`` before its history replay is over (the replay keeps arriving):
@@ -325,6 +329,7 @@ CLAUDE = AgentRecipe(
         off_meta={"claudeCode": {"options": {"settingSources": ["user"], "strictMcpConfig": True}}},
     ),
     passthrough=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+    claude_settings_login=True,
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
         login_files=(".claude/.credentials.json",),

@@ -32,6 +32,7 @@ from app.providers.base import Capabilities, SessionSpec
 from app.providers.descriptor import BuildContext
 from app.providers.hosting import HostedProvider
 from app.providers.raw import merged
+from app.providers.sandboxing import settings_credentials
 from app.settings import PINNED_MODULES
 
 if TYPE_CHECKING:
@@ -103,7 +104,10 @@ class AcpProvider(HostedProvider["AcpSession"]):
             if not self.settings.project_config:
                 for variable, content in switch.off_files.items():
                     overlay[variable] = self._own_file(f"{variable.lower()}.json", content)
-        return child_environment(self.parent_env, passthrough=recipe.passthrough, overlay=overlay)
+        env = child_environment(self.parent_env, passthrough=recipe.passthrough, overlay=overlay)
+        if recipe.claude_settings_login and self.sandbox.on:
+            env = {**settings_credentials(env), **env}
+        return env
 
     async def ping(self) -> str | None:
         return self.workspace_config_refusal()

@@ -14,10 +14,9 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
-import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from app.providers.claude.normalizer import (
 from app.providers.claude.questions import answers_response
 from app.providers.hosting import HostedProvider
 from app.providers.process_session import ProcessSession, Running
+from app.providers.sandboxing import settings_credentials
 from app.providers.turnloop import TurnLoop, failure, turn_error
 
 log = logging.getLogger(__name__)
@@ -144,29 +144,6 @@ class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
 
     def new_session(self, spec: SessionSpec) -> ClaudeSession:
         return ClaudeSession(provider=self, spec=spec)
-
-
-SETTINGS_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
-"""The variables of the operator's ``settings.json`` ``env`` that are a login."""
-
-
-def settings_credentials(env: Mapping[str, str]) -> dict[str, str]:
-    """The login variables in the ``env`` of the operator's Claude Code ``settings.json``
-    (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``); ``{}`` when there is none or it is not
-    readable JSON."""
-    directory = env.get("CLAUDE_CONFIG_DIR") or (
-        str(Path(env["HOME"]) / ".claude") if env.get("HOME") else None
-    )
-    if directory is None:
-        return {}
-    try:
-        settings = json.loads((Path(directory) / "settings.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    found = settings.get("env") if isinstance(settings, dict) else None
-    if not isinstance(found, dict):
-        return {}
-    return {k: v for k, v in found.items() if k in SETTINGS_CREDENTIALS and isinstance(v, str)}
 
 
 class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):
