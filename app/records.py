@@ -48,6 +48,15 @@ class SessionRecord:
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None = None
+    repository: str | None = None
+    """The repository the session's workspace is a Git worktree of (None: a plain
+    workspace, as named)."""
+    branch: str | None = None
+    """The worktree's own branch, made for the session and kept after it."""
+    base: str | None = None
+    """The commit the branch was made at."""
+    git_dir: str | None = None
+    """The repository's common Git directory, which the session's agent may write."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -97,6 +97,11 @@ class SessionRow(Base):
     holder: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
     """The replica that runs the session's CLI now (None: nobody); every write a session's
     owner makes checks it (``app.store.ownership``)."""
+    repository: Mapped[str | None] = mapped_column(Text, default=None)
+    """For a session on a Git worktree (``workspace``): the repository it belongs to."""
+    branch: Mapped[str | None] = mapped_column(Text, default=None)
+    base: Mapped[str | None] = mapped_column(String(64), default=None)
+    git_dir: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class ReplicaRow(Base):
