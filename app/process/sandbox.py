@@ -7,7 +7,11 @@ A ``Confinement`` says what a child may see; ``wrap`` turns it and the child's a
   confinement names read-only (the agent's installation, login files) or writable (its home);
 - its workspace writable, at its own path, bound from the directory the runner opened
   (``/proc/self/cwd`` of ``bwrap``, which starts in it): a path swapped for a symlink after
-  the runner's check cannot redirect the bind;
+  the runner's check cannot redirect the bind. A workspace inside a covered directory (a
+  session's worktree under the worktrees root) is bound again after the covers, as its home;
+- for a session on a Git worktree, the repository's Git directory writable (to commit), with
+  its configuration and hooks read-only over it: they would run outside the sandbox, in the
+  next ``git`` its owner (or the gateway) runs there;
 - a private ``/tmp``, ``/dev`` and ``/proc`` in a PID namespace of its own, so no other
   process (the gateway's ``/proc/<pid>/environ`` included) is visible;
 - nothing else: every path in ``hidden`` that a bind would expose (the gateway's data
@@ -41,7 +45,11 @@ class Confinement:
     read_only: tuple[Path, ...] = ()
     """Bound read-only at their own paths (the agent's installation)."""
     writable: tuple[Path, ...] = ()
-    """Bound writable at their own paths (a cache the operator shares with every agent)."""
+    """Bound writable at their own paths (a cache the operator shares with every agent, the
+    Git directory of the repository a session's worktree belongs to)."""
+    guarded: tuple[Path, ...] = ()
+    """Bound read-only at their own paths over the writable binds they lie in (that Git
+    directory's configuration and hooks)."""
     home: Path | None = None
     """The child's own home, bound writable after the covers (it may lie in a covered
     directory: the gateway's data directory)."""
@@ -94,6 +102,8 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
     for path in c.writable:
         args += ["--bind", str(path), str(path)]
         shown.append(path)
+    for path in c.guarded:
+        args += ["--ro-bind", str(path), str(path)]
     if c.workspace is not None:
         args += ["--bind" if c.workspace_writable else "--ro-bind", WORKSPACE_SOURCE]
         args.append(str(c.workspace))
@@ -109,8 +119,14 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[str, ...]:
             args += cover
             if cover[:1] == ["--tmpfs"]:
                 covered.append(path)
-    # After the covers: the gateway's own paths for this child (its home under the data
-    # directory) show through a cover of the directory they lie in.
+    # After the covers: the gateway's own paths for this child (its worktree and its home
+    # under the data directory) show through a cover of the directory they lie in.
+    if c.workspace is not None and any(c.workspace.is_relative_to(done) for done in covered):
+        args += ["--bind" if c.workspace_writable else "--ro-bind", WORKSPACE_SOURCE]
+        args.append(str(c.workspace))
+        for path in sorted(c.hidden, key=lambda p: len(p.parts)):
+            if path.is_relative_to(c.workspace) and path != c.workspace:
+                args += _cover(path)
     for path in c.exposed:
         args += ["--ro-bind", str(path), str(path)]
     if c.home is not None:

@@ -41,6 +41,9 @@ class SessionSpec:
     """The CLI's thread from the binding; set when the conversation must be resumed."""
     thread_bound_at: datetime | None = None
     """When the binding was made (for the CLIs that care how old a thread is)."""
+    git_dir: Path | None = None
+    """For a session on a Git worktree: the repository's Git directory, which its agent
+    needs writable to commit (``Sandbox.confine``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,8 +22,9 @@ def build_providers(
     turns fail as ``cli_missing``) and the registry reports it unavailable with the fix.
     """
     providers: dict[str, Provider] = {}
-    # Every provider checks a session's workspace again right where a CLI gets it.
-    roots = tuple(settings.workspaces.roots)
+    # Every provider checks a session's workspace again right where a CLI gets it: inside a
+    # workspace root, or (a session's worktree) the worktrees root.
+    roots = (*settings.workspaces.roots, settings.worktrees_root)
     for name, provider_settings in settings.providers.items():
         if not provider_settings.enabled:
             continue

@@ -102,6 +102,7 @@ class ServerProvider(HostedProvider[S], Generic[S, V]):
                 session_id=spec.session_id,
                 workspace=spec.workspace,
                 roots=self.workspace_roots,
+                git_dir=spec.git_dir,
             )
         )
 

@@ -150,6 +150,7 @@ class ProcessSession(ThreadSession, Generic[L, T]):
             workspace=self._spec.workspace,
             executable=next(iter(argv)),
             env=env,
+            git_dir=self._spec.git_dir,
         )
         try:
             process = await host.runner.spawn(

@@ -87,11 +87,19 @@ class Sandbox:
         return self.homes_dir / session_id
 
     def confine(
-        self, *, session_id: str, workspace: Path | None, executable: str, env: Mapping[str, str]
+        self,
+        *,
+        session_id: str,
+        workspace: Path | None,
+        executable: str,
+        env: Mapping[str, str],
+        git_dir: Path | None = None,
     ) -> tuple[Confinement | None, dict[str, str]]:
         """The confinement of one agent process of ``session_id`` and the environment it
         runs with (``env`` with ``HOME`` and the CLI's config directories moved into the
-        session's home); ``(None, env)`` when the sandbox is off."""
+        session's home); ``(None, env)`` when the sandbox is off. ``git_dir``: the Git
+        directory of the repository the session's worktree belongs to, writable but for its
+        configuration and hooks."""
         if not self.on:
             return None, dict(env)
         home = self.home(session_id)
@@ -114,14 +122,18 @@ class Sandbox:
             inside[variable] = str(home / relative)
             _private_dir(home / relative)
         visible = () if workspace is None else (workspace,)
+        git = () if git_dir is None else (git_dir,)
         confinement = Confinement(
             bwrap=self.bwrap,
             read_only=(*installation(executable, env), *self.read_only),
-            writable=self.read_write,
+            writable=(*self.read_write, *git),
+            guarded=tuple(p for d in git for p in guarded_git_paths(d)),
             home=home,
             exposed=(
                 *self._exposed(env),
-                *_named_files(inside, shown=(home, *visible, *self.read_write, *self.read_only)),
+                *_named_files(
+                    inside, shown=(home, *visible, *git, *self.read_write, *self.read_only)
+                ),
             ),
             files=tuple(files),
             workspace=workspace,
@@ -146,6 +158,17 @@ class Sandbox:
         """Remove the home of ``session_id`` (a health probe's, once it is done)."""
         if self.homes_dir is not None:
             shutil.rmtree(self.home(session_id), ignore_errors=True)
+
+
+GUARDED_GIT_FILES = ("config", "config.worktree", "hooks")
+"""What of a repository's Git directory a sandboxed agent may not change: git runs what they
+name (hooks, filters, a file-system monitor) in every later ``git`` there, outside the
+sandbox."""
+
+
+def guarded_git_paths(git_dir: Path) -> tuple[Path, ...]:
+    """The parts of ``git_dir`` shown read-only over its writable bind (those that exist)."""
+    return tuple(git_dir / name for name in GUARDED_GIT_FILES if (git_dir / name).exists())
 
 
 def _named_files(env: Mapping[str, str], *, shown: tuple[Path, ...]) -> tuple[Path, ...]:
@@ -302,9 +325,10 @@ def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The gateway's own files, which no agent may see: its configuration file, its data
-    directory (database, token, logs, every session's home), the homes and a SQLite file
-    kept elsewhere, with its write-ahead log and shared-memory file."""
-    paths = [settings.storage.data_dir, settings.homes_dir]
+    directory (database, token, logs, every session's home), the homes, the sessions'
+    worktrees and a SQLite file kept elsewhere, with its write-ahead log and shared-memory
+    file. (A session's own home and worktree show through: ``Confinement``.)"""
+    paths = [settings.storage.data_dir, settings.homes_dir, settings.worktrees_root]
     if settings.config_file is not None:
         paths.append(settings.config_file)
     url = settings.storage.database_url

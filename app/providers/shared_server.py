@@ -65,6 +65,8 @@ class Placement:
     """The session's workspace, its working directory; None: its home (a health probe)."""
     roots: tuple[Path, ...] | None = None
     """The roots ``workspace`` must still lie in when the server starts."""
+    git_dir: Path | None = None
+    """The Git directory of the repository ``workspace`` is a worktree of (writable)."""
 
     @property
     def confined(self) -> bool:
@@ -206,7 +208,11 @@ class SharedServer(ABC, Generic[U, H]):
             return ProcessSpec(argv=argv, cwd=Path("/"), env=env, label=self.label)
         assert where.sandbox is not None
         confinement, inside = where.sandbox.confine(
-            session_id=where.session_id, workspace=where.workspace, executable=argv[0], env=env
+            session_id=where.session_id,
+            workspace=where.workspace,
+            executable=argv[0],
+            env=env,
+            git_dir=where.git_dir,
         )
         assert confinement is not None
         confinement = self._confined(confinement, inside)

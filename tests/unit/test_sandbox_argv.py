@@ -291,7 +291,7 @@ def test_a_system_interpreter_adds_nothing(tmp_path: Path) -> None:
 # --- hidden_paths ----------------------------------------------------------------------------
 
 
-def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
+def test_the_gateway_hides_its_data_config_homes_worktrees_and_a_database_kept_elsewhere(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "etc" / "gateway.toml"
@@ -301,7 +301,7 @@ def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
         f'[storage]\ndata_dir = "{tmp_path / "data"}"\n'
         f'url = "sqlite+aiosqlite:///{database}"\n'
         f'[sandbox]\nhomes_dir = "{tmp_path / "homes"}"\n'
-        f'[workspaces]\nroots = ["{tmp_path}"]\n'
+        f'[workspaces]\nroots = ["{tmp_path}"]\nworktrees_root = "{tmp_path / "trees"}"\n'
     )
 
     hidden = hidden_paths(load_settings(config))
@@ -309,6 +309,7 @@ def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
     assert set(hidden) == {
         tmp_path / "data",
         tmp_path / "homes",
+        tmp_path / "trees",
         config,
         database,
         *(Path(f"{database}{end}") for end in ("-wal", "-shm", "-journal")),
