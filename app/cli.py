@@ -28,9 +28,11 @@ from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
 from app.providers.sandboxing import forget_homes
 from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
+from app.runtime.worktrees import forget_worktrees
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
 from app.store.files import private_directory
+from app.store.repository import Store
 from app.store.retention import cleanup
 from app.store.schema import Migration, SchemaError, check_schema, hold_sole_server, migrate
 
@@ -249,12 +251,17 @@ async def _cleanup(settings: Settings) -> int:
             now=datetime.now(UTC),
             max_events_per_session=settings.storage.max_events_per_session,
         )
+        store = Store(engine)
+        try:
+            worktrees = await forget_worktrees(settings, store, report.forgotten)
+        finally:
+            store.close()
     finally:
         await engine.dispose()
     homes = forget_homes(settings, report.forgotten)
     print(
-        f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events and "
-        f"{homes} CLI homes; "
+        f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events, "
+        f"{homes} CLI homes and {worktrees} worktrees (their branches kept); "
         f"closed {report.sessions_closed} sessions; "
         f"pruned {report.events_pruned} events past storage.max_events_per_session"
     )

@@ -7,10 +7,12 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── TurnInProgress            a turn is already running (carries its id)
 │   ├── NoTurnRunning             nothing to interrupt
 │   ├── SessionClosed             the session was deleted or ended
+│   ├── BranchExists              the branch a new session's worktree asks for exists
 │   ├── ApprovalNotPending        the approval was already resolved
 │   └── QuestionNotPending        the question was already answered or ended
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
+│   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
 │   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
@@ -103,6 +105,11 @@ class SessionClosed(Conflict):
     title = "Session is closed"
 
 
+class BranchExists(Conflict):
+    type = "branch_exists"
+    title = "Branch exists"
+
+
 class ApprovalNotPending(Conflict):
     type = "approval_not_pending"
     title = "Approval is no longer pending"
@@ -122,6 +129,11 @@ class InvalidRequest(GatewayError):
 class WorkspaceRejected(InvalidRequest):
     type = "workspace_rejected"
     title = "Workspace rejected"
+
+
+class RepositoryRejected(InvalidRequest):
+    type = "repository_rejected"
+    title = "Repository rejected"
 
 
 class Unauthorized(GatewayError):

@@ -36,6 +36,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.local import LocalSessions
 from app.runtime.sessions import Sessions
 from app.runtime.shares import stream_cap
+from app.runtime.worktrees import forget_worktrees
 from app.settings import Settings
 from app.store.db import checkpoint, create_engine
 from app.store.interface import Storage
@@ -348,6 +349,8 @@ async def _retention(settings: Settings, store: Storage, clock: Callable[[], dat
                 log.info("retention removed %d bindings", report.bindings_deleted)
             if homes := await asyncio.to_thread(forget_homes, settings, report.forgotten):
                 log.info("retention removed %d sessions' CLI homes", homes)
+            if worktrees := await forget_worktrees(settings, store, report.forgotten):
+                log.info("retention removed %d sessions' worktrees (branches kept)", worktrees)
             if report.events_pruned:
                 log.info(
                     "retention pruned %d events past storage.max_events_per_session",

@@ -188,7 +188,20 @@ class StorageSettings(_Section):
 
 class WorkspaceSettings(_Section):
     roots: list[Path] = Field(default_factory=lambda: [Path.home()])
-    """Directories a session's workspace must resolve inside (after following symlinks)."""
+    """Directories a session's workspace, or the repository it asks a worktree of, must
+    resolve inside (after following symlinks)."""
+    worktrees_root: Path | None = None
+    """Where each session that names a ``repository`` gets its worktree
+    (``<worktrees_root>/<session id>``); default ``<data_dir>/worktrees``. Created when
+    first needed. No session may name a workspace inside it, and every sandbox hides it
+    but for the session's own worktree."""
+
+    @field_validator("worktrees_root")
+    @classmethod
+    def _absolute(cls, root: Path | None) -> Path | None:
+        if root is not None and not root.is_absolute():
+            raise ValueError(f"{root} must be an absolute path")
+        return root
 
 
 SandboxMode = Literal["bwrap", "none"]
@@ -368,6 +381,11 @@ class Settings(BaseSettings):
     def config_file(self) -> Path | None:
         """The TOML file these settings were read from, if any (kept out of every sandbox)."""
         return self._config_file
+
+    @property
+    def worktrees_root(self) -> Path:
+        """Where sessions' worktrees are made."""
+        return self.workspaces.worktrees_root or self.storage.data_dir / "worktrees"
 
     @property
     def homes_dir(self) -> Path:

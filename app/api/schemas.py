@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -177,10 +178,65 @@ class SessionOptions(_In):
         )
 
 
+GitRef = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=256, pattern=r"^[^\x00-\x20\x7f~^:?*\[\\-][^\x00-\x20\x7f]*$"
+    ),
+]
+"""A Git revision (a branch, tag or commit, ``main~2``); never starts with a dash."""
+
+BranchName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x20\x7f~^:?*\[\\-][^\x00-\x20\x7f~^:?*\[\\]*$",
+    ),
+]
+"""A new branch's name (``git check-ref-format`` has the last word)."""
+
+
 class SessionCreate(SessionOptions):
+    """A session in ``workspace`` (a directory), or in a Git worktree of its own of
+    ``repository`` (exactly one of the two)."""
+
+    workspace: Workspace | None = None  # type: ignore[assignment]  # or `repository`
+    repository: Workspace | None = None
+    """A Git repository inside a workspace root (the top of its work tree, or a bare one):
+    the session gets a worktree of it of its own, under the gateway's worktrees root, on a
+    new branch; the session's ``workspace`` is that worktree. Deleting the session removes
+    the worktree and keeps the branch."""
+    ref: GitRef | None = None
+    """With ``repository``: what the worktree checks out (a branch, tag or commit); default
+    the repository's ``HEAD``."""
+    branch: BranchName | None = None
+    """With ``repository``: the worktree's new branch (it must not exist: 409
+    ``branch_exists``); default ``agent/<session id>``."""
     metadata: dict[Annotated[str, StringConstraints(max_length=128)], JsonValue] | None = Field(
         default=None, max_length=64
     )
+
+    @model_validator(mode="after")
+    def _one_place(self) -> SessionCreate:
+        if (self.workspace is None) == (self.repository is None):
+            raise ValueError(
+                "give exactly one of `workspace` (a directory to work in) and `repository` "
+                "(a Git repository the session gets a worktree of)"
+            )
+        if self.repository is None and (self.ref is not None or self.branch is not None):
+            raise ValueError("`ref` and `branch` go only with `repository`, not `workspace`")
+        return self
+
+    def session_request(
+        self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
+    ) -> SessionRequest:
+        return replace(
+            super().session_request(owner=owner, metadata=metadata),
+            repository=self.repository,
+            ref=self.ref,
+            branch=self.branch,
+        )
 
 
 class SkippedCandidate(BaseModel):
@@ -228,6 +284,13 @@ class SessionPublic(BaseModel):
     provider: str
     selection: Selection | None
     workspace: str
+    """The directory the agent works in: as named, or the session's worktree."""
+    repository: str | None = None
+    """The repository the session's worktree belongs to (null: a plain workspace)."""
+    branch: str | None = None
+    """The worktree's branch; it stays in the repository after the session is deleted."""
+    base: str | None = None
+    """The commit the branch was made at."""
     model: str | None
     approval_mode: ApprovalMode
     status: SessionStatus

@@ -65,9 +65,13 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
         ),
         **problems(
             notes={
-                422: "Invalid request: a workspace outside the roots or missing, an unknown "
-                "provider or capability, an approval mode or retry strategy not enabled, a "
-                "usage-limit wait above the gateway's ceiling (`ceiling_s`)",
+                409: "The `branch` asked for exists in the repository (`branch_exists`)",
+                422: "Invalid request: a workspace outside the roots or missing, both or neither "
+                "of `workspace` and `repository`, a repository outside the roots or not a Git "
+                "repository, a `ref` that names no commit or an invalid `branch` "
+                "(`repository_rejected`), an unknown provider or capability, an approval mode "
+                "or retry strategy not enabled, a usage-limit wait above the gateway's ceiling "
+                "(`ceiling_s`)",
                 429: "Creation rate or open-session cap of this key reached, or too many failed "
                 "authentications from this address (see Retry-After)",
                 503: "No provider available (`candidates` says why for each), or the database "
@@ -79,7 +83,8 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 async def create_session(
     body: SessionCreate, request: Request, manager: Manager, principal: Authenticated
 ) -> SessionPublic:
-    """Create a session on a provider, in a workspace inside a configured root."""
+    """Create a session on a provider, in a workspace inside a configured root, or in a Git
+    worktree of its own of a repository inside one (``repository``, ``ref``, ``branch``)."""
     async with admit_session(request, manager, principal):
         row = await manager.create(
             body.session_request(owner=principal.name, metadata=body.metadata)
@@ -117,7 +122,9 @@ async def get_session(session_id: str, manager: Manager, principal: Authenticate
 async def delete_session(
     session_id: str, manager: Manager, principal: Authenticated
 ) -> SessionPublic:
-    """Close the session: stop its turn and its CLI process group; its history is kept."""
+    """Close the session: stop its turn and its CLI process group; its history is kept. A
+    session's worktree is removed (uncommitted changes in it are lost); its branch, with
+    every commit on it, is kept in the repository (``branch``)."""
     row = await manager.execute(Close(session_id=session_id), issuer(principal))
     return await session_public(manager, row)
 

@@ -33,6 +33,12 @@ class SessionCreated(Payload):
     workspace: str
     model: str | None
     approval_mode: str
+    repository: str | None = None
+    """For a session on a Git worktree of its own (``workspace``): the repository."""
+    branch: str | None = None
+    """The worktree's branch, made for the session."""
+    base: str | None = None
+    """The commit the branch was made at."""
 
 
 class SessionProviderSelected(Payload):
@@ -53,6 +59,9 @@ class SessionThreadBound(Payload):
 class SessionClosed(Payload):
     TYPE = "session.closed"
     reason: str
+    kept_branch: str | None = None
+    """For a session on a Git worktree: its worktree was removed, and this branch, with
+    every commit on it, is kept in the repository."""
 
 
 class HandoffSize(BaseModel):

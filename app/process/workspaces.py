@@ -14,28 +14,35 @@ from app.errors import WorkspaceRejected
 log = logging.getLogger(__name__)
 
 
-def lexical_problem(requested: str) -> str | None:
+def lexical_problem(requested: str, what: str = "workspace") -> str | None:
     """What is wrong with ``requested`` as written (before it is resolved), or None: it must be
     absolute, with no ``..`` segment and no NUL byte (the API document's ``Workspace`` pattern
-    states the same rules)."""
+    states the same rules). ``what`` names the field in the answer."""
     if "\x00" in requested:
-        return "workspace contains a NUL byte"
+        return f"{what} contains a NUL byte"
     path = Path(requested)
     if not path.is_absolute():
-        return "workspace must be an absolute path inside a configured root"
+        return f"{what} must be an absolute path inside a configured root"
     if ".." in path.parts:
-        return "workspace must not contain '..' segments"
+        return f"{what} must not contain '..' segments"
     return None
 
 
-def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
-    """The real path of ``requested`` if it is an existing directory inside one of ``roots``.
+def resolve_workspace(
+    requested: str,
+    roots: Sequence[Path],
+    *,
+    reserved: Sequence[Path] = (),
+    what: str = "workspace",
+) -> Path:
+    """The real path of ``requested`` if it is an existing directory inside one of ``roots``
+    and inside none of ``reserved`` (the gateway's own directories, real paths).
 
     ``requested`` must be absolute and free of ``..`` segments and NUL bytes; symlinks are
     followed before the check, so a link that points out of every root is refused. Raises
-    ``WorkspaceRejected`` saying what to change.
+    ``WorkspaceRejected`` saying what to change (``what`` names the field).
     """
-    problem = lexical_problem(requested)
+    problem = lexical_problem(requested, what)
     if problem is not None:
         raise WorkspaceRejected(problem, workspace=requested[:200], roots=[str(r) for r in roots])
     real = Path(os.path.realpath(requested))
@@ -45,18 +52,25 @@ def resolve_workspace(requested: str, roots: Sequence[Path]) -> Path:
             break
     else:
         raise WorkspaceRejected(
-            "workspace is outside every configured root (after resolving symlinks)",
+            f"{what} is outside every configured root (after resolving symlinks)",
             workspace=requested,
             roots=[str(r) for r in roots],
         )
+    for own in reserved:
+        if os.path.commonpath([own, real]) == str(own):
+            raise WorkspaceRejected(
+                f"{what} lies inside the gateway's own directory {own} (its data, the CLI "
+                "homes or the sessions' worktrees); name a directory outside it",
+                workspace=requested,
+            )
     try:
         directory = real.is_dir()
     except OSError as exc:  # a component over the file system's name limit, a loop, …
         raise WorkspaceRejected(
-            f"workspace cannot be looked up: {exc.strerror or exc}", workspace=requested[:200]
+            f"{what} cannot be looked up: {exc.strerror or exc}", workspace=requested[:200]
         ) from None
     if not directory:
-        raise WorkspaceRejected("workspace is not an existing directory", workspace=requested)
+        raise WorkspaceRejected(f"{what} is not an existing directory", workspace=requested)
     return real
 
 
@@ -144,12 +158,15 @@ def _moved(walked: Path, part: str, parent_fd: int, exc: OSError) -> WorkspaceMo
     return WorkspaceMoved(f"cannot open {walked}: {exc.strerror or exc}")
 
 
-def recheck_workspace(session_id: str, workspace: str, roots: Sequence[Path]) -> None:
+def recheck_workspace(
+    session_id: str, workspace: str, roots: Sequence[Path], *, reserved: Sequence[Path] = ()
+) -> None:
     """Before a turn can spawn or drive a CLI: the workspace still resolves to the real
-    path it had at creation, inside a root (a directory swapped for a symlink is refused).
+    path it had at creation, inside a root and outside ``reserved`` (a directory swapped for
+    a symlink is refused).
     """
     try:
-        resolved = resolve_workspace(workspace, roots)
+        resolved = resolve_workspace(workspace, roots, reserved=reserved)
     except WorkspaceRejected as exc:
         raise WorkspaceRejected(
             f"the session's workspace no longer resolves inside a configured root "

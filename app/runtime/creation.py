@@ -3,7 +3,9 @@
 A session is its row plus its first two events (``session.created``,
 ``session.provider.selected``); they are separate writes (the event log has its own writer), so
 a write that fails after the row was stored takes the row back out: the request either created
-the session with its events or left nothing behind.
+the session with its events or left nothing behind. A session on a repository has its worktree
+made last before it is stored (after everything that can refuse the request), and taken back
+(worktree, then branch) with the row.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import logging
 import secrets
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from app.errors import InvalidRequest
 from app.events import (
+    ApprovalMode,
     CandidateScore,
     EventData,
+    RoutingStrategy,
     SessionCreated,
     SessionProviderSelected,
     SkippedProvider,
 )
+from app.process.gitrepo import Repository
 from app.process.workspaces import resolve_workspace
 from app.records import SessionRecord, json_dict
 from app.runtime.choosing import Chooser
@@ -29,7 +35,16 @@ from app.runtime.coordinator import resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import wants_failover
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import CapabilitiesUnmet, resolve_strategy
+from app.runtime.selector import CapabilitiesUnmet, Selection, resolve_strategy
+from app.runtime.worktrees import (
+    BRANCH_PREFIX,
+    Worktree,
+    check_branch,
+    check_repository,
+    make_worktree,
+    reserved_paths,
+    take_back,
+)
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -82,6 +97,18 @@ async def create_session(
         )
     if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
         resolve_policy(request.retry, None, settings.retry)
+    session_id = "ses_" + secrets.token_hex(16)
+    branch = request.branch or BRANCH_PREFIX + session_id
+    planned: tuple[Repository, str] | None = None  # the repository, the commit
+    workspace: Path | None = None
+    if request.repository is not None:
+        planned = await check_repository(request.repository, request.ref, settings)
+        await check_branch(planned[0], branch)
+    else:
+        assert request.workspace is not None  # the API takes one or the other
+        workspace = resolve_workspace(
+            request.workspace, settings.workspaces.roots, reserved=reserved_paths(settings)
+        )
     strategy = resolve_strategy(request.strategy, request.scenario, settings.selection)
     requires = required_capabilities(request)
     try:
@@ -99,19 +126,70 @@ async def create_session(
             "with; leave `model` unset, or name a provider whose capabilities include "
             "model_choice (GET /v1/providers)",
         ) from None
-    chosen, reason = selection.provider, selection.reason
+    worktree: Worktree | None = None
+    if planned is not None:
+        repository, commit = planned
+        worktree = await make_worktree(
+            settings, session_id=session_id, repository=repository, commit=commit, branch=branch
+        )
+        workspace = worktree.path
+    assert workspace is not None
+    try:
+        return await _store(
+            request,
+            settings=settings,
+            store=store,
+            events=events,
+            clock=clock,
+            session_id=session_id,
+            workspace=str(workspace),
+            worktree=worktree,
+            provider=selection.provider,
+            mode=mode,
+            selection=selection,
+            strategy=strategy,
+            requires=requires,
+        )
+    except BaseException:
+        if worktree is not None:
+            await take_back(worktree)
+        raise
+
+
+async def _store(
+    request: SessionRequest,
+    *,
+    settings: Settings,
+    store: Storage,
+    events: EventLog,
+    clock: Callable[[], datetime],
+    session_id: str,
+    workspace: str,
+    worktree: Worktree | None,
+    provider: str,
+    mode: ApprovalMode,
+    selection: Selection,
+    strategy: RoutingStrategy,
+    requires: list[str],
+) -> SessionRecord:
+    """Store the session's row, then its first events; the row is taken out again if they
+    cannot be written."""
+    chosen, reason = provider, selection.reason
     skipped = [SkippedProvider(provider=s.provider, reason=s.why) for s in selection.skipped]
     scores = [
         CandidateScore(provider=r.provider, score=r.score, turns=r.turns, exploring=r.exploring)
         for r in selection.ranking
     ]
-    resolved = resolve_workspace(request.workspace, settings.workspaces.roots)
     now = clock()
     row = SessionRecord(
-        id="ses_" + secrets.token_hex(16),
+        id=session_id,
         owner=request.owner,
         provider=chosen,
-        workspace=str(resolved),
+        workspace=workspace,
+        repository=None if worktree is None else str(worktree.repository.path),
+        branch=None if worktree is None else worktree.branch,
+        base=None if worktree is None else worktree.base,
+        git_dir=None if worktree is None else str(worktree.repository.git_dir),
         model=request.model or settings.providers[chosen].model,
         approval_mode=mode,
         status="idle",
@@ -133,7 +211,13 @@ async def create_session(
     )
     first: list[EventData] = [
         SessionCreated(
-            provider=chosen, workspace=row.workspace, model=row.model, approval_mode=mode
+            provider=chosen,
+            workspace=row.workspace,
+            model=row.model,
+            approval_mode=mode,
+            repository=row.repository,
+            branch=row.branch,
+            base=row.base,
         ),
         SessionProviderSelected(
             provider=chosen, reason=reason, skipped=skipped, strategy=strategy, scores=scores

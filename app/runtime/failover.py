@@ -243,6 +243,7 @@ class Failover:
             approval_mode=row.approval_mode,  # type: ignore[arg-type]
             thread_id=None,
             thread_bound_at=None,
+            git_dir=None if row.git_dir is None else Path(row.git_dir),
         )
         now = self._clock()
         await self.store.update_session(row.id, provider=to, model=model, updated_at=now)

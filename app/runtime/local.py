@@ -29,7 +29,6 @@ from app.errors import (
 )
 from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
-from app.process.workspaces import recheck_workspace
 from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec
 from app.providers.registry import ProviderRegistry
 from app.records import ENDED_SESSION_STATUSES, ApprovalRecord, SessionRecord, TurnRecord
@@ -54,6 +53,7 @@ from app.runtime.recovery import fail_turn, recover
 from app.runtime.requests import SessionRequest
 from app.runtime.shares import admin_keys, holder_of, process_cap
 from app.runtime.turns import GATEWAY_SHUTDOWN, TurnServices
+from app.runtime.worktrees import recheck_session_workspace, remove_worktree
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -181,14 +181,19 @@ class LocalSessions:
         raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
 
     async def _close(self, command: Close, issuer: Issuer) -> SessionRecord:
-        """Stop the session's turn and process group, close its event stream."""
+        """Stop the session's turn and process group, remove its worktree (its branch is
+        kept), close its event stream."""
         session_id = command.session_id
         row = await self.get(session_id, owner=issuer.owner)
         if row.status in ENDED_SESSION_STATUSES:
+            await remove_worktree(self.settings, row)  # ended by a failure or retention
             return row
         await self.drop(session_id, "session closed")
+        await remove_worktree(self.settings, row)
         await self.events.append(
-            session_id, SessionClosedEvent(reason="deleted"), provider=row.provider
+            session_id,
+            SessionClosedEvent(reason="deleted", kept_branch=row.branch),
+            provider=row.provider,
         )
         now = self.clock()
         row = await self.store.update_session(
@@ -218,7 +223,7 @@ class LocalSessions:
             row = await self.get(session_id, owner=issuer.owner)
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
-            recheck_workspace(row.id, row.workspace, self.settings.workspaces.roots)
+            recheck_session_workspace(row, self.settings)
             host = await self._host(row)
             if host.busy:
                 raise TurnInProgress(
@@ -297,6 +302,7 @@ class LocalSessions:
             approval_mode=row.approval_mode,  # type: ignore[arg-type]
             thread_id=binding.thread_id if binding else None,
             thread_bound_at=binding.created_at if binding else None,
+            git_dir=None if row.git_dir is None else Path(row.git_dir),
         )
         host = SessionHost(
             services=self._host_services,

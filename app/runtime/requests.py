@@ -16,7 +16,14 @@ class SessionRequest:
     them against this gateway (approval modes, retry strategies, workspace roots, providers)
     before anything is stored."""
 
-    workspace: str
+    workspace: str | None = None
+    """The directory the agent works in, as named; else ``repository``."""
+    repository: str | None = None
+    """A Git repository the session gets a worktree of (``app/runtime/worktrees.py``)."""
+    ref: str | None = None
+    """What the worktree checks out (default the repository's ``HEAD``)."""
+    branch: str | None = None
+    """The worktree's new branch (default ``agent/<session id>``)."""
     provider: str | None = None
     """An explicit provider (moves only with ``fallback`` true); else the scenario's chain,
     else the default."""
