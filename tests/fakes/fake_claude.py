@@ -37,6 +37,9 @@ reads as ``cache_read_input_tokens``) and that cost, added to the process's runn
 ``total_cost_usd`` as Claude Code does; every other answer reports 1 input and 2 output
 tokens and no cost.
 
+``write:<name>`` writes the file ``<name>`` (holding its name) in its working directory and
+answers with that directory's path.
+
 ``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
 answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
 ``denied: <message>``. ``question:<text>`` asks the question ``<text>`` (options ``Yes`` and
@@ -341,6 +344,13 @@ def turn(prompt: str) -> None:
         for _ in range(spew // len(chunk)):
             emit(delta(chunk))
         result("API Error: 529 Overloaded", is_error=True, reason="api_error", status=529)
+        return
+    if prompt.startswith("write:"):
+        name = os.path.basename(prompt.split(":", 1)[1])
+        with open(name, "w") as file:
+            file.write(name + "\n")
+        text(os.getcwd())
+        result(os.getcwd())
         return
     if prompt.startswith("deltas:"):
         count, _, rate = prompt.split(":", 1)[1].partition("@")
