@@ -5,7 +5,10 @@ that every other schema-valid request must be accepted (check ST202): the worksp
 document says absolute, no ``..``, no NUL; which directories exist inside the gateway's roots
 only the gateway knows) becomes ``$FUZZ_WORKSPACE``, a retry strategy name one the gateway
 defines (``default``), and an event cursor ``0`` (one past the newest event of *that* session
-is refused). One cross-field rule, stated in words rather than in the schema, is kept too: an
+is refused). A new session names exactly one place to work in (a rule stated in words rather
+than in the schema): the workspace, never a repository (which repositories exist under the
+roots is the deployment's fact too; tests/integration/test_worktrees.py covers them). One more
+cross-field rule, stated in words rather than in the schema, is kept too: an
 explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIES``, from
 ``GET /v1/providers``; asking more is a 422 ``capabilities_unmet``), and without one, ``requires``
 keeps what one configured provider has (which providers exist is the deployment's fact: a
@@ -39,6 +42,10 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
     if meta is None or not meta.generation.mode.is_positive:
         return case
     if isinstance(case.body, dict):
+        if case.operation.definition.raw.get("operationId") == "createSession":
+            for name in ("repository", "ref", "branch"):
+                case.body.pop(name, None)
+            case.body["workspace"] = os.environ["FUZZ_WORKSPACE"]
         if "workspace" in case.body:
             case.body["workspace"] = os.environ["FUZZ_WORKSPACE"]
         retry = case.body.get("retry")

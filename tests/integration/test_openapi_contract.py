@@ -467,8 +467,8 @@ def test_the_committed_copy_is_pretty_printed_with_sorted_keys() -> None:
 
 def test_the_document_states_the_names_the_server_accepts() -> None:
     """Clients generated from the contract can know the valid values: the provider names a
-    gateway with default settings enables and the capabilities as enums, a strategy name and a
-    workspace as patterns."""
+    gateway with default settings enables and the capabilities as enums, a strategy name, a
+    workspace and a repository as patterns."""
     schemas = _committed()["components"]["schemas"]
     capability_fields = {f.name for f in dataclasses.fields(Capabilities)}
     assert set(get_args(Capability)) == capability_fields
@@ -477,7 +477,11 @@ def test_the_document_states_the_names_the_server_accepts() -> None:
         [provider] = [s for s in properties["provider"]["anyOf"] if s.get("type") == "string"]
         assert provider["enum"] == present_by_default(CATALOG)
         assert set(properties["requires"]["items"]["enum"]) == capability_fields
-        assert properties["workspace"]["pattern"].startswith("^(/+")
+        places = ("workspace", "repository") if name == "SessionCreate" else ("workspace",)
+        for place in places:  # a session's workspace (or repository) is optional: one of them
+            variants = properties[place].get("anyOf", [properties[place]])
+            [path] = [s for s in variants if s.get("type") == "string"]
+            assert path["pattern"].startswith("^(/+"), place
     [strategy] = [
         s for s in schemas["RetryPolicyIn"]["properties"]["strategy"]["anyOf"] if "pattern" in s
     ]
