@@ -64,6 +64,7 @@ from app.runtime.recovery import settle_session
 from app.runtime.requests import SessionRequest
 from app.runtime.supervision import Supervisor
 from app.runtime.turns import GATEWAY_SHUTDOWN
+from app.runtime.worktrees import remove_worktree
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -127,6 +128,7 @@ class ClusteredSessions:
         row = await self.local.get(session_id, owner=issuer.owner)
         if isinstance(command, Close | StartTurn):
             if (ended := _ended(command, row)) is not None:
+                await self._tidy(command, ended)
                 return cast(R, ended)
             if self._closing:
                 await self._hand_back(session_id)
@@ -157,6 +159,7 @@ class ClusteredSessions:
         if isinstance(command, Close | StartTurn):
             row = await self.local.get(command.session_id, owner=issuer.owner)
             if (ended := _ended(command, row)) is not None:
+                await self._tidy(command, ended)
                 return ended
             if self._closing:
                 raise ClusterUnavailable(
@@ -169,6 +172,12 @@ class ClusteredSessions:
                     retry_after_s=1,
                 )
         return await self._here(command, issuer)
+
+    async def _tidy(self, command: Close | StartTurn, ended: SessionRecord) -> None:
+        """A close of an ended session (failed, or closed by retention) removes its worktree
+        if it still has one: no replica runs anything in it."""
+        if isinstance(command, Close):
+            await remove_worktree(self.local.settings, ended)
 
     async def _here(self, command: SessionCommand[R], issuer: Issuer) -> R:
         result = await self.local.execute(command, issuer)
