@@ -4,6 +4,7 @@ retention, its branch kept."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import sqlite3
@@ -15,9 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.store.repository import Store
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import follow, wait_until
 from tests.integration.callers import assert_problem, session_count
+from tests.integration.eventlogs import NOW, SESSION
+from tests.integration.rows import session_record
 
 IDENTITY = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
 
@@ -292,3 +296,23 @@ def test_a_session_that_cannot_be_stored_takes_its_worktree_and_branch_back(
     assert sorted(p.name for p in worktrees_root(gateway).iterdir()) == sorted(made)
     branches = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
     assert sorted(branches) == sorted(["main", *(f"agent/{sid}" for sid in made)])
+
+
+async def test_the_store_keeps_a_sessions_repository_branch_base_and_git_dir(
+    store: Store,
+) -> None:
+    """On SQLite and PostgreSQL alike (the columns of migration 0008)."""
+    record = dataclasses.replace(
+        session_record("ses_tree", at=NOW),
+        workspace="/data/worktrees/ses_tree",
+        repository="/work/repo",
+        branch="agent/ses_tree",
+        base="0" * 40,
+        git_dir="/work/repo/.git",
+    )
+    await store.create_session(record)
+
+    assert await store.get_session("ses_tree") == record
+    plain = await store.get_session(SESSION)
+    assert plain is not None
+    assert (plain.repository, plain.branch, plain.base, plain.git_dir) == (None,) * 4

@@ -115,6 +115,38 @@ def test_a_hidden_path_under_a_covered_directory_gets_no_cover_of_its_own(
     assert inside == [str(data)]
 
 
+def test_a_worktree_under_a_covered_root_is_bound_again_after_the_covers(
+    tmp_path: Path,
+) -> None:
+    """The worktrees root is covered; the session's own worktree shows through, and what is
+    hidden inside that worktree is covered again after it."""
+    shared, repo = tmp_path / "shared", tmp_path / "roots" / "repo"
+    data = shared / "data"
+    tree, git_dir = data / "worktrees" / "ses_a", repo / ".git"
+    inside = tree / "secret"
+    dirs(inside, git_dir / "hooks")
+    (git_dir / "config").write_text("[core]\n")
+    confinement = Confinement(
+        bwrap="bwrap",
+        writable=(shared, git_dir),
+        guarded=(git_dir / "config", git_dir / "hooks"),
+        workspace=tree,
+        hidden=(data, data / "worktrees", inside),
+    )
+
+    argv = wrap(confinement, ("true",))
+
+    found = mounts(argv)
+    first = found.index(("--bind", WORKSPACE_SOURCE, str(tree)))
+    again = len(found) - 1 - found[::-1].index(("--bind", WORKSPACE_SOURCE, str(tree)))
+    cover = where(argv, "--tmpfs", str(data))
+    git_at = where(argv, "--bind", str(git_dir), str(git_dir))
+    config_at = where(argv, "--ro-bind", str(git_dir / "config"), str(git_dir / "config"))
+    hooks_at = where(argv, "--ro-bind", str(git_dir / "hooks"), str(git_dir / "hooks"))
+    inside_cover = len(found) - 1 - found[::-1].index(("--tmpfs", str(inside)))
+    assert git_at < min(config_at, hooks_at) < first < cover < again < inside_cover
+
+
 def test_a_hidden_path_outside_every_bind_adds_nothing(tmp_path: Path) -> None:
     workspace, elsewhere = tmp_path / "a", tmp_path / "data"
     dirs(workspace, elsewhere)

@@ -423,3 +423,17 @@ def test_routing_strategies_are_read_per_scenario_and_an_unknown_one_is_refused(
     message = config_error(write_config('[selection]\nstrategies = { debugging = "fastest" }\n'))
     assert "selection.strategies.debugging" in message
     assert "'lowest_latency'" in message  # what it could be instead
+
+
+def test_the_worktrees_root_defaults_into_the_data_directory_and_must_be_absolute(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(storage={"data_dir": tmp_path / "data"})
+    assert settings.worktrees_root == tmp_path / "data" / "worktrees"
+    chosen = load_settings(workspaces={"roots": [tmp_path], "worktrees_root": tmp_path / "t"})
+    assert chosen.worktrees_root == tmp_path / "t"
+
+    said = config_error(workspaces={"roots": [tmp_path], "worktrees_root": "relative/trees"})
+
+    assert "workspaces.worktrees_root" in said
+    assert "absolute" in said
