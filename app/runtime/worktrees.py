@@ -167,16 +167,29 @@ async def take_back(worktree: Worktree) -> None:
     await asyncio.to_thread(gitrepo.delete_branch, worktree.repository, worktree.branch)
 
 
+def repository_of(row: SessionRecord) -> Repository | None:
+    """The repository ``row``'s worktree belongs to, as stored (None: a plain workspace); a
+    fork makes its new session's worktree of it with ``make_worktree``."""
+    if row.repository is None or row.git_dir is None:
+        return None
+    return Repository(path=Path(row.repository), git_dir=Path(row.git_dir))
+
+
 async def remove_worktree(settings: Settings, row: SessionRecord) -> bool:
     """Remove the worktree of ``row`` (a session on one) if it is still there; its branch
-    stays. Whether there was one to remove."""
-    if row.repository is None or row.git_dir is None:
+    stays. Whether there was one to remove. A failure is logged, never raised: the session
+    closes anyway, and the next close (or ``git worktree prune``) can finish the job."""
+    repository = repository_of(row)
+    if repository is None:
         return False
     path = worktree_path(settings, row.id)
     if Path(row.workspace) != path or not (path.exists() or path.is_symlink()):
         return False
-    repository = Repository(path=Path(row.repository), git_dir=Path(row.git_dir))
-    await asyncio.to_thread(gitrepo.remove_worktree, repository, path)
+    try:
+        await asyncio.to_thread(gitrepo.remove_worktree, repository, path)
+    except (GitFailed, OSError) as exc:
+        log.warning("session %s: its worktree %s could not be removed: %s", row.id, path, exc)
+        return False
     log.info(
         "session %s: worktree %s removed; branch %s kept in %s",
         row.id,
