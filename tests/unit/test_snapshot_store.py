@@ -39,7 +39,7 @@ def ls_tree(store: SnapshotStore, commit: str) -> str:
 
 
 def apply(patch: bytes, base: Path) -> None:
-    apply(patch, base)
+    subprocess.run(["git", "apply", "--binary", "-"], cwd=base, input=patch, check=True)
 
 
 def files_of(directory: Path) -> dict[str, tuple[bytes, int]]:
