@@ -28,6 +28,7 @@ from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
 from app.providers.sandboxing import forget_homes
 from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
+from app.runtime.history import history_for
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
 from app.store.files import private_directory
@@ -252,9 +253,10 @@ async def _cleanup(settings: Settings) -> int:
     finally:
         await engine.dispose()
     homes = forget_homes(settings, report.forgotten)
+    records = history_for(settings).forget(list(report.forgotten))
     print(
-        f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events and "
-        f"{homes} CLI homes; "
+        f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events, "
+        f"{homes} CLI homes and {records} workspace records; "
         f"closed {report.sessions_closed} sessions; "
         f"pruned {report.events_pruned} events past storage.max_events_per_session"
     )

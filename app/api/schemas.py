@@ -308,6 +308,8 @@ class TurnPublic(BaseModel):
     final_text: str | None = None
     retry: RetryPolicyPublic | None = None
     """The turn's retry policy snapshot (absent only on turns stored before it was kept)."""
+    changes: str | None = None
+    """Where what the turn changed in the workspace is (``GET …/changes?from=<id>&to=<id>``)."""
 
 
 class TurnList(BaseModel):

@@ -302,9 +302,10 @@ def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The gateway's own files, which no agent may see: its configuration file, its data
-    directory (database, token, logs, every session's home), the homes and a SQLite file
-    kept elsewhere, with its write-ahead log and shared-memory file."""
-    paths = [settings.storage.data_dir, settings.homes_dir]
+    directory (database, token, logs, every session's home and workspace record), the homes,
+    the workspace records and a SQLite file kept elsewhere, with its write-ahead log and
+    shared-memory file."""
+    paths = [settings.storage.data_dir, settings.homes_dir, settings.snapshots_dir]
     if settings.config_file is not None:
         paths.append(settings.config_file)
     url = settings.storage.database_url

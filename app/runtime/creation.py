@@ -28,6 +28,7 @@ from app.runtime.choosing import Chooser
 from app.runtime.coordinator import resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import wants_failover
+from app.runtime.history import WorkspaceHistory
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import CapabilitiesUnmet, resolve_strategy
 from app.settings import Settings
@@ -59,6 +60,7 @@ async def create_session(
     store: Storage,
     events: EventLog,
     clock: Callable[[], datetime],
+    history: WorkspaceHistory | None = None,
 ) -> SessionRecord:
     """Validate everything, then store the session with its first events, or nothing."""
     if request.metadata is not None:
@@ -106,6 +108,8 @@ async def create_session(
         for r in selection.ranking
     ]
     resolved = resolve_workspace(request.workspace, settings.workspaces.roots)
+    if history is not None:  # a workspace too large to record is refused, not half-served
+        await history.admit(resolved)
     now = clock()
     row = SessionRecord(
         id="ses_" + secrets.token_hex(16),

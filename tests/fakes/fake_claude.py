@@ -37,6 +37,9 @@ reads as ``cache_read_input_tokens``) and that cost, added to the process's runn
 ``total_cost_usd`` as Claude Code does; every other answer reports 1 input and 2 output
 tokens and no cost.
 
+``run:<command>`` runs ``<command>`` with ``sh -c`` in its working directory (the workspace),
+as an agent's approved tool would, and answers ``ran``.
+
 ``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
 answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
 ``denied: <message>``. ``question:<text>`` asks the question ``<text>`` (options ``Yes`` and
@@ -332,6 +335,11 @@ def turn(prompt: str) -> None:
         return
     if prompt.startswith("question:"):
         question(prompt.split(":", 1)[1])
+        return
+    if prompt.startswith("run:"):
+        subprocess.run(["/bin/sh", "-c", prompt.split(":", 1)[1]], check=False)
+        text("ran")
+        result("ran")
         return
     if faults(prompt):
         return

@@ -291,7 +291,7 @@ def test_a_system_interpreter_adds_nothing(tmp_path: Path) -> None:
 # --- hidden_paths ----------------------------------------------------------------------------
 
 
-def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
+def test_the_gateway_hides_its_data_config_homes_records_and_a_database_kept_elsewhere(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "etc" / "gateway.toml"
@@ -301,6 +301,7 @@ def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
         f'[storage]\ndata_dir = "{tmp_path / "data"}"\n'
         f'url = "sqlite+aiosqlite:///{database}"\n'
         f'[sandbox]\nhomes_dir = "{tmp_path / "homes"}"\n'
+        f'[snapshots]\ndir = "{tmp_path / "records"}"\n'
         f'[workspaces]\nroots = ["{tmp_path}"]\n'
     )
 
@@ -309,6 +310,7 @@ def test_the_gateway_hides_its_data_config_homes_and_a_database_kept_elsewhere(
     assert set(hidden) == {
         tmp_path / "data",
         tmp_path / "homes",
+        tmp_path / "records",
         config,
         database,
         *(Path(f"{database}{end}") for end in ("-wal", "-shm", "-journal")),
