@@ -12,10 +12,11 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from app.api.contract import problems
 from app.api.deps import Manager, issuer
-from app.api.sessions import STORAGE
 from app.api.schemas import _In
 from app.api.security import Authenticated
+from app.api.sessions import STORAGE
 from app.events import ChangedFile
+from app.records import RevertRecord
 from app.runtime import changes as recorded
 from app.runtime.commands import Revert
 
@@ -147,6 +148,10 @@ async def revert(
     done = await manager.execute(
         Revert(session_id=session_id, to_turn=body.to_turn), issuer(principal)
     )
+    return revert_public(done)
+
+
+def revert_public(done: RevertRecord) -> RevertPublic:
     return RevertPublic(
         session_id=done.session_id,
         to_turn=done.to_turn,

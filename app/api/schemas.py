@@ -456,7 +456,12 @@ class WsTurnInterrupt(_In):
     type: Literal["turn.interrupt"]
 
 
+class WsSessionRevert(_In):
+    type: Literal["session.revert"]
+    to_turn: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
 WsClientFrame = Annotated[
-    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt,
+    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt | WsSessionRevert,
     Field(discriminator="type"),
 ]
