@@ -430,6 +430,10 @@ def test_the_plan_panel_shows_the_newest_plan_live_and_after_a_reload(
     assert_rendered_exactly_once(page, gateway, session_id)
 
 
+MINUS = "\N{MINUS SIGN}"
+"""What the console writes before the count of the lines a change deleted."""
+
+
 def test_a_turns_changed_files_and_diff_show_and_revert_puts_them_back(
     page: Page, gateway: GatewayProcess, workspace: Path
 ) -> None:
@@ -448,12 +452,12 @@ def test_a_turns_changed_files_and_diff_show_and_revert_puts_them_back(
     ended = turn_end(page, "completed")
 
     changes = ended.locator("details.changes")
-    expect(changes.locator("summary")).to_have_text("2 file(s) changed, +3 −1")
+    expect(changes.locator("summary")).to_have_text(f"2 file(s) changed, +3 {MINUS}1")
     changes.locator("summary").click()
     files = changes.locator(".changed-files li")
     expect(files).to_have_count(2)
-    expect(files.nth(0)).to_contain_text("console-new.txt added · +2 −0")
-    expect(files.nth(1)).to_contain_text("console-story.txt modified · +1 −1")
+    expect(files.nth(0)).to_contain_text(f"console-new.txt added · +2 {MINUS}0")
+    expect(files.nth(1)).to_contain_text(f"console-story.txt modified · +1 {MINUS}1")
     expect(changes.locator(".diff-line.removed")).to_contain_text(["-upon"])
     expect(changes.locator(".diff-line.added", has_text="+UPON")).to_have_count(1)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
