@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from app.process.snapshots.diffs import Changes, changes_from
+from app.process.snapshots.diffs import Changes, FileChange, changes_from, parse_numstat
 from app.process.snapshots.git import Git, GitError, GitUnavailable, repository_excludes, with_index
 
 NOW: Final = "now"
@@ -41,7 +41,7 @@ NOW: Final = "now"
 MIN_GIT: Final = (2, 32)
 """``GIT_CONFIG_GLOBAL`` came with Git 2.32."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-_STAT_BATCH = 4096
+_STAT_BATCH = 16_384
 _CONFIG = """\
 [core]
 \trepositoryformatversion = 0
@@ -186,38 +186,26 @@ class SnapshotStore:
         await self._ready(git_dir)
         git = self._git(git_dir, workspace)
         files = total = 0
-        pending: list[str] = []
+        pending: list[bytes] = []
         nested: list[str] = []
         tail = b""
         listing = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         async with git.stream(*listing) as out:
             while chunk := await out.read(1 << 16):
                 *names, tail = (tail + chunk).split(b"\0")
-                for name in map(os.fsdecode, names):
+                for name in names:
                     # Git lists a directory with a repository of its own as `path/`.
-                    (nested if name.endswith("/") else pending).append(name)
+                    if name.endswith(b"/"):
+                        nested.append(os.fsdecode(name))
+                    else:
+                        pending.append(name)
                 if len(pending) >= _STAT_BATCH:
-                    files, total = await self._count(workspace, pending, files, total)
-                    pending = []
+                    found, size = await asyncio.to_thread(_count, workspace, pending)
+                    files, total, pending = files + found, total + size, []
                     if files > self.max_files or total > self.max_bytes:
                         return Size(files=files, bytes=total, complete=False)
-        files, total = await self._count(workspace, pending, files, total)
-        return Size(files=files, bytes=total, nested=tuple(nested))
-
-    @staticmethod
-    async def _count(workspace: Path, names: list[str], files: int, total: int) -> tuple[int, int]:
-        def count() -> tuple[int, int]:
-            found, size = files, total
-            for name in dict.fromkeys(names):
-                try:
-                    stat = os.lstat(workspace / name)
-                except OSError:  # gone since the listing (or recorded, then deleted)
-                    continue
-                found += 1
-                size += stat.st_size
-            return found, size
-
-        return await asyncio.to_thread(count)
+        found, size = await asyncio.to_thread(_count, workspace, pending)
+        return Size(files=files + found, bytes=total + size, nested=tuple(nested))
 
     def over(self, size: Size) -> TooLarge | None:
         """The refusal for a workspace of ``size``, or None when the store records it."""
@@ -299,6 +287,19 @@ class SnapshotStore:
         counts = await git.run(*common, "--numstat", base, target)
         return changes_from(statuses, counts)
 
+    async def counts(self, session_id: str, workspace: Path, base: str, target: str) -> Changes:
+        """``changes`` without the statuses (every file ``modified``): one Git command, for
+        a summary's figures."""
+        git, base, target = await self._pair(session_id, workspace, base, target)
+        common = ("diff-tree", "-r", "-M", "-z", "--no-ext-diff", "--no-textconv")
+        listed = parse_numstat(await git.run(*common, "--numstat", base, target))
+        return Changes(
+            files=tuple(
+                FileChange(path=path, status="modified", additions=a, deletions=d, binary=b)
+                for path, (a, d, b) in listed.items()
+            )
+        )
+
     async def patch(
         self, session_id: str, workspace: Path, base: str, target: str, *, binary: bool
     ) -> bytes:
@@ -371,6 +372,23 @@ class SnapshotStore:
                 shutil.rmtree(git_dir, ignore_errors=True)
                 removed += 1
         return removed
+
+
+def _count(workspace: Path, names: list[bytes]) -> tuple[int, int]:
+    """How many of ``names`` (relative to ``workspace``) exist, and their bytes."""
+    found = size = 0
+    lstat = os.lstat
+    directory = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in names:
+            try:
+                size += lstat(name, dir_fd=directory).st_size
+            except OSError:  # gone since the listing (or recorded, then deleted)
+                continue
+            found += 1
+    finally:
+        os.close(directory)
+    return found, size
 
 
 def _leave_out(git_dir: Path, nested: tuple[str, ...]) -> None:
