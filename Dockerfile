@@ -23,8 +23,10 @@ RUN python -m venv /opt/venv \
 # --- the image -------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}
 
-# Node.js >= 20 from Debian runs the CLIs' npm wrappers; npm installs their versions. git and
-# ripgrep are tools the agents use in a workspace (OpenCode would otherwise download rg).
+# Node.js >= 20 from Debian runs the CLIs' npm wrappers; npm installs their versions. git keeps
+# the gateway's own workspace snapshots (app/process/snapshots/; the gateway does not start
+# without it while snapshots are on) and, with ripgrep, is a tool the agents use in a
+# workspace (OpenCode would otherwise download rg).
 # bubblewrap is the sandbox around every agent process ([sandbox] mode = "bwrap"). Debian's
 # bwrap is not setuid: as the agent user it builds the sandbox in a user namespace of its own,
 # which the compose files' seccomp profile allows (docker/seccomp-sandbox.json), and it stays

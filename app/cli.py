@@ -28,6 +28,7 @@ from app.doctor import render, run_doctor
 from app.observability.logs import configure_logging
 from app.providers.sandboxing import forget_homes
 from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
+from app.runtime.history import history_for
 from app.runtime.worktrees import forget_worktrees
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
@@ -259,9 +260,11 @@ async def _cleanup(settings: Settings) -> int:
     finally:
         await engine.dispose()
     homes = forget_homes(settings, report.forgotten)
+    records = history_for(settings).forget(list(report.forgotten))
     print(
         f"deleted {report.bindings_deleted} bindings, {report.events_deleted} events, "
-        f"{homes} CLI homes and {worktrees} worktrees (their branches kept); "
+        f"{homes} CLI homes, {worktrees} worktrees (their branches kept) and {records} "
+        "workspace records; "
         f"closed {report.sessions_closed} sessions; "
         f"pruned {report.events_pruned} events past storage.max_events_per_session"
     )

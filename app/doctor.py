@@ -3,9 +3,10 @@
 Each enabled provider is checked for: its executable, its version against the pinned one, a
 clean start (``--version``), credentials or an endpoint, and, when a model endpoint is
 configured, a TCP connection to it. The gateway itself is checked for how it will enforce
-the CLIs' memory and process limits (``limits.enforcement``). The exit code is non-zero when
-the default provider or a fallback provider is unusable, or the limits cannot be enforced as
-configured (the gateway would not start).
+the CLIs' memory and process limits (``limits.enforcement``) and for the Git its workspace
+snapshots need (``snapshots``). The exit code is non-zero when the default provider or a
+fallback provider is unusable, or the limits cannot be enforced as configured or snapshots
+are on without a working Git (the gateway would not start).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.process.bounds import Enforcement, EnforcementUnavailable
 from app.process.childspec import child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
+from app.process.snapshots import git_problem
 from app.providers import catalog
 from app.providers.catalog import described
 from app.providers.registry import cli_version
@@ -206,8 +208,9 @@ async def run_doctor(
         )
     finally:
         await runner.aclose()
-    checks = [limits_check(settings), *(check for group in results for check in group)]
-    if checks[0].status == "FAIL":
+    gateway = [limits_check(settings), await snapshots_check(settings)]
+    checks = [*gateway, *(check for group in results for check in group)]
+    if any(check.status == "FAIL" for check in gateway):
         return checks, 1
     essential = {settings.selection.default, *settings.selection.fallback_chain}
     unusable = {c.provider for c in checks if c.status == "FAIL"} | {
@@ -227,6 +230,35 @@ def limits_check(settings: Settings) -> Check:
         name="limits",
         status="ok" if by.memory == by.processes == "cgroup" else "warn",
         detail=f"memory by {by.memory}, processes by {by.processes} ({by.detail})",
+    )
+
+
+async def snapshots_check(settings: Settings) -> Check:
+    """Whether the workspace snapshots can be taken: Git 2.32 or later, where they are on."""
+    section = settings.snapshots
+    if not section.enabled:
+        return Check(
+            provider="gateway",
+            name="snapshots",
+            status="warn",
+            detail="off (snapshots.enabled = false): no changes per turn, no revert",
+        )
+    problem = await git_problem(section.git)
+    if problem is not None:
+        detail = f"{problem}: install Git 2.32 or later (Debian: apt-get install git), or set "
+        return Check(
+            provider="gateway",
+            name="snapshots",
+            status="FAIL",
+            detail=detail + "snapshots.enabled = false",
+        )
+    found = shutil.which(section.git) or section.git
+    return Check(
+        provider="gateway",
+        name="snapshots",
+        status="ok",
+        detail=f"{found}; records in {settings.snapshots_dir} (at most "
+        f"{section.max_files} files, {section.max_bytes} bytes a workspace)",
     )
 
 

@@ -9,10 +9,13 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── SessionClosed             the session was deleted or ended
 │   ├── BranchExists              the branch a new session's worktree asks for exists
 │   ├── ApprovalNotPending        the approval was already resolved
-│   └── QuestionNotPending        the question was already answered or ended
+│   ├── QuestionNotPending        the question was already answered or ended
+│   ├── RevertInProgress          the session's workspace is being reverted
+│   └── SnapshotUnavailable       the workspace state asked for was not recorded
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
+│   ├── WorkspaceTooLarge         the workspace is over the snapshot cap
 │   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
@@ -120,6 +123,19 @@ class QuestionNotPending(Conflict):
     title = "Question is no longer pending"
 
 
+class RevertInProgress(Conflict):
+    type = "revert_in_progress"
+    title = "A revert is running"
+
+
+class SnapshotUnavailable(Conflict):
+    """The workspace state asked for was not recorded (snapshots off, the workspace over
+    their cap then, or the turn has not ended)."""
+
+    type = "snapshot_unavailable"
+    title = "Workspace state not recorded"
+
+
 class InvalidRequest(GatewayError):
     status = 422
     type = "invalid_request"
@@ -132,8 +148,18 @@ class WorkspaceRejected(InvalidRequest):
 
 
 class RepositoryRejected(InvalidRequest):
+    """The repository, ref or branch a worktree session names cannot be used."""
+
     type = "repository_rejected"
     title = "Repository rejected"
+
+
+class WorkspaceTooLarge(InvalidRequest):
+    """The workspace holds more than the snapshot store records (``snapshots.max_files``,
+    ``snapshots.max_bytes``)."""
+
+    type = "workspace_too_large"
+    title = "Workspace too large"
 
 
 class Unauthorized(GatewayError):

@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import __version__
-from app.api import console, events, health, metrics, problems, runs, sessions, usage
+from app.api import changes, console, events, health, metrics, problems, runs, sessions, usage
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.problemmask import ProblemMaskMiddleware
@@ -23,6 +24,7 @@ from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
+from app.process.snapshots import git_problem
 from app.process.watchdog import supervised_runner
 from app.providers.base import Provider
 from app.providers.catalog import cli_secrets, resolve
@@ -33,11 +35,12 @@ from app.redaction import SecretMask, secrets_of
 from app.runtime.cluster import Cluster
 from app.runtime.clustered import ClusteredSessions
 from app.runtime.eventlog import EventLog
+from app.runtime.history import WorkspaceHistory
 from app.runtime.local import LocalSessions
 from app.runtime.sessions import Sessions
 from app.runtime.shares import stream_cap
 from app.runtime.worktrees import forget_worktrees
-from app.settings import Settings
+from app.settings import ConfigError, Settings
 from app.store.db import checkpoint, create_engine
 from app.store.interface import Storage
 from app.store.repository import Store
@@ -114,7 +117,7 @@ def create_app(
         store = Store(engine, holder=None if redis is None else settings.cluster.replica_id)
         cluster = None if redis is None else _cluster(redis, settings, store, gateway_metrics)
         try:
-            await check_schema(engine)
+            await _check_start(engine, settings)
             providers = build_providers(settings, runner)
             registry = ProviderRegistry(
                 settings=settings,
@@ -144,7 +147,9 @@ def create_app(
             app.state.begin_shutdown = (stopper := _Stopper(manager, event_log, settings)).begin
             tasks = [
                 asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
-                asyncio.create_task(_retention(settings, store, clock), name="retention"),
+                asyncio.create_task(
+                    _retention(settings, store, clock, local.history), name="retention"
+                ),
                 asyncio.create_task(watchdog.run(), name="process-watchdog"),
                 asyncio.create_task(_watch_token(token_file), name="token-file"),
                 asyncio.create_task(
@@ -233,6 +238,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(health.router)
     app.include_router(providers_api.router)
     app.include_router(sessions.router)
+    app.include_router(changes.router)
     app.include_router(events.router)
     app.include_router(runs.router)
     app.include_router(usage.router)
@@ -308,6 +314,21 @@ class _Stopper:
             log.exception("stopping the sessions failed")
 
 
+async def _check_start(engine: AsyncEngine, settings: Settings) -> None:
+    """What start-up needs: a schema it knows and, with snapshots on, a working Git and their
+    directory (private); it fails otherwise, saying what to do."""
+    await check_schema(engine)
+    if not settings.snapshots.enabled:
+        return
+    problem = await git_problem(settings.snapshots.git)
+    if problem is not None:
+        raise ConfigError(
+            f"snapshots.enabled is on but {problem}: install Git 2.32 or later (Debian: "
+            "apt-get install git), point snapshots.git at it, or set snapshots.enabled = false"
+        )
+    await asyncio.to_thread(settings.snapshots_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+
+
 def _period(settings: Settings) -> float:
     idle = min((p.idle_timeout_s for p in settings.providers.values()), default=600.0)
     return min(MAINTENANCE_PERIOD_S, idle / 4)
@@ -336,8 +357,14 @@ async def _watch_token(token_file: TokenFile | None) -> None:
             log.exception("could not look at the admin token file")
 
 
-async def _retention(settings: Settings, store: Storage, clock: Callable[[], datetime]) -> None:
-    """Delete bindings unused for ``retention_days`` (and their ended sessions' events)."""
+async def _retention(
+    settings: Settings,
+    store: Storage,
+    clock: Callable[[], datetime],
+    history: WorkspaceHistory,
+) -> None:
+    """Delete bindings unused for ``retention_days`` (and their ended sessions' events, CLI
+    homes and workspace records)."""
     while True:
         try:
             report = await store.retain(
@@ -351,6 +378,9 @@ async def _retention(settings: Settings, store: Storage, clock: Callable[[], dat
                 log.info("retention removed %d sessions' CLI homes", homes)
             if worktrees := await forget_worktrees(settings, store, report.forgotten):
                 log.info("retention removed %d sessions' worktrees (branches kept)", worktrees)
+            forgotten = list(report.forgotten)
+            if records := await asyncio.to_thread(history.forget, forgotten):
+                log.info("retention removed %d sessions' workspace records", records)
             if report.events_pruned:
                 log.info(
                     "retention pruned %d events past storage.max_events_per_session",

@@ -184,6 +184,19 @@ class StoredEvent:
     json: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RevertRecord:
+    """What a revert did: the workspace back at the start of turn ``to_turn``, and the files
+    it changed to get there (``ChangedFile`` values)."""
+
+    session_id: str
+    to_turn: str
+    turn_number: int
+    files: list[dict[str, Any]]
+    additions: int = 0
+    deletions: int = 0
+
+
 def json_dict(value: Any) -> dict[str, JsonValue]:
     """A pydantic model or mapping as a JSON-ready dict for a JSON column."""
     if hasattr(value, "model_dump"):

@@ -37,6 +37,7 @@ from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
 from app.settingsenv import EnvSource
+from app.snapshot_settings import SnapshotSettings
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
@@ -372,6 +373,7 @@ class Settings(BaseSettings):
     limits: LimitsSettings = LimitsSettings()
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     sandbox: SandboxSettings = SandboxSettings()
+    snapshots: SnapshotSettings = SnapshotSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
@@ -391,6 +393,11 @@ class Settings(BaseSettings):
     def homes_dir(self) -> Path:
         """Where each session's own CLI home is created."""
         return self.sandbox.homes_dir or self.storage.data_dir / "homes"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """Where each session's workspace record is kept."""
+        return self.snapshots.dir or self.storage.data_dir / "snapshots"
 
     @classmethod
     def settings_customise_sources(

@@ -42,6 +42,7 @@ BENCHMARKS = (
     "replicas",
     "peer",
     "coalescing",
+    "snapshots",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

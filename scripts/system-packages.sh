@@ -23,6 +23,8 @@
 #   redis-server the tests' private Redis       redis-server
 #   bwrap        the agents' sandbox            bubblewrap (sandbox.mode = auto uses it
 #                (app/process/sandbox.py)       wherever it can start a sandbox)
+#   git          the workspace snapshots        git (the gateway refuses to start without
+#                (app/process/snapshots/)       it while snapshots.enabled is on)
 #
 # The tests start their own PostgreSQL and Redis on free loopback ports and never use the
 # ones these packages may set up and start on 5432 and 6379.
@@ -35,7 +37,7 @@ APT_CACHE=${APT_CACHE:-apt-cache}
 PYTHON=${PYTHON:-python3}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 POSTGRESQL_LIB=${POSTGRESQL_LIB:-/usr/lib/postgresql}
-ALL_TOOLS=(python-venv ip make node npm chromium postgresql redis-server bwrap)
+ALL_TOOLS=(python-venv ip make node npm chromium postgresql redis-server bwrap git)
 
 simulate=false
 tools=()
@@ -43,7 +45,7 @@ for arg in "$@"; do
   case "$arg" in
     --simulate) simulate=true ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    python-venv | ip | make | node | npm | chromium | postgresql | redis-server | bwrap) tools+=("$arg") ;;
+    python-venv | ip | make | node | npm | chromium | postgresql | redis-server | bwrap | git) tools+=("$arg") ;;
     *) echo "system-packages: unknown tool or option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -135,6 +137,7 @@ for tool in "${ALL_TOOLS[@]}"; do
     ip) install "$tool" iproute2 ;;
     make) install "$tool" make ;;
     bwrap) install "$tool" bubblewrap ;;
+    git) install "$tool" git ;;
     node) install "$tool" nodejs ;;
     npm)
       if nodejs_provides_npm; then

@@ -118,6 +118,7 @@ def turn_public(row: TurnRecord) -> TurnPublic:
         error=TurnError.model_validate(row.error) if row.error else None,
         final_text=row.final_text,
         retry=_retry_public(row.retry_policy),
+        changes=f"/v1/sessions/{row.session_id}/changes?from={row.id}&to={row.id}",
     )
 
 

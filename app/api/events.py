@@ -40,6 +40,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
+from app.api.changes import revert_public
 from app.api.contract import problems
 from app.api.deps import Manager, approval_public, issuer, question_public, turn_public
 from app.api.problems import error_headers
@@ -48,6 +49,7 @@ from app.api.schemas import (
     WsApprovalRespond,
     WsClientFrame,
     WsQuestionAnswer,
+    WsSessionRevert,
     WsTurnInterrupt,
     WsTurnStart,
 )
@@ -67,6 +69,7 @@ from app.runtime.commands import (
     Interrupt,
     Issuer,
     Respond,
+    Revert,
     StartTurn,
 )
 from app.runtime.sessions import Sessions
@@ -452,6 +455,8 @@ def _command(session_id: str, frame: Any) -> Command:
             return Answer(session_id=session_id, question_id=frame.question_id, answers=answers)
         case WsTurnInterrupt():
             return Interrupt(session_id=session_id)
+        case WsSessionRevert():
+            return Revert(session_id=session_id, to_turn=frame.to_turn)
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 
@@ -469,6 +474,9 @@ async def _dispatch(manager: Sessions, session_id: str, frame: Any, by: Issuer) 
             return {"question": question_public(row).model_dump(mode="json")}
         case Interrupt() as command:
             return {"turn_id": await manager.execute(command, by)}
+        case Revert() as command:
+            done = await manager.execute(command, by)
+            return {"revert": revert_public(done).model_dump(mode="json")}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 

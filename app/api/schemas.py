@@ -280,6 +280,8 @@ class TurnPublic(BaseModel):
     final_text: str | None = None
     retry: RetryPolicyPublic | None = None
     """The turn's retry policy snapshot (absent only on turns stored before it was kept)."""
+    changes: str | None = None
+    """Where what the turn changed in the workspace is (``GET …/changes?from=<id>&to=<id>``)."""
 
 
 class TurnList(BaseModel):
@@ -426,7 +428,12 @@ class WsTurnInterrupt(_In):
     type: Literal["turn.interrupt"]
 
 
+class WsSessionRevert(_In):
+    type: Literal["session.revert"]
+    to_turn: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
 WsClientFrame = Annotated[
-    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt,
+    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt | WsSessionRevert,
     Field(discriminator="type"),
 ]

@@ -583,6 +583,15 @@ function render(envelope) {
       return line(envelope, "meta", `Thread ${data.thread_id}.`);
     case "session.closed":
       return line(envelope, "notice closed", `Session closed (${data.reason}).`);
+    case "session.reverted": {
+      const count = (data.files || []).length;
+      return line(
+        envelope,
+        "notice reverted",
+        `Workspace reverted to the start of turn ${data.turn_number} by ${data.by}: ` +
+          `${count} file(s) put back.`,
+      );
+    }
     case "turn.started": {
       const element = line(envelope, "msg user");
       element.append(node("div", "who-label", "You"), node("div", "text", data.prompt));
@@ -964,7 +973,94 @@ function turnCompleted(envelope, data) {
     turn.append(root);
   }
   const usage = data.usage ? ` · ${usageText(data.usage)}` : "";
-  return line(envelope, "turn-end completed", `Turn completed${usage}.`);
+  const element = line(envelope, "turn-end completed", `Turn completed${usage}.`);
+  if (data.changes && data.changes.files > 0) element.append(changesPanel(envelope, data.changes));
+  return element;
+}
+
+// --- what a turn changed ---------------------------------------------------------------------
+
+function changesPanel(envelope, changes) {
+  const turnId = envelope.turn_id;
+  const panel = node("details", "changes");
+  panel.dataset.turnId = turnId;
+  panel.append(
+    node(
+      "summary",
+      null,
+      `${changes.files} file(s) changed, +${changes.additions} −${changes.deletions}`,
+    ),
+  );
+  const body = node("div", "changes-body");
+  const files = node("ul", "changed-files");
+  const diff = node("pre", "diff");
+  const error = node("p", "error");
+  error.setAttribute("role", "alert");
+  const revert = node("button", "small revert", "Revert to before this turn");
+  revert.type = "button";
+  revert.addEventListener("click", () => revertTo(turnId, revert, error));
+  body.append(files, diff, revert, error);
+  panel.append(body);
+  let loaded = false;
+  panel.addEventListener("toggle", () => {
+    if (!panel.open || loaded) return;
+    loaded = true;
+    loadChanges(turnId, files, diff, error).catch(() => {
+      loaded = false;
+    });
+  });
+  return panel;
+}
+
+async function loadChanges(turnId, files, diff, error) {
+  const query = `?from=${encodeURIComponent(turnId)}&to=${encodeURIComponent(turnId)}`;
+  try {
+    const found = await api(sessionPath(state.session.id, `/changes${query}`));
+    files.replaceChildren(
+      ...found.files.map((file) => {
+        const item = node("li", `changed ${file.status}`);
+        const counts = file.binary ? "binary" : `+${file.additions} −${file.deletions}`;
+        const from = file.old_path ? ` (from ${file.old_path})` : "";
+        item.append(node("code", null, file.path), node("span", null, ` ${file.status}${from} · ${counts}`));
+        return item;
+      }),
+    );
+    diff.replaceChildren(
+      ...found.diff.split("\n").map((text) => {
+        const kind = text.startsWith("+") && !text.startsWith("+++")
+          ? "added"
+          : text.startsWith("-") && !text.startsWith("---")
+            ? "removed"
+            : text.startsWith("@@")
+              ? "hunk"
+              : "context";
+        return node("span", `diff-line ${kind}`, `${text}\n`);
+      }),
+    );
+  } catch (failure) {
+    error.textContent = describe(failure);
+    throw failure;
+  }
+}
+
+async function revertTo(turnId, button, error) {
+  // Two clicks: the first asks, the second reverts (what changed since is lost).
+  if (button.dataset.armed !== "yes") {
+    button.dataset.armed = "yes";
+    button.textContent = "Click again to revert the files";
+    return;
+  }
+  button.dataset.armed = "";
+  button.disabled = true;
+  error.textContent = "";
+  try {
+    await api(sessionPath(state.session.id, "/revert"), { method: "POST", body: { to_turn: turnId } });
+    button.textContent = "Reverted";
+  } catch (failure) {
+    error.textContent = describe(failure);
+    button.textContent = "Revert to before this turn";
+    button.disabled = false;
+  }
 }
 
 function turnFailed(envelope, error) {

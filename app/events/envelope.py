@@ -35,6 +35,7 @@ from app.events.session import (
     SessionClosed,
     SessionCreated,
     SessionProviderSelected,
+    SessionReverted,
     SessionThreadBound,
 )
 from app.events.turn import (
@@ -52,6 +53,7 @@ EventData = (
     | SessionProviderSelected
     | SessionThreadBound
     | SessionClosed
+    | SessionReverted
     | TurnStarted
     | TurnCompleted
     | TurnFailed
@@ -143,6 +145,11 @@ class SessionThreadBoundEvent(EventEnvelope):
 class SessionClosedEvent(EventEnvelope):
     type: Literal["session.closed"]
     data: SessionClosed
+
+
+class SessionRevertedEvent(EventEnvelope):
+    type: Literal["session.reverted"]
+    data: SessionReverted
 
 
 class TurnStartedEvent(EventEnvelope):
@@ -250,6 +257,7 @@ Event = Annotated[
     | SessionProviderSelectedEvent
     | SessionThreadBoundEvent
     | SessionClosedEvent
+    | SessionRevertedEvent
     | TurnStartedEvent
     | TurnCompletedEvent
     | TurnFailedEvent

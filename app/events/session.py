@@ -3,8 +3,11 @@ bound, closed."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
+from app.events.turn import ChangesSummary
 from app.events.vocabulary import Payload, RoutingStrategy, SelectionReason
 
 
@@ -86,3 +89,32 @@ class ProviderSwitched(Payload):
     message: str | None = None
     """The failure's message."""
     handoff: HandoffSize | None = None
+
+
+class ChangedFile(BaseModel):
+    """One file that differs between two states of a workspace."""
+
+    model_config = ConfigDict(frozen=True)
+    path: str
+    """Where the file is (where it was, for a deleted one), relative to the workspace."""
+    status: Literal["added", "modified", "deleted", "renamed"]
+    old_path: str | None = None
+    """Where a renamed file was."""
+    additions: int
+    deletions: int
+    binary: bool
+    """A binary file: no lines counted (``?format=patch`` carries its bytes)."""
+
+
+class SessionReverted(Payload):
+    """The workspace's files were put back as they were when ``to_turn`` started; the
+    agent's next prompt is told so."""
+
+    TYPE = "session.reverted"
+    to_turn: str
+    turn_number: int
+    files: list[ChangedFile]
+    """What the revert changed, from the workspace as it was to that turn's start."""
+    changes: ChangesSummary
+    by: str
+    """The key that asked."""

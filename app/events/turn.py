@@ -64,6 +64,17 @@ class TurnError(BaseModel):
     ``line_too_long``, ``memory_limit``, ``process_limit``)."""
 
 
+class ChangesSummary(BaseModel):
+    """What a turn changed in its workspace, in short (``GET …/changes`` has the files)."""
+
+    model_config = ConfigDict(frozen=True)
+    files: int
+    additions: int
+    """Lines added, over every text file."""
+    deletions: int
+    """Lines deleted, over every text file."""
+
+
 class TurnStarted(Payload):
     TYPE = "turn.started"
     prompt: str
@@ -74,6 +85,9 @@ class TurnCompleted(Payload):
     final_text: str
     usage: Usage | None = None
     stop_reason: str | None = None
+    changes: ChangesSummary | None = None
+    """What the turn changed in the workspace; null when it was not recorded (snapshots
+    off, or the workspace over their cap: a ``warning`` says so)."""
 
 
 class TurnFailed(Payload):

@@ -11,6 +11,7 @@ EventType = Literal[
     "session.provider_selected",
     "session.thread_bound",
     "session.closed",
+    "session.reverted",
     "turn.started",
     "turn.completed",
     "turn.failed",

@@ -325,10 +325,16 @@ def sandbox_for(name: str, settings: Settings, login: LoginFiles) -> Sandbox:
 
 def hidden_paths(settings: Settings) -> tuple[Path, ...]:
     """The gateway's own files, which no agent may see: its configuration file, its data
-    directory (database, token, logs, every session's home), the homes, the sessions'
-    worktrees and a SQLite file kept elsewhere, with its write-ahead log and shared-memory
-    file. (A session's own home and worktree show through: ``Confinement``.)"""
-    paths = [settings.storage.data_dir, settings.homes_dir, settings.worktrees_root]
+    directory (database, token, logs, every session's home and workspace record), the homes,
+    the sessions' worktrees, the workspace records and a SQLite file kept elsewhere, with its
+    write-ahead log and shared-memory file. (A session's own home and worktree show through:
+    ``Confinement``.)"""
+    paths = [
+        settings.storage.data_dir,
+        settings.homes_dir,
+        settings.worktrees_root,
+        settings.snapshots_dir,
+    ]
     if settings.config_file is not None:
         paths.append(settings.config_file)
     url = settings.storage.database_url

@@ -2,7 +2,8 @@
 loss, adoption and hand-back (app/runtime/cluster.py has ownership and the signed transport).
 
     execute(command, issuer) at any replica
-        StartTurn, Close:  hold the session (claiming it if free) ─► run it here
+        StartTurn, Revert, Close:
+                           hold the session (claiming it if free) ─► run it here
                            held by replica R                      ─► forward it to R
         the others:        held by replica R                      ─► forward it to R
                            else                                   ─► run it here (nothing
@@ -50,6 +51,7 @@ from app.runtime.cluster import AdoptionDue, Cluster, Lost, Received
 from app.runtime.commands import (
     Close,
     Issuer,
+    Revert,
     SessionCommand,
     StartTurn,
     decode,
@@ -59,6 +61,7 @@ from app.runtime.commands import (
 from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook
 from app.runtime.forwarding import OwnerGone
+from app.runtime.history import WorkspaceHistory
 from app.runtime.local import LocalSessions
 from app.runtime.recovery import settle_session
 from app.runtime.requests import SessionRequest
@@ -84,6 +87,7 @@ class ClusteredSessions:
         self.events: EventLog = local.events
         self.clock: Callable[[], datetime] = local.clock
         self.figures: FigureBook = local.figures
+        self.history: WorkspaceHistory = local.history
         metrics = local.metrics
         self._loops = Supervisor(
             log,
@@ -126,7 +130,7 @@ class ClusteredSessions:
         shuts down, a turn or a close goes to another one."""
         session_id = command.session_id
         row = await self.local.get(session_id, owner=issuer.owner)
-        if isinstance(command, Close | StartTurn):
+        if isinstance(command, Close | StartTurn | Revert):
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
                 return cast(R, ended)
@@ -156,7 +160,7 @@ class ClusteredSessions:
         """Run a command another replica forwarded, as the key that asked for it (its signed
         ``issuer`` decides which sessions it may reach, nothing in its fields)."""
         command = decode(kind, fields)
-        if isinstance(command, Close | StartTurn):
+        if isinstance(command, Close | StartTurn | Revert):
             row = await self.local.get(command.session_id, owner=issuer.owner)
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
@@ -173,7 +177,7 @@ class ClusteredSessions:
                 )
         return await self._here(command, issuer)
 
-    async def _tidy(self, command: Close | StartTurn, ended: SessionRecord) -> None:
+    async def _tidy(self, command: Close | StartTurn | Revert, ended: SessionRecord) -> None:
         """A close of an ended session (failed, or closed by retention) removes its worktree
         if it still has one: no replica runs anything in it."""
         if isinstance(command, Close):
@@ -329,7 +333,7 @@ class ClusteredSessions:
         await self.cluster.let_go(session_id)
 
 
-def _ended(command: Close | StartTurn, row: SessionRecord) -> SessionRecord | None:
+def _ended(command: Close | StartTurn | Revert, row: SessionRecord) -> SessionRecord | None:
     """What a close or a turn on an ended session answers without any replica taking it: the
     session itself for a close; a turn is refused. None while the session is open."""
     if row.status not in ENDED_SESSION_STATUSES:

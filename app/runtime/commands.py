@@ -1,6 +1,6 @@
 """What a client (or the gateway itself) asks of a live session, as values.
 
-    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Close
+    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Revert · Close
 
 Each command is a frozen value naming its session; the REST routes and the WebSocket frames
 build the same ones, ``Sessions.execute(command, issuer)`` runs them (app/runtime/sessions.py),
@@ -30,7 +30,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from app.cluster.commands import Issuer
 from app.errors import InvalidRequest
 from app.events import ApprovalDecision, QuestionAnswer
-from app.records import ApprovalRecord, SessionRecord, TurnRecord
+from app.records import ApprovalRecord, RevertRecord, SessionRecord, TurnRecord
 
 __all__ = [
     "GATEWAY",
@@ -40,6 +40,7 @@ __all__ = [
     "Interrupt",
     "Issuer",
     "Respond",
+    "Revert",
     "SessionCommand",
     "StartTurn",
     "decode",
@@ -107,6 +108,16 @@ class Answer(SessionCommand[ApprovalRecord]):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Revert(SessionCommand[RevertRecord]):
+    """Put the workspace's files back as they were when turn ``to_turn`` started (409 while
+    a turn runs); answers what the revert changed. The agent's next prompt is told."""
+
+    kind: ClassVar[str] = "revert"
+    result: ClassVar[type[Any]] = RevertRecord
+    to_turn: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Close(SessionCommand[SessionRecord]):
     """Stop the session's turn and process group and close its event stream (it stays
     readable); answers the closed session."""
@@ -115,11 +126,11 @@ class Close(SessionCommand[SessionRecord]):
     result: ClassVar[type[Any]] = SessionRecord
 
 
-Command = StartTurn | Interrupt | Respond | Answer | Close
+Command = StartTurn | Interrupt | Respond | Answer | Revert | Close
 """Every command a session takes."""
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    cls.kind: TypeAdapter(cls) for cls in (StartTurn, Interrupt, Respond, Answer, Close)
+    cls.kind: TypeAdapter(cls) for cls in (StartTurn, Interrupt, Respond, Answer, Revert, Close)
 }
 """Each command's validator and encoder, by its kind."""
 

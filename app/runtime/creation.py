@@ -34,6 +34,7 @@ from app.runtime.choosing import Chooser
 from app.runtime.coordinator import resolve_policy
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import wants_failover
+from app.runtime.history import WorkspaceHistory
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import CapabilitiesUnmet, Selection, resolve_strategy
 from app.runtime.worktrees import (
@@ -74,6 +75,7 @@ async def create_session(
     store: Storage,
     events: EventLog,
     clock: Callable[[], datetime],
+    history: WorkspaceHistory | None = None,
 ) -> SessionRecord:
     """Validate everything, then store the session with its first events, or nothing."""
     if request.metadata is not None:
@@ -135,6 +137,8 @@ async def create_session(
         workspace = worktree.path
     assert workspace is not None
     try:
+        if history is not None:  # a workspace too large to record is refused, not half-served
+            await history.admit(workspace)
         return await _store(
             request,
             settings=settings,

@@ -26,9 +26,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from app.errors import NoTurnRunning, SessionFenced, StorageUnavailable
-from app.events import EventData, QuestionAnswer, TurnError
+from app.events import ChangesSummary, EventData, QuestionAnswer, TurnError
 from app.observability.logs import bind_ids
 from app.providers.base import (
     ApprovalAnswer,
@@ -50,6 +51,7 @@ from app.runtime.turns import (
     Recorder,
     TurnServices,
     drive_turn,
+    record_changes,
     record_end,
     stop_cli,
     stopped,
@@ -100,6 +102,7 @@ class SessionHost:
         holder: Issuer,
         model: str | None,
         approval_timeout_s: float,
+        workspace: Path | None = None,
     ) -> None:
         self._services = services
         self._stopping = False
@@ -128,6 +131,7 @@ class SessionHost:
             ),
             thread_id=thread_id,
             model=model,
+            workspace=workspace,
         )
 
     # --- what others may read ---------------------------------------------------------------
@@ -283,11 +287,13 @@ class SessionHost:
                 # the gateway resumes it, so the turn is not ended here.
                 log.info("turn %s keeps its wait for the usage limit's reset", turn.id)
                 raise
-            await self._end(turn, stopped(self._stop_reason), attempt)
+            changes = await self._changes(turn, attempt)
+            await self._end(turn, stopped(self._stop_reason), attempt, changes)
             raise
+        changes = await self._changes(turn, driven.attempt)
         for tries in itertools.count():
             try:
-                await self._end(turn, driven.outcome, driven.attempt)
+                await self._end(turn, driven.outcome, driven.attempt, changes)
                 return
             except SessionFenced:
                 await self._fenced_out()
@@ -296,6 +302,16 @@ class SessionHost:
                 if tries == 0:
                     await stop_cli(live)
                 await asyncio.sleep(STORAGE_RETRY_S[min(tries, len(STORAGE_RETRY_S) - 1)])
+
+    async def _changes(self, turn: TurnRecord, attempt: int) -> ChangesSummary | None:
+        """Record the workspace as the turn ends; what the turn changed (None when that is
+        not known: a failure here never fails the turn; a write refused here is refused
+        again, and handled, when the turn's end is recorded)."""
+        try:
+            return await record_changes(self._services.turns, self._context, turn, attempt)
+        except Exception:
+            log.exception("turn %s: could not record its workspace at its end", turn.id)
+            return None
 
     async def _fenced_out(self) -> None:
         """Another replica claimed the session and refused this one's write: its CLI is killed
@@ -310,9 +326,15 @@ class SessionHost:
         finally:
             self._services.fenced(self.session_id)
 
-    async def _end(self, turn: TurnRecord, outcome: TurnOutcome, attempt: int) -> None:
+    async def _end(
+        self,
+        turn: TurnRecord,
+        outcome: TurnOutcome,
+        attempt: int,
+        changes: ChangesSummary | None = None,
+    ) -> None:
         live, services = self._context, self._services
-        terminal: EventData = await record_end(services.turns, live, turn, outcome)
+        terminal: EventData = await record_end(services.turns, live, turn, outcome, changes)
         # The session is idle before clients learn that the turn ended, so a client reacting
         # to the terminal event can start the next turn at once. The append's task is
         # scheduled as soon as `busy` clears, ahead of any turn a client could start, so this

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from app.providers.base import ProcessInfo, Provider, ProviderSession
@@ -38,6 +39,8 @@ class TurnContext:
     """The model the session named (None: the CLI's default), for usage metrics."""
     timing: TurnTiming | None = None
     """The running turn's measurement marks (app/runtime/figures.py)."""
+    workspace: Path | None = None
+    """The session's workspace, recorded at each turn's start and end."""
 
 
 class Seat(Protocol):

@@ -24,6 +24,7 @@ from app.errors import (
     NoTurnRunning,
     ProviderUnavailable,
     QuestionNotPending,
+    RevertInProgress,
     SessionClosed,
     TurnInProgress,
 )
@@ -31,7 +32,13 @@ from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
 from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec
 from app.providers.registry import ProviderRegistry
-from app.records import ENDED_SESSION_STATUSES, ApprovalRecord, SessionRecord, TurnRecord
+from app.records import (
+    ENDED_SESSION_STATUSES,
+    ApprovalRecord,
+    RevertRecord,
+    SessionRecord,
+    TurnRecord,
+)
 from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
@@ -39,6 +46,7 @@ from app.runtime.commands import (
     Interrupt,
     Issuer,
     Respond,
+    Revert,
     SessionCommand,
     StartTurn,
 )
@@ -47,10 +55,12 @@ from app.runtime.creation import create_session
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
+from app.runtime.history import history_for
 from app.runtime.host import HostServices, SessionHost
 from app.runtime.live import make_room
 from app.runtime.recovery import fail_turn, recover
 from app.runtime.requests import SessionRequest
+from app.runtime.reverting import revert
 from app.runtime.shares import admin_keys, holder_of, process_cap
 from app.runtime.turns import GATEWAY_SHUTDOWN, TurnServices
 from app.runtime.worktrees import recheck_session_workspace, remove_worktree
@@ -88,7 +98,11 @@ class LocalSessions:
         self.providers = providers
         self.clock = clock
         self._hosts: dict[str, SessionHost] = {}
+        self._reverting: set[str] = set()
+        """Sessions whose workspace is being reverted here: no turn starts meanwhile."""
         self._guard = asyncio.Lock()
+        self.history = history_for(settings)
+        """Each session's workspace, recorded at every turn's start and end."""
         self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
         """Each provider's measured turns on this replica (routing strategies, metrics)."""
         self.chooser = Chooser(
@@ -109,6 +123,7 @@ class LocalSessions:
             forget_provider=registry.forget,
             figures=self.figures,
             metrics=metrics,
+            history=self.history,
         )
         self._host_services = HostServices(
             settings=settings,
@@ -137,6 +152,7 @@ class LocalSessions:
             store=self.store,
             events=self.events,
             clock=self.clock,
+            history=self.history,
         )
 
     async def get(self, session_id: str, *, owner: str | None = None) -> SessionRecord:
@@ -176,6 +192,8 @@ class LocalSessions:
                 return cast(R, await self._respond(command, issuer))
             case Answer():
                 return cast(R, await self._answer(command, issuer))
+            case Revert():
+                return cast(R, await self._revert(command, issuer))
             case Close():
                 return cast(R, await self._close(command, issuer))
         raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
@@ -224,6 +242,11 @@ class LocalSessions:
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
             recheck_session_workspace(row, self.settings)
+            if session_id in self._reverting:
+                raise RevertInProgress(
+                    f"session {session_id}'s workspace is being reverted; start the turn once "
+                    "the revert has answered"
+                )
             host = await self._host(row)
             if host.busy:
                 raise TurnInProgress(
@@ -253,6 +276,37 @@ class LocalSessions:
             turn = await self.store.add_turn(turn, now=now)
             host.launch(turn, policy)
         return turn
+
+    async def _revert(self, command: Revert, issuer: Issuer) -> RevertRecord:
+        """Put the workspace back as at a turn's start; 409 while a turn runs (and no turn
+        starts until it is done)."""
+        session_id = command.session_id
+        async with self._guard:
+            row = await self.get(session_id, owner=issuer.owner)
+            if row.status in ENDED_SESSION_STATUSES:
+                raise SessionClosed(f"session {session_id} is {row.status}; nothing to revert")
+            host = self._hosts.get(session_id)
+            if host is not None and host.busy:
+                raise TurnInProgress(
+                    f"session {session_id} is running turn {host.turn_id}; wait for it to end "
+                    "or interrupt it, then revert",
+                    turn_id=host.turn_id,
+                )
+            if session_id in self._reverting:
+                raise RevertInProgress(f"session {session_id}'s workspace is already reverting")
+            recheck_session_workspace(row, self.settings)
+            self._reverting.add(session_id)
+        try:
+            return await revert(
+                row,
+                command.to_turn,
+                by=issuer.name,
+                history=self.history,
+                store=self.store,
+                events=self.events,
+            )
+        finally:
+            self._reverting.discard(session_id)
 
     async def resume(self, turn: TurnRecord) -> bool:
         """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
@@ -313,6 +367,7 @@ class LocalSessions:
             holder=holder_of(row.owner, admin_keys(self.settings)),
             model=row.model,
             approval_timeout_s=self.settings.sessions.approval_timeout_s,
+            workspace=Path(row.workspace),
         )
         self._hosts[row.id] = host
         return host

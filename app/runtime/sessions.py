@@ -22,6 +22,7 @@ from app.records import SessionRecord
 from app.runtime.commands import Issuer, SessionCommand
 from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook
+from app.runtime.history import WorkspaceHistory
 from app.runtime.requests import SessionRequest
 from app.settings import Settings
 from app.store.interface import Storage
@@ -38,6 +39,8 @@ class Sessions(Protocol):
     clock: Callable[[], datetime]
     figures: FigureBook
     """Each provider's measured turns on this replica (routing strategies, metrics)."""
+    history: WorkspaceHistory
+    """Each session's workspace as recorded at its turns' starts and ends."""
 
     async def create(self, request: SessionRequest) -> SessionRecord:
         """Validate everything, then store the session whole; nothing is spawned here."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from app.errors import SessionFenced, StorageUnavailable
 from app.events import (
+    ChangesSummary,
     EventData,
     MessageCompleted,
     MessageDelta,
@@ -47,6 +48,7 @@ from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook, TurnTiming
+from app.runtime.history import WorkspaceHistory
 from app.runtime.live import TurnContext
 from app.store.interface import Storage
 
@@ -112,6 +114,8 @@ class TurnServices:
     """Where each turn's time to first text, duration, outcome and cost are measured."""
     metrics: GatewayMetrics | None = None
     """Where an ended turn's usage is counted (tokens and cost by provider and model)."""
+    history: WorkspaceHistory | None = None
+    """Where each turn's workspace is recorded at its start and end."""
 
 
 @dataclass(eq=False)
@@ -256,9 +260,11 @@ async def drive_turn(
     try:
         # The session is marked running with the turn's insert, the turn with its first
         # attempt (Recorder.attempt_started): nothing to write before the event.
+        prompt = turn.prompt
         if not resumed:
             await hooks.emit(TurnStarted(prompt=turn.prompt))
-        result = await _within_budget(coordinator, turn.prompt, live)
+            prompt = await _record_start(services, live, turn, hooks)
+        result = await _within_budget(coordinator, prompt, live)
         outcome = result.outcome
         tried = [live.provider]
         while outcome.status == "failed" and outcome.error is not None and fail_over:
@@ -296,6 +302,36 @@ async def drive_turn(
             kind="unknown", message="internal error while running the turn", provider=live.provider
         )
     return Driven(outcome=TurnOutcome(status="failed", error=error), attempt=hooks.attempt)
+
+
+async def _record_start(
+    services: TurnServices, live: TurnContext, turn: TurnRecord, hooks: Hooks
+) -> str:
+    """Record the workspace as the turn starts (a warning when it cannot be); the prompt
+    the agent gets: the turn's, after what a revert left to tell it."""
+    history = services.history
+    if history is None or live.workspace is None:
+        return turn.prompt
+    warning = await history.turn_started(live.session_id, live.workspace, turn.id)
+    if warning is not None:
+        await hooks.emit(warning)
+    notes = history.take_notes(live.session_id)
+    return turn.prompt if notes is None else f"{notes}\n\n{turn.prompt}"
+
+
+async def record_changes(
+    services: TurnServices, live: TurnContext, turn: TurnRecord, attempt: int
+) -> ChangesSummary | None:
+    """Record the workspace as the turn ends (a warning when it cannot be); what the turn
+    changed in it."""
+    history = services.history
+    if history is None or live.workspace is None:
+        return None
+    ended = await history.turn_ended(live.session_id, live.workspace, turn.id)
+    if ended.warning is not None:
+        hooks = Hooks(services=services, live=live, turn_id=turn.id, attempt=attempt)
+        await hooks.emit(ended.warning)
+    return ended.changes
 
 
 async def _within_budget(
@@ -375,7 +411,11 @@ def stopped(reason: str) -> TurnOutcome:
 
 
 async def record_end(
-    services: TurnServices, live: TurnContext, turn: TurnRecord, outcome: TurnOutcome
+    services: TurnServices,
+    live: TurnContext,
+    turn: TurnRecord,
+    outcome: TurnOutcome,
+    changes: ChangesSummary | None = None,
 ) -> EventData:
     """Keep how the turn ended in its row (and its usage in the metrics); the terminal event
     for its host to tell once the session is idle."""
@@ -388,7 +428,10 @@ async def record_end(
     terminal: EventData
     if outcome.status == "completed":
         terminal = TurnCompleted(
-            final_text=outcome.final_text, usage=outcome.usage, stop_reason=outcome.stop_reason
+            final_text=outcome.final_text,
+            usage=outcome.usage,
+            stop_reason=outcome.stop_reason,
+            changes=changes,
         )
     elif outcome.status == "interrupted":
         reason = outcome.error.message if outcome.error else "interrupted by the client"

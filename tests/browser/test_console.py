@@ -428,3 +428,51 @@ def test_the_plan_panel_shows_the_newest_plan_live_and_after_a_reload(
     expect(page.locator("#chat-title")).to_have_text(session_id)
     expect(entries).to_have_text(newest)
     assert_rendered_exactly_once(page, gateway, session_id)
+
+
+MINUS = "\N{MINUS SIGN}"
+"""What the console writes before the count of the lines a change deleted."""
+
+
+def test_a_turns_changed_files_and_diff_show_and_revert_puts_them_back(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    story = workspace / "console-story.txt"
+    story.write_text("once\nupon\na time\n")
+    sign_in(page, gateway)
+    session_id = create_session(page, workspace)
+    send(
+        page,
+        "[[tool:bash printf 'new\\nlines\\n' > console-new.txt && sed -i s/upon/UPON/ "
+        "console-story.txt]]",
+    )
+    approval = page.locator("#log .approval.pending")
+    expect(approval).to_be_visible(timeout=30_000)
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    ended = turn_end(page, "completed")
+
+    changes = ended.locator("details.changes")
+    expect(changes.locator("summary")).to_have_text(f"2 file(s) changed, +3 {MINUS}1")
+    changes.locator("summary").click()
+    files = changes.locator(".changed-files li")
+    expect(files).to_have_count(2)
+    expect(files.nth(0)).to_contain_text(f"console-new.txt added · +2 {MINUS}0")
+    expect(files.nth(1)).to_contain_text(f"console-story.txt modified · +1 {MINUS}1")
+    expect(changes.locator(".diff-line.removed")).to_contain_text(["-upon"])
+    expect(changes.locator(".diff-line.added", has_text="+UPON")).to_have_count(1)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "changes.png"))
+
+    revert = changes.locator("button.revert")
+    expect(revert).to_have_text("Revert to before this turn")
+    revert.click()
+    expect(revert).to_have_text("Click again to revert the files")
+    assert story.read_text() == "once\nUPON\na time\n"  # one click only asks
+    revert.click()
+    expect(revert).to_have_text("Reverted")
+    expect(page.locator("#log .notice.reverted")).to_contain_text(
+        "Workspace reverted to the start of turn 1 by admin: 2 file(s) put back."
+    )
+    assert story.read_text() == "once\nupon\na time\n"
+    assert not (workspace / "console-new.txt").exists()
+    assert_rendered_exactly_once(page, gateway, session_id)

@@ -394,8 +394,10 @@ def replica_config(
         "selection": {"default": "claude_code"},
         "providers": providers,
         "storage": {"url": url},
-        # The sessions' CLI homes on a volume every replica mounts, like the threads in them.
+        # The sessions' CLI homes and workspace records on a volume every replica mounts,
+        # like the threads in them.
         "sandbox": {"homes_dir": str(home / "sessions")},
+        "snapshots": {"dir": str(home / "snapshots")},
         "cluster": {
             "redis_url": redis_url,
             "replica_id": name,

@@ -54,8 +54,9 @@ def replicas(
             "selection": {"default": request.param},
             "providers": providers,
             "storage": {"url": url},
-            # The sessions' CLI homes, shared like the threads in them.
+            # The sessions' CLI homes and workspace records, shared like the threads in them.
             "sandbox": {"homes_dir": str(home / "sessions")},
+            "snapshots": {"dir": str(home / "snapshots")},
             "cluster": {
                 "redis_url": redis_server.url,
                 "replica_id": name,

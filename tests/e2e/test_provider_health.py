@@ -81,4 +81,16 @@ def test_doctor_prints_the_fix_and_fails_for_an_unusable_default(
     gateway.config["selection"] = {"default": "codex"}
     result = gateway.command("doctor", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert any(line.startswith("codex *") for line in result.stdout.splitlines())
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("codex *") for line in lines)
+    snapshots = next(line for line in lines if line.split()[:2] == ["gateway", "snapshots"])
+    assert " ok " in snapshots
+
+    gateway.config["snapshots"] = {"git": "git-not-installed"}
+    result = gateway.command("doctor", check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    snapshots = next(
+        line for line in result.stdout.splitlines() if line.split()[:2] == ["gateway", "snapshots"]
+    )
+    assert "FAIL" in snapshots
+    assert "snapshots.enabled = false" in snapshots

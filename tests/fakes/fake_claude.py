@@ -39,6 +39,8 @@ tokens and no cost.
 
 ``write:<name>`` writes the file ``<name>`` (holding its name) in its working directory and
 answers with that directory's path.
+``run:<command>`` runs ``<command>`` with ``sh -c`` in its working directory (the workspace),
+as an agent's approved tool would, and answers ``ran``.
 
 ``ask:<command>`` asks to run ``<command>`` in Bash (a ``can_use_tool`` control request) and
 answers ``ran: <command it was allowed to run>`` (the edited one, if the answer edited it) or
@@ -335,6 +337,11 @@ def turn(prompt: str) -> None:
         return
     if prompt.startswith("question:"):
         question(prompt.split(":", 1)[1])
+        return
+    if prompt.startswith("run:"):
+        subprocess.run(["/bin/sh", "-c", prompt.split(":", 1)[1]], check=False)
+        text("ran")
+        result("ran")
         return
     if faults(prompt):
         return

@@ -43,8 +43,10 @@ def two_replicas(
         }
         if root is not None:
             # One workspace, and one CLI state (the fake's threads; Claude Code's config
-            # directory on a shared volume), as replicas of one deployment have.
+            # directory on a shared volume) and one store of workspace records, as replicas
+            # of one deployment have.
             overrides["workspaces"] = {"roots": [root]}
+            overrides["snapshots"] = {"dir": str(made["gw-a"].data_dir / "snapshots")}
             overrides["claude_code"] = {"env": {"FAKE_CLAUDE_LOG": str(made["gw-a"].spawn_log)}}
         gateway = fake_gateway_at(tmp_path / name, **overrides)
         if root is None:

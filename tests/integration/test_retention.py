@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.providers.sandboxing import forget_homes
 from app.records import SessionStatus
+from app.runtime.history import history_for
 from app.settings import Settings
 from app.store.bindings import touch_binding
 from app.store.db import create_engine, session_factory
@@ -199,3 +200,25 @@ async def test_the_sessions_retention_forgets_lose_their_cli_homes(
     assert report.forgotten == ("old",)
     assert removed == 1
     assert sorted(p.name for p in settings.homes_dir.iterdir()) == ["recent"]
+
+
+async def test_the_sessions_retention_forgets_lose_their_workspace_records(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await add_session(engine, "old", bound_days_ago=31)
+    await add_session(engine, "recent", bound_days_ago=29)
+    settings = Settings(snapshots={"dir": tmp_path / "records"})
+    history = history_for(settings)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a\n")
+    for session_id in ("old", "recent"):
+        await history.turn_started(session_id, workspace, "trn_1")
+
+    report = await run_cleanup(engine)
+    removed = history.forget(list(report.forgotten))
+
+    assert removed == 1
+    assert sorted(p.name for p in settings.snapshots_dir.iterdir() if p.name[0] != ".") == [
+        "recent"
+    ]

@@ -11,13 +11,14 @@ import pytest
 
 from app.errors import InvalidRequest
 from app.events import QuestionAnswer
-from app.records import TurnRecord
+from app.records import RevertRecord, TurnRecord
 from app.runtime.commands import (
     Answer,
     Close,
     Command,
     Interrupt,
     Respond,
+    Revert,
     StartTurn,
     decode,
     decode_result,
@@ -41,6 +42,7 @@ COMMANDS: list[Command] = [
         question_id="apr_2",
         answers=(QuestionAnswer(selected=["Yes"]), QuestionAnswer(text="my own")),
     ),
+    Revert(session_id="ses_1", to_turn="trn_1"),
     Close(session_id="ses_1"),
 ]
 
@@ -55,7 +57,7 @@ def test_a_command_decodes_to_itself_after_a_trip_through_json(command: Command)
 
 def test_each_command_has_its_own_kind() -> None:
     kinds = {encode(command)[0] for command in COMMANDS}
-    assert kinds == {"start_turn", "interrupt", "respond", "answer_question", "delete"}
+    assert kinds == {"start_turn", "interrupt", "respond", "answer_question", "revert", "delete"}
 
 
 @pytest.mark.parametrize(
@@ -66,6 +68,7 @@ def test_each_command_has_its_own_kind() -> None:
         ("respond", {"session_id": "ses_1", "approval_id": "a", "decision": "maybe"}, "respond"),
         ("answer_question", {"session_id": "s", "question_id": "q", "answers": "yes"}, "answer"),
         ("interrupt", {}, "invalid interrupt command"),
+        ("revert", {"session_id": "ses_1"}, "invalid revert command"),
     ],
 )
 def test_what_is_not_a_command_is_refused(kind: str, fields: dict[str, object], says: str) -> None:
@@ -88,3 +91,16 @@ def test_an_answer_sent_back_is_read_as_the_record_the_api_would_get() -> None:
     sent = json.loads(json.dumps(dataclasses.asdict(turn), default=datetime.isoformat))
     assert decode_result(StartTurn(session_id="ses_1", prompt="hi"), sent) == turn
     assert decode_result(Interrupt(session_id="ses_1"), "trn_1") == "trn_1"
+
+
+def test_a_revert_sent_back_is_read_as_what_it_changed() -> None:
+    reverted = RevertRecord(
+        session_id="ses_1",
+        to_turn="trn_1",
+        turn_number=1,
+        files=[{"path": "a.txt", "status": "modified", "additions": 1, "deletions": 2}],
+        additions=1,
+        deletions=2,
+    )
+    sent = json.loads(json.dumps(dataclasses.asdict(reverted)))
+    assert decode_result(Revert(session_id="ses_1", to_turn="trn_1"), sent) == reverted

@@ -191,6 +191,17 @@ def test_the_health_check_probes_readiness(final_stage: list[Instruction]) -> No
     assert exec_form(healthcheck) == ["agent-gateway", "probe"]
 
 
+def test_the_image_has_the_git_the_snapshots_run(final_stage: list[Instruction]) -> None:
+    installs = [
+        shlex.split(step)
+        for run in final_stage
+        if run.keyword == "RUN"
+        for step in run.value.split("&&")
+        if "apt-get install" in step
+    ]
+    assert any("git" in words for words in installs), installs
+
+
 def test_cli_versions_come_only_from_the_lockfile(final_stage: list[Instruction]) -> None:
     text = DOCKERFILE.read_text()
     package = json.loads((ROOT / "agents" / "package.json").read_text())["dependencies"]

@@ -323,7 +323,7 @@ def test_a_system_interpreter_adds_nothing(tmp_path: Path) -> None:
 # --- hidden_paths ----------------------------------------------------------------------------
 
 
-def test_the_gateway_hides_its_data_config_homes_worktrees_and_a_database_kept_elsewhere(
+def test_the_gateway_hides_its_data_config_homes_worktrees_records_and_a_database_elsewhere(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "etc" / "gateway.toml"
@@ -333,6 +333,7 @@ def test_the_gateway_hides_its_data_config_homes_worktrees_and_a_database_kept_e
         f'[storage]\ndata_dir = "{tmp_path / "data"}"\n'
         f'url = "sqlite+aiosqlite:///{database}"\n'
         f'[sandbox]\nhomes_dir = "{tmp_path / "homes"}"\n'
+        f'[snapshots]\ndir = "{tmp_path / "records"}"\n'
         f'[workspaces]\nroots = ["{tmp_path}"]\nworktrees_root = "{tmp_path / "trees"}"\n'
     )
 
@@ -342,6 +343,7 @@ def test_the_gateway_hides_its_data_config_homes_worktrees_and_a_database_kept_e
         tmp_path / "data",
         tmp_path / "homes",
         tmp_path / "trees",
+        tmp_path / "records",
         config,
         database,
         *(Path(f"{database}{end}") for end in ("-wal", "-shm", "-journal")),

@@ -202,6 +202,7 @@ def test_a_fresh_machine_gets_every_step_from_apt_without_a_refusal() -> None:
         ("postgresql", "postgresql"),
         ("redis-server", "redis-server"),
         ("bwrap", "bubblewrap"),
+        ("git", "git"),
     ):
         assert f"ok: {tool}: apt-get install --no-install-recommends {package}" in lines, lines
     npm = [line for line in lines if line.startswith("ok: npm:")]
@@ -224,7 +225,7 @@ def test_only_missing_tools_are_installed_each_on_its_own_line(tmp_path: Path) -
     assert done.apt_calls[0] == "update -qq"
     assert done.apt_calls.count("update -qq") == 1
     assert done.installs == [
-        *("iproute2", "make", "chromium", "postgresql", "redis-server", "bubblewrap")
+        *("iproute2", "make", "chromium", "postgresql", "redis-server", "bubblewrap", "git")
     ]
     assert "-y -qq --no-install-recommends" in done.apt_calls[-1]
 
@@ -232,7 +233,7 @@ def test_only_missing_tools_are_installed_each_on_its_own_line(tmp_path: Path) -
 def test_nothing_is_installed_when_everything_is_there(tmp_path: Path) -> None:
     done = _run(
         tmp_path,
-        present=("ip", "make", "node", "npm", "redis-server", "bwrap"),
+        present=("ip", "make", "node", "npm", "redis-server", "bwrap", "git"),
         chromium=True,
         postgresql=INITDB,
     )
@@ -243,7 +244,7 @@ def test_npm_is_its_own_package_only_when_nodejs_does_not_provide_it(tmp_path: P
     # Debian's nodejs: npm is a separate package.
     done = _run(
         tmp_path,
-        present=("ip", "make", "node", "redis-server", "bwrap"),
+        present=("ip", "make", "node", "redis-server", "bwrap", "git"),
         chromium=True,
         postgresql=INITDB,
     )
@@ -254,7 +255,7 @@ def test_npm_is_its_own_package_only_when_nodejs_does_not_provide_it(tmp_path: P
 def test_a_missing_node_brings_npm_when_the_package_lacks_it(tmp_path: Path) -> None:
     done = _run(
         tmp_path,
-        present=("ip", "make", "redis-server", "bwrap"),
+        present=("ip", "make", "redis-server", "bwrap", "git"),
         chromium=True,
         postgresql=INITDB,
         venv=False,
@@ -267,7 +268,7 @@ def test_a_refused_package_fails_the_run_but_not_the_other_lines(tmp_path: Path)
     done = _run(tmp_path, present=("node", "npm"), refuse=("chromium",))
     assert done.returncode == 1
     assert done.installs == [
-        *("iproute2", "make", "chromium", "postgresql", "redis-server", "bubblewrap")
+        *("iproute2", "make", "chromium", "postgresql", "redis-server", "bubblewrap", "git")
     ]
     assert "apt-get could not install chromium (for chromium)" in done.stderr
     assert "not installed: chromium" in done.stderr
@@ -304,7 +305,7 @@ def test_simulate_runs_every_step_as_if_missing_and_reports_a_refusal(tmp_path: 
     assert done.installs == []
     assert done.simulated == [
         *("python3-venv", "iproute2", "make", "nodejs", "npm", "chromium"),
-        *("postgresql", "redis-server", "bubblewrap"),
+        *("postgresql", "redis-server", "bubblewrap", "git"),
     ]
     assert "REFUSED: npm: apt-get install --no-install-recommends npm" in done.stderr
     assert "Conflicts: npm" in done.stderr
