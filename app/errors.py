@@ -8,12 +8,14 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── NoTurnRunning             nothing to interrupt
 │   ├── SessionClosed             the session was deleted or ended
 │   ├── BranchExists              the branch a new session's worktree asks for exists
+│   ├── ForkInProgress            the session is being forked (a turn or another fork waits)
 │   ├── ApprovalNotPending        the approval was already resolved
 │   └── QuestionNotPending        the question was already answered or ended
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
-│   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   ├── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   └── TurnNotForkable           a fork asked at a turn that did not complete
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
@@ -110,6 +112,11 @@ class BranchExists(Conflict):
     title = "Branch exists"
 
 
+class ForkInProgress(Conflict):
+    type = "fork_in_progress"
+    title = "The session is being forked"
+
+
 class ApprovalNotPending(Conflict):
     type = "approval_not_pending"
     title = "Approval is no longer pending"
@@ -134,6 +141,11 @@ class WorkspaceRejected(InvalidRequest):
 class RepositoryRejected(InvalidRequest):
     type = "repository_rejected"
     title = "Repository rejected"
+
+
+class TurnNotForkable(InvalidRequest):
+    type = "turn_not_forkable"
+    title = "Turn cannot be forked"
 
 
 class Unauthorized(GatewayError):

@@ -34,6 +34,7 @@ from app.events.session import (
     ProviderSwitched,
     SessionClosed,
     SessionCreated,
+    SessionForked,
     SessionProviderSelected,
     SessionThreadBound,
 )
@@ -51,6 +52,7 @@ EventData = (
     SessionCreated
     | SessionProviderSelected
     | SessionThreadBound
+    | SessionForked
     | SessionClosed
     | TurnStarted
     | TurnCompleted
@@ -138,6 +140,11 @@ class SessionProviderSelectedEvent(EventEnvelope):
 class SessionThreadBoundEvent(EventEnvelope):
     type: Literal["session.thread_bound"]
     data: SessionThreadBound
+
+
+class SessionForkedEvent(EventEnvelope):
+    type: Literal["session.forked"]
+    data: SessionForked
 
 
 class SessionClosedEvent(EventEnvelope):
@@ -249,6 +256,7 @@ Event = Annotated[
     SessionCreatedEvent
     | SessionProviderSelectedEvent
     | SessionThreadBoundEvent
+    | SessionForkedEvent
     | SessionClosedEvent
     | TurnStartedEvent
     | TurnCompletedEvent
