@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from pydantic import JsonValue
+
 from app.errors import NoTurnRunning, SessionFenced, StorageUnavailable
 from app.events import EventData, QuestionAnswer, TurnError
 from app.observability.logs import bind_ids
@@ -100,6 +102,7 @@ class SessionHost:
         holder: Issuer,
         model: str | None,
         approval_timeout_s: float,
+        fork_start: dict[str, JsonValue] | None = None,
     ) -> None:
         self._services = services
         self._stopping = False
@@ -128,6 +131,7 @@ class SessionHost:
             ),
             thread_id=thread_id,
             model=model,
+            fork_start=fork_start,
         )
 
     # --- what others may read ---------------------------------------------------------------

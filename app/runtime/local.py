@@ -20,6 +20,7 @@ from typing import TypeVar, cast
 
 from app.errors import (
     ApprovalNotPending,
+    ForkInProgress,
     NotFound,
     NoTurnRunning,
     ProviderUnavailable,
@@ -29,13 +30,20 @@ from app.errors import (
 )
 from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
-from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec
+from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec, ThreadFork
 from app.providers.registry import ProviderRegistry
-from app.records import ENDED_SESSION_STATUSES, ApprovalRecord, SessionRecord, TurnRecord
+from app.records import (
+    BUSY_SESSION_STATUSES,
+    ENDED_SESSION_STATUSES,
+    ApprovalRecord,
+    SessionRecord,
+    TurnRecord,
+)
 from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
     Close,
+    Fork,
     Interrupt,
     Issuer,
     Respond,
@@ -47,6 +55,7 @@ from app.runtime.creation import create_session
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
+from app.runtime.forking import ForkServices, fork_session, turn_to_fork
 from app.runtime.host import HostServices, SessionHost
 from app.runtime.live import make_room
 from app.runtime.recovery import fail_turn, recover
@@ -88,6 +97,8 @@ class LocalSessions:
         self.providers = providers
         self.clock = clock
         self._hosts: dict[str, SessionHost] = {}
+        self._forking: set[str] = set()
+        """Sessions being forked now: no turn starts on them meanwhile."""
         self._guard = asyncio.Lock()
         self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
         """Each provider's measured turns on this replica (routing strategies, metrics)."""
@@ -176,6 +187,8 @@ class LocalSessions:
                 return cast(R, await self._respond(command, issuer))
             case Answer():
                 return cast(R, await self._answer(command, issuer))
+            case Fork():
+                return cast(R, await self._fork(command, issuer))
             case Close():
                 return cast(R, await self._close(command, issuer))
         raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
@@ -224,6 +237,10 @@ class LocalSessions:
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
             recheck_session_workspace(row, self.settings)
+            if session_id in self._forking:
+                raise ForkInProgress(
+                    f"session {session_id} is being forked; start the turn once the fork is made"
+                )
             host = await self._host(row)
             if host.busy:
                 raise TurnInProgress(
@@ -253,6 +270,38 @@ class LocalSessions:
             turn = await self.store.add_turn(turn, now=now)
             host.launch(turn, policy)
         return turn
+
+    async def _fork(self, command: Fork, issuer: Issuer) -> SessionRecord:
+        """Make a new session from the session's files and conversation up to a completed
+        turn (app/runtime/forking.py); 409 while a turn runs, and no turn starts until the
+        fork is made."""
+        session_id = command.session_id
+        async with self._guard:
+            row = await self.get(session_id, owner=issuer.owner)
+            if row.status in ENDED_SESSION_STATUSES:
+                raise SessionClosed(f"session {session_id} is {row.status}; it cannot be forked")
+            host = self._hosts.get(session_id)
+            if (host is not None and host.busy) or row.status in BUSY_SESSION_STATUSES:
+                turn_id = host.turn_id if host is not None else None
+                raise TurnInProgress(
+                    f"session {session_id} is running a turn; fork it once the turn has ended",
+                    turn_id=turn_id,
+                )
+            if session_id in self._forking:
+                raise ForkInProgress(f"session {session_id} is already being forked")
+            self._forking.add(session_id)
+        try:
+            turn = await turn_to_fork(self.store, row, command.at_turn)
+            services = ForkServices(
+                settings=self.settings,
+                store=self.store,
+                events=self.events,
+                providers=self.providers,
+                clock=self.clock,
+            )
+            return await fork_session(row, turn, services=services)
+        finally:
+            self._forking.discard(session_id)
 
     async def resume(self, turn: TurnRecord) -> bool:
         """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
@@ -295,6 +344,9 @@ class LocalSessions:
         if provider is None:
             raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
         binding = await self.store.get_binding(row.id, row.provider)
+        start = row.fork_start or {}
+        forked = start.get("thread")
+        at = start.get("at")
         spec = SessionSpec(
             session_id=row.id,
             workspace=Path(row.workspace),
@@ -303,6 +355,9 @@ class LocalSessions:
             thread_id=binding.thread_id if binding else None,
             thread_bound_at=binding.created_at if binding else None,
             git_dir=None if row.git_dir is None else Path(row.git_dir),
+            fork_from=ThreadFork(thread_id=forked, at=at if isinstance(at, str) else None)
+            if isinstance(forked, str)
+            else None,
         )
         host = SessionHost(
             services=self._host_services,
@@ -313,6 +368,7 @@ class LocalSessions:
             holder=holder_of(row.owner, admin_keys(self.settings)),
             model=row.model,
             approval_timeout_s=self.settings.sessions.approval_timeout_s,
+            fork_start=row.fork_start,
         )
         self._hosts[row.id] = host
         return host

@@ -1,0 +1,160 @@
+"""A fork's workspace: a new directory holding the files as they were after the turn the
+session is forked at.
+
+    make_fork_workspace(settings, parent, child_id, at_turn)
+      a session on a worktree: a new worktree of the same repository at the parent's base,
+                               on ``agent/<child id>``, then ``fill_fork_files`` over it
+      a plain workspace:       a new directory ``<worktrees_root>/<child id>``, then
+                               ``fill_fork_files`` into it
+    take_back_fork_workspace(made)  removes what it made (worktree and branch, or directory)
+
+``fill_fork_files`` is the one seam that decides which files a fork gets: for now the
+parent's workspace as it is now (the files of its latest turn, which is ``at_turn`` for a
+fork at the default point); a per-session snapshot store fills the directory with the files
+as they were when ``at_turn`` ended instead. A fork's plain copy is the gateway's, like a
+worktree: it lives under the worktrees root and is removed with its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import WorkspaceRejected
+from app.records import SessionRecord, TurnRecord
+from app.runtime.worktrees import (
+    BRANCH_PREFIX,
+    Worktree,
+    make_worktree,
+    repository_of,
+    take_back,
+    worktree_path,
+)
+from app.settings import Settings
+
+__all__ = [
+    "ForkWorkspace",
+    "fill_fork_files",
+    "make_fork_workspace",
+    "mirror",
+    "take_back_fork_workspace",
+]
+
+log = logging.getLogger(__name__)
+
+GIT_ENTRY = ".git"
+"""A work tree's link to its repository: never copied from the parent, never removed from
+the fork (each worktree has its own)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkWorkspace:
+    """The workspace made for a fork: a worktree, or a plain directory of the gateway's."""
+
+    path: Path
+    worktree: Worktree | None = None
+
+
+async def make_fork_workspace(
+    settings: Settings, parent: SessionRecord, *, child_id: str, at_turn: TurnRecord
+) -> ForkWorkspace:
+    """Make the fork's workspace with the files after ``at_turn``; nothing is left behind
+    when it fails (``RepositoryRejected``, ``BranchExists`` or ``WorkspaceRejected``)."""
+    repository = repository_of(parent)
+    if repository is not None and parent.base is not None:
+        worktree = await make_worktree(
+            settings,
+            session_id=child_id,
+            repository=repository,
+            commit=parent.base,
+            branch=BRANCH_PREFIX + child_id,
+        )
+        made = ForkWorkspace(path=worktree.path, worktree=worktree)
+    else:
+        path = worktree_path(settings, child_id)
+        await asyncio.to_thread(_new_directory, settings, path)
+        made = ForkWorkspace(path=path)
+    try:
+        await fill_fork_files(parent, at_turn, made.path)
+    except BaseException:
+        await take_back_fork_workspace(made)
+        raise
+    return made
+
+
+async def fill_fork_files(parent: SessionRecord, at_turn: TurnRecord, destination: Path) -> None:
+    """Make ``destination`` hold the files of ``parent``'s workspace as they were after
+    ``at_turn``: the seam a snapshot store fills. For now the workspace as it is now (the
+    files of the parent's latest turn; its ``.git`` link left out)."""
+    del at_turn  # a snapshot store reads the files of this turn's end
+    await asyncio.to_thread(_copy_now, parent, destination)
+
+
+def _copy_now(parent: SessionRecord, destination: Path) -> None:
+    source = Path(parent.workspace)
+    if not source.is_dir():
+        raise WorkspaceRejected(
+            f"the workspace of session {parent.id} is gone; its files cannot be forked",
+            workspace=parent.workspace,
+        )
+    mirror(source, destination)
+
+
+async def take_back_fork_workspace(made: ForkWorkspace) -> None:
+    """Undo ``make_fork_workspace``: the worktree, then its branch; or the directory."""
+    if made.worktree is not None:
+        await take_back(made.worktree)
+    else:
+        await asyncio.to_thread(shutil.rmtree, made.path, True)
+
+
+def mirror(source: Path, destination: Path) -> None:
+    """Make the tree under ``destination`` the same as under ``source`` (files, directories,
+    symlinks as links, modes), leaving ``.git`` alone on both sides."""
+    for directory, dirs, names in os.walk(destination, topdown=True):
+        here = Path(directory)
+        relative = here.relative_to(destination)
+        top = relative == Path()
+        for name in [*dirs]:
+            theirs = source / relative / name
+            if top and name == GIT_ENTRY:
+                dirs.remove(name)
+            elif not theirs.is_dir() or theirs.is_symlink():
+                _remove(here / name)
+                dirs.remove(name)
+        for name in names:
+            if top and name == GIT_ENTRY:
+                continue
+            theirs = source / relative / name
+            if not (theirs.exists() or theirs.is_symlink()) or (
+                theirs.is_dir() and not theirs.is_symlink()
+            ):
+                _remove(here / name)
+    shutil.copytree(
+        source,
+        destination,
+        symlinks=True,
+        dirs_exist_ok=True,
+        ignore=lambda directory, names: [GIT_ENTRY] if Path(directory) == source else [],
+    )
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _new_directory(settings: Settings, path: Path) -> None:
+    settings.worktrees_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        raise WorkspaceRejected(
+            f"{path} already exists; the fork's workspace was not made", workspace=str(path)
+        ) from None
