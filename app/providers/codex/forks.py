@@ -11,7 +11,8 @@ thread's rollout records its lineage rather than a copy of the parent's history:
 resumed only where the parent's rollout is too ("invalid paginated history lineage …:
 missing source rollout"). So with the sandbox on (a Codex home per session) the parent's
 rollouts are copied into the fork's home first, and the fork is made by a server started in
-the fork's own sandbox; with it off, the shared server makes it. Without ``model`` the fork
+the fork's own sandbox, which resumes the parent's thread first (a server lists no turns of a
+thread it has not loaded); with it off, the shared server makes it. Without ``model`` the fork
 runs Codex's default model (and compacts the history for it first): it is always given.
 """
 
@@ -50,7 +51,7 @@ async def fork_thread(provider: CodexProvider, request: ForkRequest) -> ForkedTh
         if own:
             await asyncio.to_thread(_copy_rollouts, provider, request)
         client = await server.client()
-        thread_id = await _fork(client, server, request)
+        thread_id = await _fork(client, server, request, load=own)
     except (RpcError, RpcFailure, ServerUnavailable, OSError, KeyError, TypeError) as exc:
         raise ForkFailed(f"Codex could not fork the thread: {exc}") from None
     finally:
@@ -85,9 +86,26 @@ def _server(provider: CodexProvider, child: SessionSpec) -> tuple[CodexServer, b
     return provider.make_server(placement), True
 
 
-async def _fork(client: JsonRpcClient, server: CodexServer, request: ForkRequest) -> str:
+async def _fork(
+    client: JsonRpcClient, server: CodexServer, request: ForkRequest, *, load: bool
+) -> str:
+    """``load``: the parent's thread is resumed first (a server started for the fork over
+    copied rollouts lists no turns of a thread it has not loaded: 0.171.0, observed)."""
     parent, child = request.parent, request.child
     timeout_s = server.request_timeout_s
+    policy, sandbox = thread_policy(child.approval_mode)
+    settings: dict[str, JsonValue] = {
+        "cwd": str(child.workspace),
+        "approvalPolicy": policy,
+        "sandbox": sandbox,
+        "config": thread_config(child.workspace),
+        "excludeTurns": True,
+    }
+    if child.model is not None:
+        settings["model"] = child.model
+    if load:
+        resume = {"threadId": parent.thread_id, **settings}
+        await client.request("thread/resume", resume, timeout_s=timeout_s)
     listed = await client.request(
         "thread/turns/list",
         {"threadId": parent.thread_id, "sortDirection": "asc", "limit": request.keep_turns},
@@ -99,18 +117,11 @@ async def _fork(client: JsonRpcClient, server: CodexServer, request: ForkRequest
             f"thread {parent.thread_id} has {len(turns)} turns, fewer than the "
             f"{request.keep_turns} to keep"
         )
-    policy, sandbox = thread_policy(child.approval_mode)
     params: dict[str, JsonValue] = {
         "threadId": parent.thread_id,
         "lastTurnId": str(turns[request.keep_turns - 1]["id"]),
-        "cwd": str(child.workspace),
-        "approvalPolicy": policy,
-        "sandbox": sandbox,
-        "config": thread_config(child.workspace),
-        "excludeTurns": True,
+        **settings,
     }
-    if child.model is not None:
-        params["model"] = child.model
     result = await client.request("thread/fork", params, timeout_s=timeout_s)
     thread_id = result["thread"]["id"]
     if not isinstance(thread_id, str) or not thread_id:
