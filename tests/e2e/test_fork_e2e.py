@@ -61,8 +61,10 @@ def test_a_fork_at_turn_one_holds_only_turn_one(
         forked = client.post(f"/v1/sessions/{parent}/fork", json={"at_turn": first})
         assert forked.status_code == 201, forked.text
         child = forked.json()
-        assert child["forked_from"] == parent and child["forked_at"] == first
-        assert child["branch"] == f"agent/{child['id']}" and child["workspace"] != repo
+        assert child["forked_from"] == parent
+        assert child["forked_at"] == first
+        assert child["branch"] == f"agent/{child['id']}"
+        assert child["workspace"] != repo
         (told,) = [e for e in stored_events(client, child["id"]) if e["type"] == "session.forked"]
         assert told["data"]["conversation"] == "native", gateway.log()[-3000:]
         (on_parent,) = [e for e in stored_events(client, parent) if e["type"] == "session.forked"]
@@ -73,14 +75,18 @@ def test_a_fork_at_turn_one_holds_only_turn_one(
         assert events[-1]["type"] == "turn.completed", events[-1]
         parent_thread = client.get(f"/v1/sessions/{parent}").json()["thread_id"]
         child_thread = client.get(f"/v1/sessions/{child['id']}").json()["thread_id"]
-        assert child_thread is not None and child_thread != parent_thread
+        assert child_thread is not None
+        assert child_thread != parent_thread
 
     asked = [r for r in stub.requests[before:] if r in stub.model_requests()]
     assert asked, "the fork's turn made no model request"
     for request in asked:
         body = json.dumps(request.body)
         texts = request.conversation_text
-        assert "first [[echo]]" in texts and "fourth [[echo]]" in texts, texts
-        assert "second [[echo]]" not in body and "third [[echo]]" not in body
+        assert "first [[echo]]" in texts, texts
+        assert "fourth [[echo]]" in texts, texts
+        assert "second [[echo]]" not in body
+        assert "third [[echo]]" not in body
         assert answers[0] in body, (answers[0], body[-2000:])
-        assert answers[1] not in body and answers[2] not in body
+        assert answers[1] not in body
+        assert answers[2] not in body
