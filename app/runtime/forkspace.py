@@ -101,7 +101,14 @@ def _copy_now(parent: SessionRecord, destination: Path) -> None:
             f"the workspace of session {parent.id} is gone; its files cannot be forked",
             workspace=parent.workspace,
         )
-    mirror(source, destination)
+    try:
+        mirror(source, destination)
+    except OSError as exc:  # shutil.Error (an OSError) lists every file it could not copy
+        first = exc.args[0][0] if isinstance(exc, shutil.Error) and exc.args[0] else exc
+        raise WorkspaceRejected(
+            f"the files of session {parent.id} could not be copied for its fork: {first}",
+            workspace=parent.workspace,
+        ) from None
 
 
 async def take_back_fork_workspace(made: ForkWorkspace) -> None:
