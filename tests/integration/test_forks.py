@@ -135,7 +135,8 @@ def test_a_fork_of_a_worktree_session_is_a_worktree_of_its_own_with_the_parents_
     with gateway.client() as client:
         parent = on_repository(client, repo)
         turn(client, parent["id"], "write:note.txt")
-        (Path(parent["workspace"]) / "a.txt").unlink()  # the agent's edits, not committed
+        turn(client, parent["id"], "run:rm a.txt")  # the agent's edits, not committed
+        (Path(parent["workspace"]) / "later.txt").write_text("after the turn\n")
 
         child = client.post(f"/v1/sessions/{parent['id']}/fork", json={}).json()
 
@@ -161,6 +162,58 @@ def test_fork_refusals_leave_nothing_behind(
         assert assert_problem(refused, 422, "turn_not_forkable")["turn_status"] == "failed"
         assert_problem(client.post(f"/v1/sessions/{sid}/fork", json={"at_turn": "trn_x"}), 404)
         assert_problem(client.post("/v1/sessions/ses_nope/fork", json={}), 404)
+        assert forked_events(client, sid) == []
+
+
+def test_a_fork_at_turn_1_of_3_has_the_files_of_turn_1(gateway: FakeGateway) -> None:
+    with gateway.client() as client:
+        parent = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)}).json()
+        for prompt in ("write:one.txt", "write:two.txt", "run:rm one.txt"):
+            turn(client, parent["id"], prompt)
+        first = turn_ids(client, parent["id"])[0]
+        child = client.post(f"/v1/sessions/{parent['id']}/fork", json={"at_turn": first})
+
+    assert child.status_code == 201, child.text
+    copy = Path(child.json()["workspace"])
+    assert sorted(p.name for p in copy.iterdir()) == ["one.txt"]
+    assert (copy / "one.txt").read_text() == "one.txt\n"
+
+
+def test_without_snapshots_only_a_fork_at_the_latest_turn_is_made(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    """From the files as they are; a fork at an earlier turn is a 409 with nothing made."""
+    off = make_fake_gateway(snapshots={"enabled": False}).start()
+    with off.client() as client:
+        sid = client.post("/v1/sessions", json={"workspace": str(off.workspace)}).json()["id"]
+        turn(client, sid, "write:three.txt")
+        turn(client, sid, "fine")
+        first = turn_ids(client, sid)[0]
+        count, trees = session_count(off), worktrees(off)
+        refused = client.post(f"/v1/sessions/{sid}/fork", json={"at_turn": first})
+        latest = client.post(f"/v1/sessions/{sid}/fork", json={})
+
+        assert "snapshots are off" in assert_problem(refused, 409, "snapshot_unavailable")["detail"]
+        assert latest.status_code == 201, latest.text
+        assert (Path(latest.json()["workspace"]) / "three.txt").exists()
+        assert (session_count(off), len(worktrees(off))) == (count + 1, len(trees) + 1)
+
+
+def test_a_fork_that_cannot_copy_the_files_leaves_nothing_behind(
+    make_fake_gateway: FakeGatewayFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without snapshots a fork copies the files as they are: one it cannot copy (a socket)
+    takes back the worktree and branch made first."""
+    gateway = make_fake_gateway(snapshots={"enabled": False}).start()
+    repo = Path(os.path.realpath(gateway.workspace.parent / "repo"))
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("one\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-qm", "first")
+    with gateway.client() as client:
+        parent = on_repository(client, repo)
+        sid = parent["id"]
         turn(client, sid, "fine")
         state, count, trees = repository_state(repo), session_count(gateway), worktrees(gateway)
 
