@@ -49,11 +49,14 @@ def test_a_fork_at_turn_one_holds_only_turn_one(
         created = client.post("/v1/sessions", json={"repository": str(repo)})
         assert created.status_code == 201, created.text
         parent = created.json()["id"]
+        tree = Path(created.json()["workspace"])
         answers = []
-        for prompt in PROMPTS:
+        for number, prompt in enumerate(PROMPTS, start=1):
             events = run_turn(client, parent, prompt)
             assert events[-1]["type"] == "turn.completed", events[-1]
             answers.append(events[-1]["data"]["final_text"])
+            # Files of the parent's that appear after turn N ended: a fork at turn 1 has none.
+            (tree / f"after-turn-{number}.txt").write_text(f"{number}\n")
         assert len(set(answers)) == 3, answers  # each answer tells its own turn apart
         turns = client.get(f"/v1/sessions/{parent}/turns").json()["turns"]
         first = next(t["id"] for t in turns if t["number"] == 1)
@@ -65,6 +68,8 @@ def test_a_fork_at_turn_one_holds_only_turn_one(
         assert child["forked_at"] == first
         assert child["branch"] == f"agent/{child['id']}"
         assert child["workspace"] != repo
+        files = sorted(p.name for p in Path(child["workspace"]).iterdir() if p.name != ".git")
+        assert files == ["README"]  # the files as turn 1 ended
         (told,) = [e for e in stored_events(client, child["id"]) if e["type"] == "session.forked"]
         assert told["data"]["conversation"] == "native", gateway.log()[-3000:]
         (on_parent,) = [e for e in stored_events(client, parent) if e["type"] == "session.forked"]
