@@ -8,6 +8,7 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── NoTurnRunning             nothing to interrupt
 │   ├── SessionClosed             the session was deleted or ended
 │   ├── BranchExists              the branch a new session's worktree asks for exists
+│   ├── ForkInProgress            the session is being forked (a turn or another fork waits)
 │   ├── ApprovalNotPending        the approval was already resolved
 │   ├── QuestionNotPending        the question was already answered or ended
 │   ├── RevertInProgress          the session's workspace is being reverted
@@ -16,7 +17,8 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
 │   ├── WorkspaceTooLarge         the workspace is over the snapshot cap
-│   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   ├── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   └── TurnNotForkable           a fork asked at a turn that did not complete
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
@@ -113,6 +115,11 @@ class BranchExists(Conflict):
     title = "Branch exists"
 
 
+class ForkInProgress(Conflict):
+    type = "fork_in_progress"
+    title = "The session is being forked"
+
+
 class ApprovalNotPending(Conflict):
     type = "approval_not_pending"
     title = "Approval is no longer pending"
@@ -160,6 +167,13 @@ class WorkspaceTooLarge(InvalidRequest):
 
     type = "workspace_too_large"
     title = "Workspace too large"
+
+
+class TurnNotForkable(InvalidRequest):
+    """A fork asked at a turn that did not complete (or of a session with none)."""
+
+    type = "turn_not_forkable"
+    title = "Turn cannot be forked"
 
 
 class Unauthorized(GatewayError):

@@ -57,6 +57,14 @@ class SessionRecord:
     """The commit the branch was made at."""
     git_dir: str | None = None
     """The repository's common Git directory, which the session's agent may write."""
+    forked_from: str | None = None
+    """The session this one was forked from (None: not a fork)."""
+    forked_at: str | None = None
+    """The turn of ``forked_from`` the fork holds the conversation and files up to."""
+    fork_start: dict[str, JsonValue] | None = None
+    """What the fork's first thread starts from, until it has one: ``{"handoff": prompt}``
+    (told before its first prompt) or ``{"thread": id, "at": point}`` (the CLI forks that
+    thread as the session first runs); cleared once a thread is bound."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

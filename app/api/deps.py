@@ -73,6 +73,8 @@ async def session_public(
         repository=row.repository,
         branch=row.branch,
         base=row.base,
+        forked_from=row.forked_from,
+        forked_at=row.forked_at,
         model=row.model,
         approval_mode=row.approval_mode,
         status=row.status,

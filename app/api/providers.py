@@ -30,6 +30,9 @@ class CapabilitiesPublic(BaseModel):
     model_choice: bool
     """Runs the ``model`` a session names (a session naming one goes only to such a
     provider)."""
+    fork: bool = False
+    """Forks a session's thread itself (``POST /v1/sessions/{id}/fork`` keeps the agent's
+    own conversation); without it a fork's conversation is a hand-off."""
 
 
 class HealthPublic(BaseModel):

@@ -200,6 +200,10 @@ class SessionPublic(BaseModel):
     """The worktree's branch; it stays in the repository after the session is deleted."""
     base: str | None = None
     """The commit the branch was made at."""
+    forked_from: str | None = None
+    """For a fork: the session it was forked from (null: not a fork)."""
+    forked_at: str | None = None
+    """For a fork: the turn of ``forked_from`` it holds the files and conversation up to."""
     model: str | None
     approval_mode: ApprovalMode
     status: SessionStatus
@@ -244,6 +248,12 @@ class UsageReport(BaseModel):
 class TurnCreate(_In):
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
     retry: RetryPolicyIn | None = None
+
+
+class SessionForkCreate(_In):
+    at_turn: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    """The session's completed turn the fork holds the files and the conversation up to
+    (inclusive); default its last completed turn."""
 
 
 class RetryPolicyPublic(BaseModel):

@@ -28,6 +28,7 @@ from app.api.schemas import (
     QuestionReply,
     QuestionStatus,
     SessionCreate,
+    SessionForkCreate,
     SessionList,
     SessionPublic,
     SessionStatus,
@@ -38,7 +39,7 @@ from app.api.schemas import (
 )
 from app.api.security import Authenticated
 from app.runtime import reads
-from app.runtime.commands import Answer, Close, Interrupt, Respond, StartTurn
+from app.runtime.commands import Answer, Close, Fork, Interrupt, Respond, StartTurn
 
 NO_SESSION = "No such session (or not yours)"
 STORAGE = "The database cannot be written now (`storage_unavailable`, see Retry-After)"
@@ -126,6 +127,46 @@ async def delete_session(
     session's worktree is removed (uncommitted changes in it are lost); its branch, with
     every commit on it, is kept in the repository (``branch``)."""
     row = await manager.execute(Close(session_id=session_id), issuer(principal))
+    return await session_public(manager, row)
+
+
+@router.post(
+    "/{session_id}/fork",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="forkSession",
+    responses={
+        201: links("getSession", "createTurn", "getEvents", session_id="id"),
+        **problems(
+            notes={
+                404: "No such session (or not yours), or no such turn in it (`at_turn`)",
+                409: "The session is running a turn (`turn_in_progress`), is already being "
+                "forked (`fork_in_progress`) or is closed; or the fork's branch exists "
+                "(`branch_exists`)",
+                422: "`at_turn` did not complete, or the session has no completed turn "
+                "(`turn_not_forkable`); the session's workspace is gone",
+                429: "Creation rate or open-session cap of this key reached, or too many failed "
+                "authentications from this address (see Retry-After)",
+                503: STORAGE,
+            }
+        ),
+    },
+)
+async def fork_session(
+    session_id: str,
+    body: SessionForkCreate,
+    request: Request,
+    manager: Manager,
+    principal: Authenticated,
+) -> SessionPublic:
+    """Fork the session at a completed turn (default its last): a new session of the same
+    owner, provider and settings, in a new worktree (or copy) of its workspace, whose
+    conversation holds the turns up to that one: the agent's own fork of its thread where
+    the provider has one (``fork`` in its capabilities), else a hand-off told before the new
+    session's first prompt. ``session.forked`` is told on both sessions."""
+    async with admit_session(request, manager, principal):
+        row = await manager.execute(
+            Fork(session_id=session_id, at_turn=body.at_turn), issuer(principal)
+        )
     return await session_public(manager, row)
 
 

@@ -34,6 +34,7 @@ from app.events.session import (
     ProviderSwitched,
     SessionClosed,
     SessionCreated,
+    SessionForked,
     SessionProviderSelected,
     SessionReverted,
     SessionThreadBound,
@@ -52,6 +53,7 @@ EventData = (
     SessionCreated
     | SessionProviderSelected
     | SessionThreadBound
+    | SessionForked
     | SessionClosed
     | SessionReverted
     | TurnStarted
@@ -140,6 +142,11 @@ class SessionProviderSelectedEvent(EventEnvelope):
 class SessionThreadBoundEvent(EventEnvelope):
     type: Literal["session.thread_bound"]
     data: SessionThreadBound
+
+
+class SessionForkedEvent(EventEnvelope):
+    type: Literal["session.forked"]
+    data: SessionForked
 
 
 class SessionClosedEvent(EventEnvelope):
@@ -256,6 +263,7 @@ Event = Annotated[
     SessionCreatedEvent
     | SessionProviderSelectedEvent
     | SessionThreadBoundEvent
+    | SessionForkedEvent
     | SessionClosedEvent
     | SessionRevertedEvent
     | TurnStartedEvent

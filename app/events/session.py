@@ -1,5 +1,5 @@
 """The data of a session's own events: created, its provider chosen or switched, its thread
-bound, closed."""
+bound, forked, closed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.events.turn import ChangesSummary
-from app.events.vocabulary import Payload, RoutingStrategy, SelectionReason
+from app.events.vocabulary import ForkConversation, Payload, RoutingStrategy, SelectionReason
 
 
 class SkippedProvider(BaseModel):
@@ -28,6 +28,16 @@ class CandidateScore(BaseModel):
     """Turns of this provider in the measured window when it was rated."""
     exploring: bool = False
     """Too few measured turns: tried before the measured ones so its figures can be learnt."""
+
+
+class HandoffSize(BaseModel):
+    """How much of the conversation a failover handed to the new agent."""
+
+    model_config = ConfigDict(frozen=True)
+    turns: int
+    """Earlier turns in the hand-off (whole or summarized)."""
+    chars: int
+    """Length of the new agent's first prompt."""
 
 
 class SessionCreated(Payload):
@@ -59,22 +69,32 @@ class SessionThreadBound(Payload):
     thread_id: str
 
 
+class SessionForked(Payload):
+    """A session was forked: told on the session forked (``parent_id``) and on the new one
+    (``child_id``), with the same data."""
+
+    TYPE = "session.forked"
+    parent_id: str
+    """The session forked."""
+    child_id: str
+    """The new session."""
+    at_turn: str
+    """The parent's turn the fork holds the conversation and the files up to (inclusive)."""
+    turn_number: int
+    """That turn's number in the parent."""
+    conversation: ForkConversation
+    """``native``: the agent's own fork of the parent's thread; ``handoff``: the new
+    session's first prompt carries the conversation up to ``at_turn`` (a fresh thread)."""
+    handoff: HandoffSize | None = None
+    """With ``handoff``: how much of the conversation it carries."""
+
+
 class SessionClosed(Payload):
     TYPE = "session.closed"
     reason: str
     kept_branch: str | None = None
     """For a session on a Git worktree: its worktree was removed, and this branch, with
     every commit on it, is kept in the repository."""
-
-
-class HandoffSize(BaseModel):
-    """How much of the conversation a failover handed to the new agent."""
-
-    model_config = ConfigDict(frozen=True)
-    turns: int
-    """Earlier turns in the hand-off (whole or summarized)."""
-    chars: int
-    """Length of the new agent's first prompt."""
 
 
 class ProviderSwitched(Payload):

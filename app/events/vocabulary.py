@@ -10,6 +10,7 @@ EventType = Literal[
     "session.created",
     "session.provider_selected",
     "session.thread_bound",
+    "session.forked",
     "session.closed",
     "session.reverted",
     "turn.started",
@@ -62,6 +63,8 @@ ApprovalDecision = Literal["allow", "deny", "allow_session"]
 ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
 """How a session's tool calls are approved: each CLI maps it to its own permission mode."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
+ForkConversation = Literal["native", "handoff"]
+"""How a fork carries the conversation: the agent's own fork of the thread, or a hand-off."""
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
 RoutingStrategy = Literal[
     "ordered", "lowest_latency", "lowest_cost", "balanced", "round_robin", "least_loaded"

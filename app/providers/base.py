@@ -30,6 +30,18 @@ from app.events import (
 
 
 @dataclass(frozen=True, kw_only=True)
+class ThreadFork:
+    """A thread to start as a copy of another one, made by the CLI as the session first runs
+    (Claude Code forks a thread as it resumes it: ``--fork-session``)."""
+
+    thread_id: str
+    """The thread copied."""
+    at: str | None = None
+    """Where the copy ends, in the CLI's terms (Claude Code: a transcript entry's uuid);
+    None: the whole thread."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionSpec:
     """What a provider needs to start or resume a session's conversation."""
 
@@ -44,6 +56,33 @@ class SessionSpec:
     git_dir: Path | None = None
     """For a session on a Git worktree: the repository's Git directory, which its agent
     needs writable to commit (``Sandbox.confine``)."""
+    fork_from: ThreadFork | None = None
+    """A fork whose CLI makes its thread on its first run: used while ``thread_id`` is
+    None (``Provider.fork_thread`` returned it)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkRequest:
+    """Fork the parent session's thread for a new session: its first ``keep_turns`` turns
+    (of ``turns`` it has), in the new session's workspace."""
+
+    parent: SessionSpec
+    """The session forked, with its thread (``thread_id``)."""
+    child: SessionSpec
+    """The new session (no thread yet): its id, workspace, model and approval mode."""
+    keep_turns: int
+    """Turns of the parent's thread the fork keeps, from its first (at least 1)."""
+    turns: int
+    """Turns the parent's thread has (``keep_turns == turns``: a fork at its latest point)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkedThread:
+    """The provider's fork of a thread: made now (``thread_id``), or made by the CLI as the
+    new session first runs (``pending``)."""
+
+    thread_id: str | None = None
+    pending: ThreadFork | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +156,9 @@ class Capabilities:
     model_choice: bool
     """Runs the ``model`` a session names; without it the agent runs the model it is
     configured with, so a session naming one is refused before any process starts."""
+    fork: bool = False
+    """Forks a session's thread at one of its turns itself (``Provider.fork_thread``); a
+    fork of a session on a provider without it carries the conversation as a hand-off."""
 
 
 Capability = Literal[
@@ -129,8 +171,13 @@ Capability = Literal[
     "shared_process",
     "approval_edits",
     "model_choice",
+    "fork",
 ]
 """A field of ``Capabilities``: what a request's ``requires`` may name."""
+
+
+class ForkFailed(Exception):
+    """The agent could not fork a thread (``Provider.fork_thread``); says why."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,6 +297,16 @@ class Provider(ABC):
     @abstractmethod
     def open_session(self, spec: SessionSpec) -> ProviderSession:
         """Return a handle for the session; nothing is spawned until the first turn."""
+
+    async def fork_thread(self, request: ForkRequest) -> ForkedThread | None:
+        """Fork the parent's thread as ``request`` says, with the agent's own fork; None when
+        this provider cannot fork it so (the gateway hands the conversation over instead).
+        Raises ``ForkFailed`` when the agent refused or failed; nothing is left behind then."""
+        return None
+
+    async def discard_thread(self, spec: SessionSpec, thread_id: str) -> None:  # noqa: B027 - most providers make no thread to forget
+        """Best effort: forget a thread ``fork_thread`` made for a session that was then not
+        created."""
 
     @abstractmethod
     async def aclose(self) -> None:

@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
@@ -34,10 +34,17 @@ from app.events import (
     QuestionAsked,
     QuestionResolved,
 )
-from app.providers.base import Answers, ApprovalAnswer, ApprovalRequest, QuestionRequest
+from app.providers.base import (
+    Answers,
+    ApprovalAnswer,
+    ApprovalRequest,
+    Provider,
+    QuestionRequest,
+)
 from app.records import ApprovalRecord
 from app.redaction import SecretMask
 from app.runtime.questions import asked_questions, check_answers, stored_questions
+from app.settings import Settings
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
@@ -373,3 +380,21 @@ class ApprovalBroker:
             ApprovalResolved(approval_id=approval_id, decision="deny", by="gateway", reason=reason)
         )
         log.info("approval %s of session %s %s", approval_id, self._session_id, reason)
+
+
+def edit_refusal(
+    settings: Settings, providers: Mapping[str, Provider], provider: str
+) -> str | None:
+    """Why an allow with edited input cannot be taken for ``provider``, or None."""
+    if not settings.sessions.allow_updated_input:
+        return (
+            "this gateway does not accept edited tool input "
+            "(sessions.allow_updated_input = false): allow or deny the call as asked"
+        )
+    built = providers.get(provider)
+    if built is not None and not built.capabilities.approval_edits:
+        return (
+            f"{provider} runs exactly the tool call it asked about and cannot take edited "
+            "input: allow or deny the call as asked"
+        )
+    return None

@@ -2,17 +2,18 @@
 loss, adoption and hand-back (app/runtime/cluster.py has ownership and the signed transport).
 
     execute(command, issuer) at any replica
-        StartTurn, Revert, Close:
-                           hold the session (claiming it if free) ─► run it here
-                           held by replica R                      ─► forward it to R
+        StartTurn, Revert, hold the session (claiming it if free) ─► run it here
+        Fork, Close:       held by replica R                      ─► forward it to R
+                           (a fork runs where the session's turns run: no turn starts
+                           elsewhere while it reads the session's thread and files)
         the others:        held by replica R                      ─► forward it to R
                            else                                   ─► run it here (nothing
                                                                      waits elsewhere)
         R died and never began it (``OwnerGone``)                 ─► adopt the session, run here
         this replica shutting down: a StartTurn or Close          ─► its session handed back,
                                                                      the command sent to another
-    a command forwarded here runs here, as the key that asked; a StartTurn or Close for a
-    session that moved on meanwhile is ``cluster_unavailable`` (the client retries)
+    a command forwarded here runs here, as the key that asked; a StartTurn, Fork or Close for
+    a session that moved on meanwhile is ``cluster_unavailable`` (the client retries)
 
 A forwarded command is the command itself, encoded (app/runtime/commands.py), in a signed
 envelope; its answer comes back as the record the API would have got.
@@ -50,6 +51,7 @@ from app.records import ENDED_SESSION_STATUSES, SessionRecord
 from app.runtime.cluster import AdoptionDue, Cluster, Lost, Received
 from app.runtime.commands import (
     Close,
+    Fork,
     Issuer,
     Revert,
     SessionCommand,
@@ -130,7 +132,7 @@ class ClusteredSessions:
         shuts down, a turn or a close goes to another one."""
         session_id = command.session_id
         row = await self.local.get(session_id, owner=issuer.owner)
-        if isinstance(command, Close | StartTurn | Revert):
+        if isinstance(command, Close | StartTurn | Revert | Fork):
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
                 return cast(R, ended)
@@ -160,7 +162,7 @@ class ClusteredSessions:
         """Run a command another replica forwarded, as the key that asked for it (its signed
         ``issuer`` decides which sessions it may reach, nothing in its fields)."""
         command = decode(kind, fields)
-        if isinstance(command, Close | StartTurn | Revert):
+        if isinstance(command, Close | StartTurn | Revert | Fork):
             row = await self.local.get(command.session_id, owner=issuer.owner)
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
@@ -177,7 +179,7 @@ class ClusteredSessions:
                 )
         return await self._here(command, issuer)
 
-    async def _tidy(self, command: Close | StartTurn | Revert, ended: SessionRecord) -> None:
+    async def _tidy(self, command: Close | StartTurn | Revert | Fork, ended: SessionRecord) -> None:
         """A close of an ended session (failed, or closed by retention) removes its worktree
         if it still has one: no replica runs anything in it."""
         if isinstance(command, Close):
@@ -333,11 +335,17 @@ class ClusteredSessions:
         await self.cluster.let_go(session_id)
 
 
-def _ended(command: Close | StartTurn | Revert, row: SessionRecord) -> SessionRecord | None:
-    """What a close or a turn on an ended session answers without any replica taking it: the
-    session itself for a close; a turn is refused. None while the session is open."""
+def _ended(
+    command: Close | StartTurn | Revert | Fork,
+    row: SessionRecord,
+) -> SessionRecord | None:
+    """What a close, a turn, a revert or a fork of an ended session answers without any
+    replica taking it: the session itself for a close; the others are refused. None while
+    the session is open."""
     if row.status not in ENDED_SESSION_STATUSES:
         return None
     if isinstance(command, Close):
         return row
+    if isinstance(command, Fork):
+        raise SessionClosed(f"session {row.id} is {row.status}; it cannot be forked")
     raise SessionClosed(f"session {row.id} is {row.status}; create a new session")

@@ -1,6 +1,6 @@
 """What a client (or the gateway itself) asks of a live session, as values.
 
-    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Revert · Close
+    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Revert · Fork · Close
 
 Each command is a frozen value naming its session; the REST routes and the WebSocket frames
 build the same ones, ``Sessions.execute(command, issuer)`` runs them (app/runtime/sessions.py),
@@ -37,6 +37,7 @@ __all__ = [
     "Answer",
     "Close",
     "Command",
+    "Fork",
     "Interrupt",
     "Issuer",
     "Respond",
@@ -118,6 +119,18 @@ class Revert(SessionCommand[RevertRecord]):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Fork(SessionCommand[SessionRecord]):
+    """Make a new session of the same owner and settings whose workspace holds the files and
+    whose conversation holds the turns up to ``at_turn`` (default: the last completed one);
+    409 while a turn runs. Answers the new session; it runs on the replica that ran this
+    one."""
+
+    kind: ClassVar[str] = "fork"
+    result: ClassVar[type[Any]] = SessionRecord
+    at_turn: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Close(SessionCommand[SessionRecord]):
     """Stop the session's turn and process group and close its event stream (it stays
     readable); answers the closed session."""
@@ -126,11 +139,12 @@ class Close(SessionCommand[SessionRecord]):
     result: ClassVar[type[Any]] = SessionRecord
 
 
-Command = StartTurn | Interrupt | Respond | Answer | Revert | Close
+Command = StartTurn | Interrupt | Respond | Answer | Revert | Fork | Close
 """Every command a session takes."""
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    cls.kind: TypeAdapter(cls) for cls in (StartTurn, Interrupt, Respond, Answer, Revert, Close)
+    cls.kind: TypeAdapter(cls)
+    for cls in (StartTurn, Interrupt, Respond, Answer, Revert, Fork, Close)
 }
 """Each command's validator and encoder, by its kind."""
 

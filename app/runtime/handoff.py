@@ -19,6 +19,10 @@ preamble). The failed turn's prompt is never cut: when the preamble and it alone
 in ``max_chars``, the new agent gets that prompt as it is and nothing else (the request is
 never changed, and it is what the agent would have got without a hand-off).
 
+A fork that cannot fork its agent's thread (app/runtime/forking.py) gets the same turns with
+``build_fork_handoff``: a preamble saying where the conversation comes from, the turns up to
+the fork, and a "Now" heading, told before the new session's first prompt.
+
 Every text taken from the conversation goes through ``mask`` (the gateway's ``SecretMask``)
 before it is measured: nothing a secret was seen in leaves for the other vendor, and the
 bound holds for what is sent.
@@ -157,6 +161,56 @@ def build_handoff(
     if len(text) > max_chars:  # pragma: no cover - the budget above holds it
         return alone
     return Handoff(prompt=text, turns=len(kept), chars=len(text))
+
+
+FORK_NOW = "## Now"
+"""The last line of a fork's hand-off: the new session's first prompt follows it."""
+
+
+def build_fork_handoff(
+    events: Iterable[Mapping[str, Any]],
+    *,
+    from_provider: str,
+    max_chars: int,
+    earlier: int = 0,
+    mask: Callable[[str], str] = _unchanged,
+) -> Handoff:
+    """What a fork's first prompt is told before its own text: the turns of ``events`` (the
+    parent's envelopes up to the turn forked at, in order), at most ``max_chars`` long, the
+    newest kept first as for ``build_handoff``; an empty ``prompt`` when none fits.
+
+    ``earlier``: how many turns the parent had up to the fork (the events may begin after
+    the oldest)."""
+    turns, _ = _turns(events, "", mask)
+    total = max(earlier, len(turns))
+    budget = max_chars - len(_fork_preamble(from_provider, total, total)) - len(FORK_NOW) - 2
+    kept: list[str] = []  # newest first
+    for index, turn in enumerate(reversed(turns)):
+        number = total - index
+        for text in (turn.whole(number), turn.summary(number)):
+            if len(text) + 2 <= budget:
+                kept.append(text)
+                budget -= len(text) + 2
+                break
+        else:
+            break
+    if not kept:
+        return Handoff(prompt="", turns=0, chars=0)
+    preamble = _fork_preamble(from_provider, total, total - len(kept))
+    text = "\n\n".join([preamble, *reversed(kept), FORK_NOW])
+    return Handoff(prompt=text, turns=len(kept), chars=len(text))
+
+
+def _fork_preamble(from_provider: str, total: int, omitted: int) -> str:
+    lines = [
+        f"This session is a fork of another one, in which a coding agent ({from_provider}) "
+        "worked with the user. Here is that conversation up to the fork, oldest first; the "
+        "workspace holds the files as they were then. Continue from it and answer the "
+        'request under "Now".',
+    ]
+    if omitted:
+        lines.append(f"({omitted} of {total} earlier turns are left out for length.)")
+    return "\n".join(lines)
 
 
 def _preamble(from_provider: str, reason: str, total: int, omitted: int) -> str:

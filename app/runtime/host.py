@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from app.errors import NoTurnRunning, SessionFenced, StorageUnavailable
 from app.events import ChangesSummary, EventData, QuestionAnswer, TurnError
 from app.observability.logs import bind_ids
@@ -103,6 +105,7 @@ class SessionHost:
         model: str | None,
         approval_timeout_s: float,
         workspace: Path | None = None,
+        fork_start: dict[str, JsonValue] | None = None,
     ) -> None:
         self._services = services
         self._stopping = False
@@ -132,6 +135,7 @@ class SessionHost:
             thread_id=thread_id,
             model=model,
             workspace=workspace,
+            fork_start=fork_start,
         )
 
     # --- what others may read ---------------------------------------------------------------

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pydantic import JsonValue
+
 from app.providers.base import ProcessInfo, Provider, ProviderSession
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.commands import Issuer
@@ -41,6 +43,15 @@ class TurnContext:
     """The running turn's measurement marks (app/runtime/figures.py)."""
     workspace: Path | None = None
     """The session's workspace, recorded at each turn's start and end."""
+    fork_start: dict[str, JsonValue] | None = None
+    """A fork's ``fork_start`` (``SessionRecord``): its hand-off is told before the first
+    prompt, and it is cleared (but for the turns count) once a thread is bound."""
+
+    @property
+    def preface(self) -> str | None:
+        """What the next prompt is told before its own text (a fork's hand-off)."""
+        handoff = (self.fork_start or {}).get("handoff")
+        return handoff if isinstance(handoff, str) and handoff else None
 
 
 class Seat(Protocol):

@@ -24,25 +24,27 @@ from app.errors import (
     NoTurnRunning,
     ProviderUnavailable,
     QuestionNotPending,
-    RevertInProgress,
     SessionClosed,
     TurnInProgress,
 )
 from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
-from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec
+from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec, ThreadFork
 from app.providers.registry import ProviderRegistry
 from app.records import (
+    BUSY_SESSION_STATUSES,
     ENDED_SESSION_STATUSES,
     ApprovalRecord,
     RevertRecord,
     SessionRecord,
     TurnRecord,
 )
+from app.runtime.approvals import edit_refusal
 from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
     Close,
+    Fork,
     Interrupt,
     Issuer,
     Respond,
@@ -53,8 +55,10 @@ from app.runtime.commands import (
 from app.runtime.coordinator import RetryPolicy, Sleep, resolve_policy
 from app.runtime.creation import create_session
 from app.runtime.eventlog import EventLog
+from app.runtime.exclusive import FORK, REVERT, Exclusive, Operation
 from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
+from app.runtime.forking import ForkServices, fork_session, turn_to_fork
 from app.runtime.history import history_for
 from app.runtime.host import HostServices, SessionHost
 from app.runtime.live import make_room
@@ -98,11 +102,19 @@ class LocalSessions:
         self.providers = providers
         self.clock = clock
         self._hosts: dict[str, SessionHost] = {}
-        self._reverting: set[str] = set()
-        """Sessions whose workspace is being reverted here: no turn starts meanwhile."""
+        self._exclusive = Exclusive()
+        """Sessions a revert or a fork runs on here: no turn starts on them meanwhile."""
         self._guard = asyncio.Lock()
         self.history = history_for(settings)
         """Each session's workspace, recorded at every turn's start and end."""
+        self._forks = ForkServices(
+            settings=settings,
+            store=store,
+            events=events,
+            providers=providers,
+            clock=clock,
+            history=self.history,
+        )
         self.figures = FigureBook(window_turns=settings.selection.window_turns, monotonic=monotonic)
         """Each provider's measured turns on this replica (routing strategies, metrics)."""
         self.chooser = Chooser(
@@ -194,6 +206,8 @@ class LocalSessions:
                 return cast(R, await self._answer(command, issuer))
             case Revert():
                 return cast(R, await self._revert(command, issuer))
+            case Fork():
+                return cast(R, await self._fork(command, issuer))
             case Close():
                 return cast(R, await self._close(command, issuer))
         raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
@@ -242,11 +256,7 @@ class LocalSessions:
             if row.status in ENDED_SESSION_STATUSES:
                 raise SessionClosed(f"session {session_id} is {row.status}; create a new session")
             recheck_session_workspace(row, self.settings)
-            if session_id in self._reverting:
-                raise RevertInProgress(
-                    f"session {session_id}'s workspace is being reverted; start the turn once "
-                    "the revert has answered"
-                )
+            self._exclusive.refuse_turn(session_id)
             host = await self._host(row)
             if host.busy:
                 raise TurnInProgress(
@@ -277,26 +287,31 @@ class LocalSessions:
             host.launch(turn, policy)
         return turn
 
-    async def _revert(self, command: Revert, issuer: Issuer) -> RevertRecord:
-        """Put the workspace back as at a turn's start; 409 while a turn runs (and no turn
-        starts until it is done)."""
-        session_id = command.session_id
+    async def _begin(self, session_id: str, issuer: Issuer, operation: Operation) -> SessionRecord:
+        """Mark the session for ``operation`` (app/runtime/exclusive.py): 409 while a turn
+        runs on it (here or, by its status, anywhere) or another such operation does."""
         async with self._guard:
             row = await self.get(session_id, owner=issuer.owner)
             if row.status in ENDED_SESSION_STATUSES:
-                raise SessionClosed(f"session {session_id} is {row.status}; nothing to revert")
-            host = self._hosts.get(session_id)
-            if host is not None and host.busy:
-                raise TurnInProgress(
-                    f"session {session_id} is running turn {host.turn_id}; wait for it to end "
-                    "or interrupt it, then revert",
-                    turn_id=host.turn_id,
+                raise SessionClosed(
+                    f"session {session_id} is {row.status}; it cannot be {operation.doing}"
                 )
-            if session_id in self._reverting:
-                raise RevertInProgress(f"session {session_id}'s workspace is already reverting")
-            recheck_session_workspace(row, self.settings)
-            self._reverting.add(session_id)
+            host = self._hosts.get(session_id)
+            if (host is not None and host.busy) or row.status in BUSY_SESSION_STATUSES:
+                raise TurnInProgress(
+                    f"session {session_id} is running a turn; wait for it to end or interrupt "
+                    "it first",
+                    turn_id=host.turn_id if host is not None else None,
+                )
+            self._exclusive.begin(session_id, operation)
+        return row
+
+    async def _revert(self, command: Revert, issuer: Issuer) -> RevertRecord:
+        """Put the workspace back as at a turn's start; 409 while a turn runs (and no turn
+        starts until it is done)."""
+        row = await self._begin(command.session_id, issuer, REVERT)
         try:
+            recheck_session_workspace(row, self.settings)
             return await revert(
                 row,
                 command.to_turn,
@@ -306,7 +321,18 @@ class LocalSessions:
                 events=self.events,
             )
         finally:
-            self._reverting.discard(session_id)
+            self._exclusive.end(row.id)
+
+    async def _fork(self, command: Fork, issuer: Issuer) -> SessionRecord:
+        """Make a new session from the session's files and conversation up to a completed
+        turn (app/runtime/forking.py); 409 while a turn runs, and no turn starts until the
+        fork is made."""
+        row = await self._begin(command.session_id, issuer, FORK)
+        try:
+            turn = await turn_to_fork(self.store, row, command.at_turn)
+            return await fork_session(row, turn, services=self._forks)
+        finally:
+            self._exclusive.end(row.id)
 
     async def resume(self, turn: TurnRecord) -> bool:
         """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
@@ -349,6 +375,9 @@ class LocalSessions:
         if provider is None:
             raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
         binding = await self.store.get_binding(row.id, row.provider)
+        start = row.fork_start or {}
+        forked = start.get("thread")
+        at = start.get("at")
         spec = SessionSpec(
             session_id=row.id,
             workspace=Path(row.workspace),
@@ -357,6 +386,9 @@ class LocalSessions:
             thread_id=binding.thread_id if binding else None,
             thread_bound_at=binding.created_at if binding else None,
             git_dir=None if row.git_dir is None else Path(row.git_dir),
+            fork_from=ThreadFork(thread_id=forked, at=at if isinstance(at, str) else None)
+            if isinstance(forked, str)
+            else None,
         )
         host = SessionHost(
             services=self._host_services,
@@ -368,6 +400,7 @@ class LocalSessions:
             model=row.model,
             approval_timeout_s=self.settings.sessions.approval_timeout_s,
             workspace=Path(row.workspace),
+            fork_start=row.fork_start,
         )
         self._hosts[row.id] = host
         return host
@@ -410,7 +443,7 @@ class LocalSessions:
             answer,
             provider=row.provider,
             by=issuer.name,
-            edit_refusal=self._edit_refusal(row.provider),
+            edit_refusal=edit_refusal(self.settings, self.providers, row.provider),
         )
 
     async def _answer(self, command: Answer, issuer: Issuer) -> ApprovalRecord:
@@ -429,21 +462,6 @@ class LocalSessions:
         return await host.answer(
             question_id, list(command.answers), provider=row.provider, by=issuer.name
         )
-
-    def _edit_refusal(self, provider: str) -> str | None:
-        """Why an allow with edited input cannot be taken for this provider, or None."""
-        if not self.settings.sessions.allow_updated_input:
-            return (
-                "this gateway does not accept edited tool input "
-                "(sessions.allow_updated_input = false): allow or deny the call as asked"
-            )
-        built = self.providers.get(provider)
-        if built is not None and not built.capabilities.approval_edits:
-            return (
-                f"{provider} runs exactly the tool call it asked about and cannot take edited "
-                "input: allow or deny the call as asked"
-            )
-        return None
 
     # --- lifecycle ------------------------------------------------------------------------
 

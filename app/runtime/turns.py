@@ -64,6 +64,9 @@ has moved its live session there by then."""
 
 GATEWAY_SHUTDOWN = "gateway_shutdown: the gateway was shut down while the turn was running"
 """The stop reason of turns ended by a graceful shutdown (``TurnError.reason`` gateway_shutdown)."""
+FORK_TURNS = "turns"
+"""The key of a fork's ``fork_start`` kept after its thread is bound: how many turns of the
+thread came before the session's own first one (app/runtime/forking.py)."""
 STORAGE_RETRY_S = (0.5, 1.0, 2.0, 5.0)
 """Waits between attempts to record the end of a turn while the database refuses writes
 (the last one repeats until it succeeds or the turn's task is cancelled)."""
@@ -171,6 +174,12 @@ class Hooks:
             thread_id=thread_id,
             now=self.services.clock(),
         )
+        start = self.live.fork_start
+        if start is not None and set(start) - {FORK_TURNS}:
+            # The fork's thread exists: what it started from is not needed again.
+            kept = {FORK_TURNS: start[FORK_TURNS]} if FORK_TURNS in start else None
+            await self.services.store.update_session(self.live.session_id, fork_start=kept)
+            self.live.fork_start = kept
         if thread_id != self.live.thread_id:
             self.live.thread_id = thread_id
             await self.emit(SessionThreadBound(thread_id=thread_id))
@@ -264,6 +273,9 @@ async def drive_turn(
         if not resumed:
             await hooks.emit(TurnStarted(prompt=turn.prompt))
             prompt = await _record_start(services, live, turn, hooks)
+        preface = live.preface  # a fork's hand-off, told before the first prompt
+        if preface is not None:
+            prompt = f"{preface}\nUser: {prompt}"
         result = await _within_budget(coordinator, prompt, live)
         outcome = result.outcome
         tried = [live.provider]

@@ -7,7 +7,8 @@
            … the session is stored; should that fail, take_back: worktree, then branch
     DELETE, or retention forgets the session
       └► remove_worktree: ``git worktree remove --force``, ``git worktree prune``;
-         the branch (and every commit on it) stays in the repository
+         the branch (and every commit on it) stays in the repository; a fork's plain copy
+         (app/runtime/forkspace.py) is removed the same way
 
 ``make_worktree`` is the one way a worktree is made for a session (a fork makes its new
 session's the same way). Git runs off the event loop, through ``app.process.gitrepo``.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,12 +178,13 @@ def repository_of(row: SessionRecord) -> Repository | None:
 
 
 async def remove_worktree(settings: Settings, row: SessionRecord) -> bool:
-    """Remove the worktree of ``row`` (a session on one) if it is still there; its branch
-    stays. Whether there was one to remove. A failure is logged, never raised: the session
-    closes anyway, and the next close (or ``git worktree prune``) can finish the job."""
+    """Remove the worktree of ``row`` (a session on one), or its fork's plain copy, if it is
+    still there; a worktree's branch stays. Whether there was one to remove. A failure is
+    logged, never raised: the session closes anyway, and the next close (or ``git worktree
+    prune``) can finish the job."""
     repository = repository_of(row)
     if repository is None:
-        return False
+        return await asyncio.to_thread(remove_fork_copy, settings, row)
     path = worktree_path(settings, row.id)
     if Path(row.workspace) != path or not (path.exists() or path.is_symlink()):
         return False
@@ -201,6 +204,27 @@ async def remove_worktree(settings: Settings, row: SessionRecord) -> bool:
     return True
 
 
+def is_fork_copy(settings: Settings, row: SessionRecord) -> bool:
+    """Whether ``row``'s workspace is a plain directory the gateway made for it (a fork's)."""
+    return row.repository is None and Path(row.workspace) == worktree_path(settings, row.id)
+
+
+def remove_fork_copy(settings: Settings, row: SessionRecord) -> bool:
+    """Remove a fork's plain copy (``is_fork_copy``) if it is still there; whether it was."""
+    if not is_fork_copy(settings, row):
+        return False
+    path = Path(row.workspace)
+    if not path.is_dir() or path.is_symlink():
+        return False
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        log.warning("session %s: its workspace copy %s could not be removed: %s", row.id, path, exc)
+        return False
+    log.info("session %s: workspace copy %s removed", row.id, path, extra={"session_id": row.id})
+    return True
+
+
 async def forget_worktrees(settings: Settings, store: Storage, session_ids: Iterable[str]) -> int:
     """Remove the worktrees of sessions retention forgot; how many there were."""
     removed = 0
@@ -217,6 +241,9 @@ def recheck_session_workspace(row: SessionRecord, settings: Settings) -> None:
     itself inside the worktrees root, and its repository's Git directory is still that
     directory (not swapped for a symlink the sandbox's bind would follow). Raises
     ``WorkspaceRejected``."""
+    if is_fork_copy(settings, row):
+        recheck_workspace(row.id, row.workspace, (settings.worktrees_root,))
+        return
     if row.repository is None or row.git_dir is None:
         recheck_workspace(
             row.id, row.workspace, settings.workspaces.roots, reserved=reserved_paths(settings)

@@ -102,6 +102,12 @@ class SessionRow(Base):
     branch: Mapped[str | None] = mapped_column(Text, default=None)
     base: Mapped[str | None] = mapped_column(String(64), default=None)
     git_dir: Mapped[str | None] = mapped_column(Text, default=None)
+    forked_from: Mapped[str | None] = mapped_column(String(64), default=None)
+    """For a fork: the session it was forked from (not a foreign key: either may be
+    forgotten by retention first)."""
+    forked_at: Mapped[str | None] = mapped_column(String(64), default=None)
+    fork_start: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON, default=None)
+    """What a fork's first thread starts from, until one is bound (``SessionRecord``)."""
 
 
 class ReplicaRow(Base):

@@ -25,6 +25,19 @@ def claude_code(stub: StubLLM, home: Path) -> dict[str, Any]:
     }
 
 
+def stub_model_provider(stub: StubLLM) -> dict[str, Any]:
+    """Codex's ``model_providers.stub``: the stub's Responses API, no retries (Codex retries
+    silently otherwise: a failing case would take ~25 s)."""
+    return {
+        "name": "Stub",
+        "base_url": stub.openai_base_url,
+        "env_key": "STUB_API_KEY",
+        "wire_api": "responses",
+        "request_max_retries": 0,
+        "stream_max_retries": 0,
+    }
+
+
 def codex(stub: StubLLM, home: Path) -> dict[str, Any]:
     codex_home = home / "codex"
     codex_home.mkdir(exist_ok=True)  # Codex 0.169 refuses to start on a missing CODEX_HOME
@@ -35,17 +48,7 @@ def codex(stub: StubLLM, home: Path) -> dict[str, Any]:
         # Layered over (never written into) $CODEX_HOME/config.toml as `-c` overrides.
         "config": {
             "model_provider": "stub",
-            "model_providers": {
-                "stub": {
-                    "name": "Stub",
-                    "base_url": stub.openai_base_url,
-                    "env_key": "STUB_API_KEY",
-                    "wire_api": "responses",
-                    # Codex retries silently otherwise: a failing case would take ~25 s.
-                    "request_max_retries": 0,
-                    "stream_max_retries": 0,
-                }
-            },
+            "model_providers": {"stub": stub_model_provider(stub)},
         },
     }
 
@@ -184,16 +187,7 @@ def acp_codex(stub: StubLLM, home: Path) -> dict[str, Any]:
         "model": "gpt-5.5",
         "model_provider": "stub",
         "check_for_update_on_startup": False,
-        "model_providers": {
-            "stub": {
-                "name": "Stub",
-                "base_url": stub.openai_base_url,
-                "env_key": "STUB_API_KEY",
-                "wire_api": "responses",
-                "request_max_retries": 0,
-                "stream_max_retries": 0,
-            }
-        },
+        "model_providers": {"stub": stub_model_provider(stub)},
         "features": {"plugins": False, "remote_plugin": False, "apps": False},
         "analytics": {"enabled": False},
     }

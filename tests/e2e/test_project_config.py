@@ -316,19 +316,36 @@ def test_claude_adapter_leaves_the_workspace_config_out_on_new_and_resumed_threa
     assert CONTEXT_MARKER not in model_request_text(stub)  # no CLAUDE.md
 
 
-def test_claude_adapter_loads_the_workspace_config_when_the_operator_allows_it(
-    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
+ADAPTERS_ALLOWED = {
+    # Every planted hook and server, and CLAUDE.md in the prompt.
+    "acp:claude": (plant_claude, CLAUDE_MARKS, True),
+    # What the refusal below stands on for the Codex adapter: it starts the workspace's MCP
+    # server (Copilot's hooks run in test_acp_workspace_config_loads_when_the_operator_allows_it).
+    "acp:codex": (plant_codex, {"mcp"}, False),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(ADAPTERS_ALLOWED))
+def test_an_adapter_loads_the_workspace_config_when_the_operator_allows_it(
+    make_gateway: GatewayFactory,
+    stub: StubLLM,
+    workspace: Path,
+    markers: Path,
+    tmp_path: Path,
+    provider: str,
 ) -> None:
-    plant_claude(workspace, markers)
+    plant, expected, context = ADAPTERS_ALLOWED[provider]
+    plant(workspace, markers)
     home = tmp_path / "home"
-    gateway = adapter_gateway(make_gateway, stub, home, "acp:claude", markers, project_config=True)
+    gateway = adapter_gateway(make_gateway, stub, home, provider, markers, project_config=True)
     with gateway.client() as client:
         session_id = create_session(client, workspace, approval_mode="ask")
         events = run_turn(client, session_id, "hello")
 
     assert events[-1]["type"] == "turn.completed", kinds(events)
-    assert set(wait_for_marks(markers, CLAUDE_MARKS)) >= CLAUDE_MARKS
-    assert CONTEXT_MARKER in model_request_text(stub)
+    assert set(wait_for_marks(markers, expected)) >= expected
+    if context:
+        assert CONTEXT_MARKER in model_request_text(stub)
 
 
 @pytest.mark.parametrize("provider", ["acp:codex", "acp:copilot"])
@@ -361,19 +378,3 @@ def test_an_agent_without_a_switch_is_unavailable_until_the_operator_allows_the_
     assert created.headers["content-type"] == "application/problem+json"
     assert "project_config" in created.text
     assert marks(markers) == []  # no agent process started
-
-
-def test_codex_adapter_loads_the_workspace_config_once_allowed(
-    make_gateway: GatewayFactory, stub: StubLLM, workspace: Path, markers: Path, tmp_path: Path
-) -> None:
-    """What the refusal above stands on for the Codex adapter: it starts the workspace's MCP
-    server (Copilot's hooks run in test_acp_workspace_config_loads_when_the_operator_allows_it)."""
-    plant_codex(workspace, markers)
-    home = tmp_path / "home"
-    gateway = adapter_gateway(make_gateway, stub, home, "acp:codex", markers, project_config=True)
-    with gateway.client() as client:
-        session_id = create_session(client, workspace, approval_mode="ask")
-        events = run_turn(client, session_id, "hello")
-
-    assert events[-1]["type"] == "turn.completed", kinds(events)
-    assert "mcp" in wait_for_marks(markers, {"mcp"})

@@ -81,6 +81,9 @@ def test_t15_only_the_gateway_vocabulary_can_be_encoded() -> None:
         "thread/resume",
         "thread/unsubscribe",
         "thread/loaded/list",
+        "thread/turns/list",
+        "thread/fork",
+        "thread/delete",
         "turn/start",
         "turn/interrupt",
     } == CLIENT_METHODS

@@ -72,6 +72,13 @@ def build_argv(
         # `--resume` takes an optional value, so a dash-leading id would be read as a flag;
         # the SDKs use the `=` form for the same reason.
         argv.append(f"--resume={spec.thread_id}")
+    elif spec.fork_from is not None:
+        # A fork's first process: the CLI copies the thread (up to the entry `at`) into a
+        # new one and reports its id (app/providers/claude/forks.py).
+        argv += [f"--resume={spec.fork_from.thread_id}", "--fork-session"]
+        if spec.fork_from.at is not None:
+            # Hidden from `--help` in 2.1.332; the Agent SDK's `resumeSessionAt`.
+            argv.append(f"--resume-session-at={spec.fork_from.at}")
     argv.extend(extra_args)
     return argv
 

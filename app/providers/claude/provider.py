@@ -31,14 +31,19 @@ from app.providers.base import (
     ApprovalAnswer,
     ApprovalRequest,
     Capabilities,
+    ForkedThread,
+    ForkFailed,
+    ForkRequest,
     QuestionRequest,
     SessionSpec,
+    ThreadFork,
     TurnHooks,
     TurnOutcome,
 )
 from app.providers.claude import protocol
 from app.providers.claude.argv import build_argv
 from app.providers.claude.classifier import error_for_exit
+from app.providers.claude.forks import copy_transcript, cut_point, find_transcript
 from app.providers.claude.normalizer import (
     ApprovalAsked,
     ApprovalWithdrawn,
@@ -118,6 +123,7 @@ class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
         shared_process=False,
         approval_edits=True,
         model_choice=True,
+        fork=True,
     )
 
     def child_env(self, workspace: Path) -> dict[str, str]:
@@ -144,6 +150,37 @@ class ClaudeCodeProvider(HostedProvider["ClaudeSession"]):
 
     def new_session(self, spec: SessionSpec) -> ClaudeSession:
         return ClaudeSession(provider=self, spec=spec)
+
+    async def fork_thread(self, request: ForkRequest) -> ForkedThread:
+        """A fork the CLI makes on the new session's first run (``forks``): the cut is found
+        in the parent's transcript now, and the transcript copied into the new session's
+        config dir when it has its own."""
+        return await asyncio.to_thread(self._fork, request)
+
+    def _fork(self, request: ForkRequest) -> ForkedThread:
+        thread_id = request.parent.thread_id
+        assert thread_id is not None
+        parent_dir = self.config_dir(request.parent)
+        transcript = find_transcript(parent_dir, thread_id)
+        if transcript is None:
+            raise ForkFailed(f"no transcript of thread {thread_id} under {parent_dir}")
+        with transcript.open(encoding="utf-8") as lines:
+            cut = cut_point(lines, request.keep_turns)
+        child_dir = self.config_dir(request.child)
+        if child_dir != parent_dir:
+            if self.sandbox.on:
+                self.sandbox.home(request.child.session_id).mkdir(mode=0o700, exist_ok=True)
+            copy_transcript(transcript, child_dir, cut)
+        return ForkedThread(pending=ThreadFork(thread_id=thread_id, at=cut))
+
+    def config_dir(self, spec: SessionSpec) -> Path:
+        """Where the CLI of ``spec``'s session keeps its threads (``~/.claude``)."""
+        if self.sandbox.on:
+            return self.sandbox.home(spec.session_id) / ".claude"
+        env = self.child_env(spec.workspace)
+        if env.get("CLAUDE_CONFIG_DIR"):
+            return Path(env["CLAUDE_CONFIG_DIR"])
+        return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
 
 
 class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):

@@ -46,6 +46,10 @@ CLIENT_METHODS = frozenset(
         "thread/resume",
         "thread/unsubscribe",
         "thread/loaded/list",
+        # A session's fork (app/providers/codex/forks.py): they read and copy threads only.
+        "thread/turns/list",
+        "thread/fork",
+        "thread/delete",
         "turn/start",
         "turn/interrupt",
     }

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from app.process.childspec import child_environment
-from app.providers.base import Capabilities, SessionSpec
+from app.providers.base import Capabilities, ForkedThread, ForkRequest, SessionSpec
+from app.providers.codex import forks
 from app.providers.codex.argv import RetryBudget, build_argv
 from app.providers.codex.linux_sandbox import helper_directory, native_executable, with_helper
 from app.providers.codex.server import CodexServer
@@ -52,6 +53,7 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
         shared_process=True,
         approval_edits=False,  # it runs exactly the command or patch it asked about
         model_choice=True,
+        fork=True,
     )
 
     def __init__(self, context: BuildContext) -> None:
@@ -96,6 +98,13 @@ class CodexProvider(ServerProvider[CodexSession, CodexServer]):
 
     def new_session(self, spec: SessionSpec) -> CodexSession:
         return CodexSession(provider=self, spec=spec)
+
+    async def fork_thread(self, request: ForkRequest) -> ForkedThread:
+        """``thread/fork`` through the turn kept (app/providers/codex/forks.py)."""
+        return await forks.fork_thread(self, request)
+
+    async def discard_thread(self, spec: SessionSpec, thread_id: str) -> None:
+        await forks.discard_thread(self, spec, thread_id)
 
 
 def _with_sandbox_helper(executable: str, env: dict[str, str], state_dir: Path) -> dict[str, str]:

@@ -1,0 +1,92 @@
+"""A three-turn session of a real CLI forked at its first turn, through a real gateway: the
+fork is the agent's own (``conversation: native``) and its next turn's model request holds
+turn 1's prompt and answer and nothing of turns 2 and 3.
+
+Each case runs on a Git repository, so the fork gets a worktree of its own; Claude Code and
+Codex with their sandboxes on (each session has a CLI home of its own, which the fork's
+thread is copied into), and Codex once more with it off (one shared app-server forks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli_harness import run_turn, stored_events
+from tests.e2e.conftest import GatewayFactory
+from tests.stub_llm import StubLLM
+
+pytestmark = pytest.mark.e2e
+
+PROMPTS = ("first [[echo]]", "second [[echo]]", "third [[echo]]")
+
+
+def _repository(workspace: Path) -> Path:
+    repo = workspace.parent / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "README").write_text("hello\n")
+    for args in (
+        ("add", "README"),
+        ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"),
+    ):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("provider", "sandbox"),
+    [("claude_code", "bwrap"), ("codex", "bwrap"), ("codex", "none")],
+)
+def test_a_fork_at_turn_one_holds_only_turn_one(
+    make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, provider: str, sandbox: str
+) -> None:
+    repo = _repository(workspace)
+    gateway = make_gateway(provider, sandbox={"mode": sandbox}).start()
+    with gateway.client() as client:
+        assert client.get(f"/v1/providers/{provider}").json()["capabilities"]["fork"] is True
+        created = client.post("/v1/sessions", json={"repository": str(repo)})
+        assert created.status_code == 201, created.text
+        parent = created.json()["id"]
+        answers = []
+        for prompt in PROMPTS:
+            events = run_turn(client, parent, prompt)
+            assert events[-1]["type"] == "turn.completed", events[-1]
+            answers.append(events[-1]["data"]["final_text"])
+        assert len(set(answers)) == 3, answers  # each answer tells its own turn apart
+        turns = client.get(f"/v1/sessions/{parent}/turns").json()["turns"]
+        first = next(t["id"] for t in turns if t["number"] == 1)
+
+        forked = client.post(f"/v1/sessions/{parent}/fork", json={"at_turn": first})
+        assert forked.status_code == 201, forked.text
+        child = forked.json()
+        assert child["forked_from"] == parent
+        assert child["forked_at"] == first
+        assert child["branch"] == f"agent/{child['id']}"
+        assert child["workspace"] != repo
+        (told,) = [e for e in stored_events(client, child["id"]) if e["type"] == "session.forked"]
+        assert told["data"]["conversation"] == "native", gateway.log()[-3000:]
+        (on_parent,) = [e for e in stored_events(client, parent) if e["type"] == "session.forked"]
+        assert on_parent["data"] == told["data"]
+
+        before = len(stub.requests)
+        events = run_turn(client, child["id"], "fourth [[echo]]")
+        assert events[-1]["type"] == "turn.completed", events[-1]
+        parent_thread = client.get(f"/v1/sessions/{parent}").json()["thread_id"]
+        child_thread = client.get(f"/v1/sessions/{child['id']}").json()["thread_id"]
+        assert child_thread is not None
+        assert child_thread != parent_thread
+
+    asked = [r for r in stub.requests[before:] if r in stub.model_requests()]
+    assert asked, "the fork's turn made no model request"
+    for request in asked:
+        body = json.dumps(request.body)
+        texts = request.conversation_text
+        assert "first [[echo]]" in texts, texts
+        assert "fourth [[echo]]" in texts, texts
+        assert "second [[echo]]" not in body
+        assert "third [[echo]]" not in body
+        assert answers[0] in body, (answers[0], body[-2000:])
+        assert answers[1] not in body
+        assert answers[2] not in body
