@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.process.snapshots import GitError, SnapshotStore, TooLarge
+from app.process.snapshots import NOW, GitError, SnapshotStore, TooLarge
 from app.process.snapshots.store import turn_ref
 from tests.gateway import wait_until
 
@@ -231,3 +231,22 @@ async def test_a_record_whose_caller_leaves_kills_its_git_and_frees_the_session(
     store.git = shutil.which("git") or "git"
     async with asyncio.timeout(10):  # the session's lock was released
         await store.record(SESSION, workspace, turn_ref("trn_1", "start"))
+
+
+async def test_what_changed_up_to_now_is_read_without_writing_the_sessions_index(
+    store: SnapshotStore, workspace: Path
+) -> None:
+    """A read may reach any replica while the one running the session records: it stages in
+    a copy of the index, never the index itself."""
+    start = await store.record(SESSION, workspace, turn_ref("trn_1", "start"))
+    index = store.path(SESSION) / "index"
+    before = index.read_bytes()
+    (workspace / "plain").write_text("changed since\n")
+
+    changes = await store.changes(SESSION, workspace, start, NOW)
+
+    assert [(c.path, c.status) for c in changes.files] == [("plain", "modified")]
+    assert index.read_bytes() == before
+    assert sorted(p.name for p in store.path(SESSION).glob("index*")) == ["index"]
+    end = await store.record(SESSION, workspace, turn_ref("trn_1", "end"))
+    assert (await store.changes(SESSION, workspace, start, end)) == changes

@@ -296,20 +296,35 @@ class SnapshotStore:
         return await off_loop(work)
 
     async def _now(self, session_id: str, workspace: Path) -> str:
-        """The tree of the workspace as it is (staged in the session's index, which is
-        only the store's cache of the workspace: the recorded states stay as they are)."""
-        async with self._lock(session_id):
-            git_dir = self.path(session_id)
-            warm = self._warm.get(session_id)
+        """The tree of the workspace as it is, staged in a scratch copy of the session's
+        index: the index the turns use is left to the replica that runs them (a read may
+        come to any replica), and the recorded states stay as they are."""
+        git_dir = self.path(session_id)
+        warm = self._warm.get(session_id)
 
-            def work(stop: Stop) -> tuple[Staged, tuple[int, int, int] | None]:
-                self._ready(git_dir, stop)
-                staged = self._stage(warm, self._git(git_dir, workspace, stop), workspace)
-                return staged, _signature(git_dir / "index")
+        def work(stop: Stop) -> str:
+            self._ready(git_dir, stop)
+            index = git_dir / "index"
+            scratch = git_dir / f"index.scratch-{secrets.token_hex(8)}"
+            try:
+                before = _signature(index)
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.copyfile(index, scratch)
+                # What is kept of the index holds for the copy if it was not written meanwhile.
+                same = warm is not None and before == warm.index == _signature(index)
+                git = with_index(self._git(git_dir, workspace, stop), scratch)
+                staged = stage(
+                    git,
+                    workspace,
+                    self._caps,
+                    known=warm.size if same and warm is not None else None,
+                    tree=warm.tree if same and warm is not None else None,
+                )
+                return staged.tree
+            finally:
+                scratch.unlink(missing_ok=True)
 
-            staged, signature = await off_loop(work)
-            self._keep(session_id, signature, staged.tree, staged.size)
-            return staged.tree
+        return await off_loop(work)
 
     # --- reading -------------------------------------------------------------------------
 
