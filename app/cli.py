@@ -334,7 +334,7 @@ def exposure_refusal(settings: Settings) -> str | None:
 
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
-    from app.main import create_app
+    from app.main import create_app, git_refusal
     from app.providers.catalog import cli_secrets
     from app.server import run
 
@@ -350,6 +350,11 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)
+    # Before the server starts, so that it is refused like any other setting (the app's
+    # start-up checks it again, for an app made without this command).
+    git = asyncio.run(git_refusal(settings))
+    if git is not None:
+        raise ConfigError(git)
     # Held until the process exits: no second gateway serves the same database (unless both
     # are replicas of a cluster).
     serving = hold_sole_server(  # noqa: F841

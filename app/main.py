@@ -320,13 +320,23 @@ async def _check_start(engine: AsyncEngine, settings: Settings) -> None:
     await check_schema(engine)
     if not settings.snapshots.enabled:
         return
-    problem = await git_problem(settings.snapshots.git)
-    if problem is not None:
-        raise ConfigError(
-            f"snapshots.enabled is on but {problem}: install Git 2.32 or later (Debian: "
-            "apt-get install git), point snapshots.git at it, or set snapshots.enabled = false"
-        )
+    refusal = await git_refusal(settings)
+    if refusal is not None:
+        raise ConfigError(refusal)
     await asyncio.to_thread(settings.snapshots_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+
+
+async def git_refusal(settings: Settings) -> str | None:
+    """Why the gateway cannot start with these settings' snapshots (None: it can)."""
+    if not settings.snapshots.enabled:
+        return None
+    problem = await git_problem(settings.snapshots.git)
+    if problem is None:
+        return None
+    return (
+        f"snapshots.enabled is on but {problem}: install Git 2.32 or later (Debian: "
+        "apt-get install git), point snapshots.git at it, or set snapshots.enabled = false"
+    )
 
 
 def _period(settings: Settings) -> float:

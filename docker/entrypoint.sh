@@ -5,8 +5,10 @@
 # Started as root (the image's default), it
 #   1. remaps the `agent` user to PUID/PGID when they are given and differ from its ids,
 #   2. gives the agent its home volumes, its CLI prefix and the data directory (chown, skipped
-#      when the top-level owner is already right) -- never the workspace, which holds the
-#      user's own files,
+#      when the top-level owner is already right), and the directories replicas share when
+#      they are set elsewhere (GATEWAY_SANDBOX__HOMES_DIR, GATEWAY_SNAPSHOTS__DIR,
+#      GATEWAY_WORKSPACES__WORKTREES_ROOT: made first, private, when missing) -- never the
+#      workspace, which holds the user's own files,
 #   3. and runs everything after that as the agent through setpriv.
 # Started as any other user (compose `user:`), it skips 1 and 2 and runs as that user.
 #
@@ -42,6 +44,10 @@ opencode_config="${XDG_CONFIG_HOME:-$agent_home/.config}/opencode"
 opencode_data="${XDG_DATA_HOME:-$agent_home/.local/share}/opencode"
 export HOME="$agent_home"
 
+# The gateway's directories that may be set outside the data directory (replicas put them on
+# a volume they share: docker-compose.replicas.yml).
+shared_vars=(GATEWAY_SANDBOX__HOMES_DIR GATEWAY_SNAPSHOTS__DIR GATEWAY_WORKSPACES__WORKTREES_ROOT)
+
 # The variables docker/credentials.py writes into files (its INJECTED); never passed on.
 secret_vars=(ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN CLAUDE_CODE_OAUTH_TOKEN OPENAI_API_KEY
   OPENROUTER_API_KEY GATEWAY_TOKEN)
@@ -55,6 +61,14 @@ version_shape='^(v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?|[
 (($# > 0)) || set -- agent-gateway serve
 
 # --- check the input before changing anything ----------------------------------------------
+
+shared_dirs=()
+for var in "${shared_vars[@]}"; do
+  dir="${!var:-}"
+  [[ -n "$dir" ]] || continue
+  [[ "$dir" == /* ]] || die "$var=$(printf '%q' "$dir") must be an absolute path"
+  shared_dirs+=("$dir")
+done
 
 for spec in "${cli_overrides[@]}"; do
   var="${spec%%=*}"
@@ -121,9 +135,16 @@ if ((as_root)); then
     "$agent_home/.local/share" "$agent_home/.local/lib"; do
     own "$dir"
   done
+  for dir in "${shared_dirs[@]}"; do
+    # A fresh shared volume is root's: the directory is made here, private to the agent.
+    if [[ ! -e "$dir" && ! -L "$dir" ]]; then
+      mkdir -p "$dir"
+      chmod 700 "$dir"
+    fi
+  done
   for dir in "$claude_dir" "$codex_dir" "$opencode_config" "$opencode_data" "$cli_prefix" \
     "$agent_home/.gemini" "$agent_home/.copilot" "$agent_home/.qwen" "$agent_home/.codebuddy" \
-    "$data_dir"; do
+    "$data_dir" "${shared_dirs[@]}"; do
     own "$dir" -R
   done
   # The database and token files themselves too: an admin command run as root (`docker exec`

@@ -24,7 +24,7 @@ START = "start"
 
 @dataclass(frozen=True, kw_only=True)
 class Span:
-    """Two recorded states of one session's workspace: commits, or ``NOW`` for ``target``."""
+    """Two recorded states of one session's workspace: tree ids, or ``NOW`` for ``target``."""
 
     session_id: str
     workspace: Path

@@ -127,10 +127,8 @@ class WorkspaceHistory:
         has it: a turn resumed after a restart); the warning when it could not be."""
         if self.store is None:
             return None
-        ref = turn_ref(turn_id, "start")
         try:
-            if await self.store.resolve(session_id, ref) is None:
-                await self.store.record(session_id, workspace, ref)
+            await self.store.record(session_id, workspace, turn_ref(turn_id, "start"), keep=True)
         except (TooLarge, GitError) as exc:
             log.warning("turn %s: workspace not recorded at its start: %s", turn_id, exc)
             return Warning(
@@ -150,7 +148,7 @@ class WorkspaceHistory:
                 return Ended()
             end = await self.store.record(session_id, workspace, turn_ref(turn_id, "end"))
             return Ended(
-                changes=summary(await self.store.changes(session_id, workspace, start, end))
+                changes=summary(await self.store.counts(session_id, workspace, start, end))
             )
         except (TooLarge, GitError) as exc:
             log.warning("turn %s: workspace not recorded at its end: %s", turn_id, exc)
@@ -168,17 +166,18 @@ class WorkspaceHistory:
     # --- reading -------------------------------------------------------------------------
 
     async def state(self, session_id: str, turn: TurnRecord, moment: Moment) -> str:
-        """The recorded commit of ``turn`` at its start or end (409 when there is none)."""
+        """The recorded state (a tree id) of ``turn`` at its start or end (409 when there is
+        none)."""
         store = self._store()
-        commit = await store.resolve(session_id, turn_ref(turn.id, moment))
-        if commit is None:
+        state = await store.resolve(session_id, turn_ref(turn.id, moment))
+        if state is None:
             raise SnapshotUnavailable(
                 f"the workspace was not recorded at the {moment} of turn {turn.id} (snapshots "
                 "off then, the workspace over their cap, or a failure: the turn's warning "
                 "event says which)",
                 turn_id=turn.id,
             )
-        return commit
+        return state
 
     async def changes(self, session_id: str, workspace: Path, base: str, target: str) -> Changes:
         try:
@@ -196,18 +195,18 @@ class WorkspaceHistory:
 
     async def files_after(self, session_id: str, turn: TurnRecord, destination: Path) -> None:
         """Write the files as they were when ``turn`` ended into ``destination``."""
-        commit = await self.state(session_id, turn, "end")
-        await self._store().materialize(session_id, commit, destination)
+        state = await self.state(session_id, turn, "end")
+        await self._store().materialize(session_id, state, destination)
 
     # --- reverting -----------------------------------------------------------------------
 
     async def revert(self, session_id: str, workspace: Path, turn: TurnRecord) -> Changes:
         """Put the files back as they were when ``turn`` started, and keep the note that
         tells the agent's next prompt; what changed."""
-        commit = await self.state(session_id, turn, "start")
+        state = await self.state(session_id, turn, "start")
         store = self._store()
         try:
-            changes = await store.restore(session_id, workspace, commit)
+            changes = await store.restore(session_id, workspace, state)
         except TooLarge as exc:
             raise _too_large(exc) from None
         store.add_note(session_id, revert_note(turn, changes))

@@ -7,13 +7,16 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets.sync.client import connect as ws_connect
 
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
-from tests.gateway import follow, is_turn_end
+from tests.gateway import TOKEN, follow, is_turn_end
+from tests.integration.streams import last_seq, ws_frames
 
 PROBLEM = "application/problem+json"
 
@@ -255,3 +258,82 @@ def test_with_snapshots_off_nothing_is_recorded(make_fake_gateway: FakeGatewayFa
         assert refused.status_code == 409
         assert "snapshots.enabled = false" in refused.json()["detail"]
     assert not (gateway.data_dir / "snapshots").exists()
+
+
+def all_seen(types: set[str]) -> Callable[[dict[str, Any]], bool]:
+    """A stop for ``ws_frames``: once a frame of each of ``types`` has come."""
+    seen: set[str] = set()
+
+    def stop(frame: dict[str, Any]) -> bool:
+        seen.add(frame.get("type", ""))
+        return types <= seen
+
+    return stop
+
+
+def test_a_websocket_session_revert_frame_reverts_and_is_acknowledged(
+    fake_gateway: FakeGateway,
+) -> None:
+    """The WebSocket's ``session.revert`` is the same command as ``POST …/revert``: the files
+    come back, the ack carries what changed, and the ``session.reverted`` event follows on
+    the same socket; refusals come back as ``error`` frames naming the request."""
+    workspace = fake_gateway.workspace
+    (workspace / "kept.txt").write_text("as it was\n")
+    with fake_gateway.client() as client:
+        sid = new_session(client, workspace)
+        first, _ = turn(client, sid, "run:echo changed > kept.txt && echo new > new.txt")
+        url = f"{fake_gateway.ws_url}/v1/sessions/{sid}/ws?after={last_seq(client, sid)}"
+        with ws_connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+            ws.send(json.dumps({"type": "session.revert", "to_turn": "trn_nope"}))
+            refused = ws_frames(ws, lambda f: f.get("type") == "error")[-1]
+            ws.send(json.dumps({"type": "session.revert", "to_turn": first}))
+            # The event and the ack, in either order: the event is sent as it is stored.
+            frames = ws_frames(ws, all_seen({"ack", "session.reverted"}))
+
+    assert refused["request"] == "session.revert"
+    assert refused["problem"]["status"] == 422
+    assert refused["problem"]["field"] == "to_turn"
+    ack = next(f for f in frames if f.get("type") == "ack")
+    assert ack["request"] == "session.revert"
+    assert ack["revert"]["to_turn"] == first
+    assert {(f["path"], f["status"]) for f in ack["revert"]["files"]} == {
+        ("kept.txt", "modified"),
+        ("new.txt", "deleted"),
+    }
+    event = next(f for f in frames if f.get("type") == "session.reverted")
+    assert event["data"]["to_turn"] == first
+    assert event["data"]["changes"]["files"] == 2
+    assert (workspace / "kept.txt").read_text() == "as it was\n"
+    assert not (workspace / "new.txt").exists()
+
+
+def test_with_snapshots_on_a_missing_or_old_git_stops_the_start_and_fails_doctor(
+    make_fake_gateway: FakeGatewayFactory, tmp_path: Path
+) -> None:
+    old_git = tmp_path / "old-git"
+    old_git.write_text("#!/bin/sh\necho 'git version 2.25.1'\n")
+    old_git.chmod(0o755)
+    for git_path, said in ((tmp_path / "no-git", "is not installed"), (old_git, "older than 2.32")):
+        gateway = make_fake_gateway(snapshots={"git": str(git_path)})
+        gateway.data_dir.mkdir(parents=True, exist_ok=True)
+
+        refused = gateway.command("serve", check=False)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "snapshots.enabled is on but" in refused.stderr
+        assert said in refused.stderr
+        assert "snapshots.enabled = false" in refused.stderr
+        assert "Traceback" not in refused.stderr
+
+        doctor = gateway.command("doctor", check=False)
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        line = next(
+            x for x in doctor.stdout.splitlines() if x.split()[:2] == ["gateway", "snapshots"]
+        )
+        assert "FAIL" in line
+        assert said in line
+
+        gateway.config["snapshots"]["enabled"] = False  # off: that Git is never needed
+        started = gateway.start()
+        with started.client() as client:
+            assert client.get("/readyz").status_code == 200
+        started.stop()

@@ -5,7 +5,9 @@ subscribers on every replica), and a replica killed mid-turn has its sessions ad
 
 from __future__ import annotations
 
+import json
 import signal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -270,3 +272,53 @@ def test_a_replica_stopped_gracefully_hands_its_sessions_back_at_once(
         start_turn(on_b, sid, "hi")
         assert turn_events(on_b, sid, after=ended[-1]["seq"])[-1]["type"] == "turn.completed"
         assert on_b.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
+
+
+def test_a_revert_asked_on_another_replica_runs_on_the_one_holding_the_session(
+    replicas: dict[str, FakeGateway],
+) -> None:
+    """The replicas share the workspace and the snapshot store; a revert is a command like
+    a turn: refused on any replica while the owner runs a turn, run by the owner otherwise,
+    and its note reaches the owner's next prompt."""
+    a, b = (replicas[name].start() for name in ("gw-a", "gw-b"))
+    workspace = a.workspace
+    (workspace / "kept.txt").write_text("as it was\n")
+    with a.client() as on_a, b.client() as on_b:
+        sid = create(on_a, a)
+        start_turn(on_b, sid, "run:echo changed > kept.txt && echo new > new.txt")  # B runs it
+        first = turn_events(on_a, sid)
+        assert first[-1]["type"] == "turn.completed"
+        assert first[-1]["data"]["changes"]["files"] == 2
+        first_turn = first[-1]["turn_id"]
+
+        start_turn(on_a, sid, "slow")  # forwarded to B
+        with on_a.stream("GET", f"/v1/sessions/{sid}/events", headers=sse_headers(0)) as r:
+            reader = SseReader(r)
+            read_frames(reader, lambda f: seqs_past(f, first[-1]["seq"]))
+            busy = on_a.post(f"/v1/sessions/{sid}/revert", json={"to_turn": first_turn})
+            assert busy.status_code == 409, busy.text  # B's answer: its turn runs
+            assert busy.json()["type"].endswith(":turn_in_progress")
+            assert on_a.post(f"/v1/sessions/{sid}/interrupt").status_code == 202
+            read_frames(reader, is_end)
+        assert (workspace / "new.txt").exists()
+
+        reverted = on_a.post(f"/v1/sessions/{sid}/revert", json={"to_turn": first_turn})
+        assert reverted.status_code == 200, reverted.text
+        assert {(f["path"], f["status"]) for f in reverted.json()["files"]} == {
+            ("kept.txt", "modified"),
+            ("new.txt", "deleted"),
+        }
+        assert (workspace / "kept.txt").read_text() == "as it was\n"
+        assert not (workspace / "new.txt").exists()
+        assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-b"
+        assert "reverted to the start of turn 1" in b.log()  # run by B, not by A
+        assert "reverted to the start of turn" not in a.log()
+        told = [e for e in stored(on_a, sid) if e["type"] == "session.reverted"]
+        assert [e["data"]["to_turn"] for e in told] == [first_turn]
+
+        start_turn(on_a, sid, "hello")  # B again, told what was undone
+        assert turn_events(on_b, sid, after=told[0]["seq"])[-1]["type"] == "turn.completed"
+    prompts = Path(f"{a.spawn_log}.prompts").read_text().splitlines()
+    last = json.loads(prompts[-1])["prompt"]
+    assert last.startswith("[Note from the gateway: the user reverted the workspace")
+    assert last.endswith("\n\nhello")

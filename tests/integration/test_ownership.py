@@ -21,9 +21,11 @@ def test_t14_a_key_cannot_read_stream_drive_or_delete_another_keys_session(
     with as_key(gateway, ALICE) as alice, as_key(gateway, BOB) as bob:
         mine = create(alice, gateway)
         theirs = create(bob, gateway)
-        assert alice.post(f"/v1/sessions/{mine}/turns", json={"prompt": "hi"}).status_code == 202
+        wrote = {"prompt": "run:echo alice > alice.txt"}
+        assert alice.post(f"/v1/sessions/{mine}/turns", json=wrote).status_code == 202
         assert follow(alice, mine)[-1]["type"] == "turn.completed"
         turn_id = alice.get(f"/v1/sessions/{mine}/turns").json()["turns"][0]["id"]
+        assert alice.get(f"/v1/sessions/{mine}/changes").status_code == 200
 
         alices = {s["id"] for s in alice.get("/v1/sessions").json()["sessions"]}
         bobs = {s["id"] for s in bob.get("/v1/sessions").json()["sessions"]}
@@ -42,6 +44,11 @@ def test_t14_a_key_cannot_read_stream_drive_or_delete_another_keys_session(
             ("GET", f"/v1/sessions/{mine}/questions", None),
             ("POST", f"/v1/sessions/{mine}/questions/qst_x", {"answers": [{"text": "x"}]}),
             ("POST", f"/v1/sessions/{mine}/interrupt", None),
+            ("GET", f"/v1/sessions/{mine}/changes", None),
+            ("GET", f"/v1/sessions/{mine}/changes?from={turn_id}&to={turn_id}", None),
+            ("GET", f"/v1/sessions/{mine}/changes?format=patch", None),
+            ("POST", f"/v1/sessions/{mine}/revert", {"to_turn": turn_id}),
+            ("POST", f"/v1/sessions/{mine}/fork", {}),
             ("DELETE", f"/v1/sessions/{mine}", None),
         ]:
             stolen = bob.request(method, path, json=body)
@@ -61,9 +68,13 @@ def test_t14_a_key_cannot_read_stream_drive_or_delete_another_keys_session(
             f"{gateway.ws_url}/v1/sessions/{mine}/ws", {"Authorization": f"Bearer {BOB}"}
         )
         assert refused.response.status_code == 404
-        # Still Alice's, untouched: one turn, open.
+        # Still Alice's, untouched: one turn, open, its file not reverted, nothing forked.
         assert alice.get(f"/v1/sessions/{mine}").json()["status"] == "idle"
         assert len(alice.get(f"/v1/sessions/{mine}/turns").json()["turns"]) == 1
+        assert (gateway.workspace / "alice.txt").read_text() == "alice\n"
+        kinds = {e["type"] for e in alice.get(f"/v1/sessions/{mine}/events").json()["events"]}
+        assert not kinds & {"session.reverted", "session.forked"}
+        assert {s["id"] for s in bob.get("/v1/sessions").json()["sessions"]} == {theirs}
     prompts_log = Path(str(gateway.spawn_log) + ".prompts")
     assert "from bob" not in prompts_log.read_text()
 

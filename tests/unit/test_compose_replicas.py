@@ -16,11 +16,12 @@ from tests.dbservers import GATEWAY_REDIS_ACL, GATEWAY_REDIS_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICAS = ("gateway-1", "gateway-2")
+COMPOSE = ROOT / "docker-compose.replicas.yml"
 
 
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
-    loaded = yaml.safe_load((ROOT / "docker-compose.replicas.yml").read_text())
+    loaded = yaml.safe_load(COMPOSE.read_text())
     found: dict[str, Any] = loaded["services"]
     return found
 
@@ -39,6 +40,35 @@ def test_replicas_share_one_database_one_redis_and_the_clis_state(
     shared = volumes[0] & volumes[1]
     assert {v.rsplit(":", 1)[1] for v in shared} >= {"/workspace", "/home/agent/.claude"}
     assert all(any(v.endswith(":/data") for v in own - shared) for own in volumes)
+
+
+def test_replicas_share_the_sessions_homes_records_and_worktrees(
+    services: dict[str, Any],
+) -> None:
+    """A session's CLI home, its workspace records and its worktree must be there for
+    whichever replica runs its next turn, reverts or forks it: on a volume both mount at one
+    path, outside each replica's own data directory."""
+    settings = {
+        "GATEWAY_SANDBOX__HOMES_DIR": "sandbox.homes_dir",
+        "GATEWAY_SNAPSHOTS__DIR": "snapshots.dir",
+        "GATEWAY_WORKSPACES__WORKTREES_ROOT": "workspaces.worktrees_root",
+    }
+    for name in REPLICAS:
+        env = services[name]["environment"]
+        mounts = {
+            target: source
+            for source, target, *_ in (v.split(":") for v in services[name]["volumes"])
+        }
+        for variable, setting in settings.items():
+            path = Path(env[variable])
+            mounted = [t for t in mounts if path.is_relative_to(t)]
+            assert mounted, f"{setting} ({path}) is on no volume of {name}"
+            volume = mounts[max(mounted, key=len)]
+            assert volume == "gateway-shared", (setting, volume)
+            assert not path.is_relative_to("/data"), setting
+    assert "gateway-shared" in yaml.safe_load(COMPOSE.read_text())["volumes"]
+    entrypoint = (ROOT / "docker" / "entrypoint.sh").read_text()
+    assert all(variable in entrypoint for variable in settings)  # made and given to the agent
 
 
 def test_the_replicas_settings_are_ones_the_gateway_accepts(

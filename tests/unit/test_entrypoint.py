@@ -139,6 +139,38 @@ def test_volumes_and_data_dir_are_given_to_the_agent_but_never_the_workspace(box
     assert not [a for a in touched if a.startswith(str(box.workspace))]
 
 
+SHARED = (
+    "GATEWAY_SANDBOX__HOMES_DIR",
+    "GATEWAY_SNAPSHOTS__DIR",
+    "GATEWAY_WORKSPACES__WORKTREES_ROOT",
+)
+
+
+def test_directories_replicas_share_are_made_private_and_given_to_the_agent(box: Box) -> None:
+    shared = box.root / "shared"
+    shared.mkdir()
+    (shared / "homes").mkdir()  # made on an earlier start
+    names = ("homes", "snapshots", "worktrees")
+    dirs = {var: shared / name for var, name in zip(SHARED, names, strict=True)}
+    run = box.start("agent-gateway", "serve", **{var: str(d) for var, d in dirs.items()})
+    final_command(run)
+
+    owner = f"{AGENT_UID}:{AGENT_GID}"
+    recursive = {c.args[-1] for c in run.named("chown") if c.args[:2] == ("-R", owner)}
+    assert recursive >= {str(d) for d in dirs.values()}
+    for made in (dirs["GATEWAY_SNAPSHOTS__DIR"], dirs["GATEWAY_WORKSPACES__WORKTREES_ROOT"]):
+        assert made.stat().st_mode & 0o777 == 0o700
+    assert str(shared) not in recursive
+
+
+def test_a_relative_shared_directory_stops_start_up_before_any_change(box: Box) -> None:
+    run = box.start("agent-gateway", "serve", GATEWAY_SNAPSHOTS__DIR="shared/snapshots")
+    assert run.returncode != 0
+    assert "GATEWAY_SNAPSHOTS__DIR=shared/snapshots must be an absolute path" in run.stderr
+    assert not run.named("chown")
+    assert not run.named("agent-gateway")
+
+
 def test_symlinks_the_agent_could_plant_are_never_chowned(box: Box) -> None:
     outside = box.root / "outside"
     outside.write_text("root's file\n")

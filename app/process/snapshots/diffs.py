@@ -1,5 +1,6 @@
 """What changed between two recorded states of a workspace, read from ``git diff-tree``'s
-``-z`` output (pure: no process, no file)."""
+``-z`` output (pure: no process, no file). One ``git diff-tree -r -M -z --raw --numstat``
+gives both listings, the raw one (each entry headed by ``:``) first."""
 
 from __future__ import annotations
 
@@ -73,6 +74,21 @@ def parse_name_status(output: bytes) -> list[tuple[FileStatus, str, str | None]]
     return found
 
 
+def split_raw(output: bytes) -> tuple[bytes, bytes]:
+    """``git diff-tree -z --raw --numstat``'s output as ``--name-status`` and ``--numstat``
+    would have given it."""
+    fields = output.split(b"\0")
+    statuses: list[bytes] = []
+    at = 0
+    while at < len(fields) and fields[at].startswith(b":"):
+        code = fields[at].rsplit(b" ", 1)[-1]
+        paths = 2 if code[:1] in (b"R", b"C") else 1
+        statuses += [code, *fields[at + 1 : at + 1 + paths]]
+        at += 1 + paths
+    rest = b"\0".join(fields[at:])
+    return b"".join(field + b"\0" for field in statuses), rest
+
+
 def parse_numstat(output: bytes) -> dict[str, tuple[int, int, bool]]:
     """``git diff-tree -r -M -z --numstat``: ``{path: (additions, deletions, binary)}``
     (a renamed file under its new path)."""
@@ -114,3 +130,8 @@ def changes_from(name_status: bytes, numstat: bytes) -> Changes:
 def _printable(path: str) -> str:
     """A path as JSON can carry it: bytes that are not UTF-8 as U+FFFD."""
     return path.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+
+
+def changes_from_raw(output: bytes) -> Changes:
+    """The changes ``git diff-tree -r -M -z --raw --numstat`` describes, sorted by path."""
+    return changes_from(*split_raw(output))

@@ -6,6 +6,15 @@ caller goes away.
 Git runs here as short-lived helper processes of the gateway itself, outside any sandbox:
 they are not agent CLIs, so they are neither in the process runner's ledger nor under its
 per-CLI limits (app/process/runner.py), but every one is waited for before its call returns.
+
+A store's work runs on a worker thread, never on the event loop's (``off_loop``): the
+commands are started there with ``subprocess.Popen``, which uses ``vfork`` and ``exec`` (its
+cost does not grow with the gateway's memory, and the loop is not stopped while the child
+starts, as it is for uvloop's ``fork``), and their output is read and their exit waited for
+there too. Unlike the agent CLIs (app/process/spawning.py) they carry no parent-death signal:
+arming one costs an interpreter start per command, more than most of these commands take, and
+a Git command left behind by a killed gateway ends on its own (it only reads the workspace and
+writes the gateway's own store).
 """
 
 from __future__ import annotations
@@ -14,9 +23,12 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TypeVar
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Agent Gateway",
@@ -24,6 +36,7 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "Agent Gateway",
     "GIT_COMMITTER_EMAIL": "snapshots@agent-gateway.invalid",
 }
+T = TypeVar("T")
 STDERR_TAIL = 2000
 """What of a failed command's stderr its error keeps."""
 
@@ -31,19 +44,73 @@ STDERR_TAIL = 2000
 class GitError(Exception):
     """A Git command of the snapshot store failed or overran its time."""
 
-    def __init__(self, detail: str, *, returncode: int | None = None) -> None:
+    def __init__(self, detail: str, *, returncode: int | None = None, stderr: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
         self.returncode = returncode
+        self.stderr = stderr
 
 
 class GitUnavailable(GitError):
     """The Git executable is missing or cannot be run."""
 
 
+class Stop:
+    """Asks a store operation running on a worker thread to end: the Git command running
+    now is killed with its group, and no other starts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._running: subprocess.Popen[bytes] | None = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            if self._running is not None:
+                _kill(self._running)
+
+    @contextlib.contextmanager
+    def watching(self, process: subprocess.Popen[bytes]) -> Iterator[None]:
+        with self._lock:
+            if self._stopped:
+                _kill(process)
+            self._running = process
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+async def off_loop(work: Callable[[Stop], T]) -> T:
+    """``work(stop)`` on a worker thread; its result. A caller that goes away stops it (its
+    running Git command killed) and still waits for it to end, so a store operation never
+    outlives the call that started it."""
+    stop = Stop()
+    done = asyncio.get_running_loop().run_in_executor(None, work, stop)
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        stop.stop()
+        await asyncio.wait([done])  # bounded: the command running is killed
+        raise
+
+
 @dataclass(frozen=True, kw_only=True)
 class Git:
-    """One store's way of running Git: its directory, its work tree and its index."""
+    """One store's way of running Git: its directory, its work tree and its index. Its
+    methods block: call them from ``off_loop``'s work."""
 
     executable: str
     git_dir: Path
@@ -54,6 +121,7 @@ class Git:
     excludes: Path | None = None
     """The workspace repository's own ``info/exclude``, honoured like its ``.gitignore``."""
     timeout_s: float = 120.0
+    stop: Stop | None = None
 
     def environment(self) -> dict[str, str]:
         env = {
@@ -80,42 +148,56 @@ class Git:
         excludes = str(self.excludes) if self.excludes is not None else os.devnull
         return [self.executable, "-c", f"core.excludesFile={excludes}", *args]
 
-    async def run(
-        self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,)
-    ) -> bytes:
+    def run(self, *args: str, input: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
         """Run ``git args…``; its stdout. Raises ``GitError`` on another exit code."""
-        async with self._started(args, stdin=input is not None) as process:
-            out, err = await process.communicate(input)
+        with self._started(args, stdin=input is not None) as process:
+            try:
+                out, err = process.communicate(input, timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                raise self._overran(args) from None
         if process.returncode not in ok:
-            said = err.decode(errors="replace").strip()[-STDERR_TAIL:]
-            raise GitError(
-                f"git {args[0]} failed (exit {process.returncode}): {said}",
-                returncode=process.returncode,
-            )
+            raise self._failed(args, process.returncode, err)
         return out
 
-    @contextlib.asynccontextmanager
-    async def stream(self, *args: str) -> AsyncIterator[asyncio.StreamReader]:
-        """Run ``git args…`` and read its stdout as it comes; leaving early kills it."""
-        async with self._started(args, stdin=False) as process:
+    @contextlib.contextmanager
+    def stream(self, *args: str) -> Iterator[IO[bytes]]:
+        """Run ``git args…`` and read its stdout as it comes; leaving early kills it. The
+        whole run is bounded by ``timeout_s`` (a timer kills it then)."""
+        with self._started(args, stdin=False, stderr=False) as process:
             assert process.stdout is not None
-            yield process.stdout
-            await process.wait()
-            if process.returncode != 0:
-                raise GitError(f"git {args[0]} failed (exit {process.returncode})")
+            expired = threading.Event()
 
-    @contextlib.asynccontextmanager
-    async def _started(
-        self, args: tuple[str, ...], *, stdin: bool
-    ) -> AsyncIterator[asyncio.subprocess.Process]:
-        """The running process, killed with its group if it overruns ``timeout_s`` or the
-        caller leaves first; always reaped before this returns."""
+            def expire() -> None:
+                expired.set()
+                _kill(process)
+
+            timer = threading.Timer(self.timeout_s, expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                yield process.stdout
+                process.wait()
+            finally:
+                timer.cancel()
+            if expired.is_set():
+                raise self._overran(args)
+        if process.returncode != 0:
+            raise self._failed(args, process.returncode, b"")
+
+    @contextlib.contextmanager
+    def _started(
+        self, args: tuple[str, ...], *, stdin: bool, stderr: bool = True
+    ) -> Iterator[subprocess.Popen[bytes]]:
+        """The running process, killed with its group when the caller leaves first or the
+        store operation is stopped; always reaped before this returns."""
+        if self.stop is not None and self.stop.stopped:
+            raise GitError(f"git {args[0]} not started: the operation was stopped")
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self.argv(*args),
-                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            process = subprocess.Popen(  # noqa: S603 - argv of our own, no shell
+                self.argv(*args),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
                 env=self.environment(),
                 cwd=str(self.work_tree or self.home),
                 start_new_session=True,
@@ -123,17 +205,29 @@ class Git:
         except OSError as exc:
             raise GitUnavailable(f"cannot run {self.executable}: {exc}") from None
         try:
-            async with asyncio.timeout(self.timeout_s):
+            with self.stop.watching(process) if self.stop else contextlib.nullcontext():
                 yield process
-        except TimeoutError:
-            raise GitError(
-                f"git {args[0]} took longer than {self.timeout_s:g} s (snapshots.timeout_s)"
-            ) from None
         finally:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await asyncio.shield(process.wait())
+            _kill(process)
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            process.wait()
+
+    def _overran(self, args: tuple[str, ...]) -> GitError:
+        return GitError(
+            f"git {args[0]} took longer than {self.timeout_s:g} s (snapshots.timeout_s)"
+        )
+
+    def _failed(self, args: tuple[str, ...], returncode: int, err: bytes) -> GitError:
+        if self.stop is not None and self.stop.stopped:
+            return GitError(f"git {args[0]} was stopped", returncode=returncode)
+        said = err.decode(errors="replace").strip()[-STDERR_TAIL:]
+        return GitError(
+            f"git {args[0]} failed (exit {returncode}): {said}",
+            returncode=returncode,
+            stderr=said,
+        )
 
 
 def with_index(git: Git, index: Path) -> Git:
@@ -146,6 +240,7 @@ def with_index(git: Git, index: Path) -> Git:
         home=git.home,
         excludes=git.excludes,
         timeout_s=git.timeout_s,
+        stop=git.stop,
     )
 
 
