@@ -6,6 +6,7 @@ that answers it.
     question.answer   ─► Answer      ─► {"question": Question}    (POST …/questions/{id})
     turn.interrupt    ─► Interrupt   ─► {"turn_id": "trn_…"}      (POST …/interrupt)
     session.revert    ─► Revert      ─► {"revert": Revert}        (POST …/revert)
+    session.fork      ─► Fork        ─► {"session": Session}      (POST …/fork)
 
 A refused command raises the ``GatewayError`` its REST route would answer with; the socket
 sends it as an ``error`` frame (app/api/events.py).
@@ -18,11 +19,19 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from app.api.changes import revert_public
-from app.api.deps import approval_public, issuer, question_public, turn_public
+from app.api.deps import (
+    admit_session,
+    approval_public,
+    issuer,
+    question_public,
+    session_public,
+    turn_public,
+)
 from app.api.schemas import (
     WsApprovalRespond,
     WsClientFrame,
     WsQuestionAnswer,
+    WsSessionFork,
     WsSessionRevert,
     WsTurnInterrupt,
     WsTurnStart,
@@ -32,6 +41,7 @@ from app.errors import NotFound
 from app.runtime.commands import (
     Answer,
     Command,
+    Fork,
     Interrupt,
     Respond,
     Revert,
@@ -61,6 +71,8 @@ def command_for(session_id: str, frame: WsClientFrame) -> Command:
             return Interrupt(session_id=session_id)
         case WsSessionRevert():
             return Revert(session_id=session_id, to_turn=frame.to_turn)
+        case WsSessionFork():
+            return Fork(session_id=session_id, at_turn=frame.at_turn)
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 
@@ -88,4 +100,9 @@ async def dispatch(
         case Revert() as command:
             done = await manager.execute(command, by)
             return {"revert": revert_public(done).model_dump(mode="json")}
+        case Fork() as command:
+            # A new session: held to the key's creation rate and open-session cap, as REST.
+            async with admit_session(connection, manager, principal):
+                forked = await manager.execute(command, by)
+            return {"session": (await session_public(manager, forked)).model_dump(mode="json")}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
