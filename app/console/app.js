@@ -196,7 +196,8 @@ async function loadSessions() {
     button.dataset.sessionId = session.id;
     button.append(node("span", "session-id", session.id));
     button.append(node("span", `badge status-${session.status}`, session.status));
-    button.append(node("span", "session-sub", `${session.provider} · ${session.workspace}`));
+    const place = session.branch ? `${session.repository} @ ${session.branch}` : session.workspace;
+    button.append(node("span", "session-sub", `${session.provider} · ${place}`));
     button.append(node("span", "session-sub", formatTime(session.created_at)));
     if (state.session?.id === session.id) button.setAttribute("aria-current", "true");
     button.addEventListener("click", () => {
@@ -207,23 +208,36 @@ async function loadSessions() {
   }
   const workspace = $("new-workspace");
   // Suggest a workspace only into an empty field nobody is typing in: a list that arrives
-  // while someone types must not put its path in front of theirs.
+  // while someone types must not put its path in front of theirs. A worktree or a fork's
+  // copy is the gateway's own directory, never a workspace to name.
   if (!workspace.value && document.activeElement !== workspace) {
-    workspace.value = localStorage.getItem(WORKSPACE_KEY) || body.sessions[0]?.workspace || "";
+    const named = body.sessions.find((s) => !s.repository && !s.forked_from);
+    workspace.value = localStorage.getItem(WORKSPACE_KEY) || named?.workspace || "";
   }
+}
+
+// The new-session form asks for a workspace or a repository (with its ref and branch): the
+// other group's fields are disabled, so they are neither required nor sent.
+function choosePlace() {
+  const repository = document.querySelector('input[name="place"]:checked')?.value === "repository";
+  $("place-workspace").hidden = repository;
+  $("place-repository").hidden = !repository;
+  $("new-workspace").disabled = repository;
+  for (const id of ["new-repository", "new-ref", "new-branch"]) $(id).disabled = !repository;
 }
 
 async function createSession(form) {
   const data = new FormData(form);
-  const body = { workspace: String(data.get("workspace")).trim() };
-  for (const field of ["provider", "scenario", "model", "approval_mode"]) {
-    const value = String(data.get(field) || "").trim();
+  const body = {};
+  const fields = ["workspace", "repository", "ref", "branch", "provider", "scenario", "model"];
+  for (const field of [...fields, "approval_mode"]) {
+    const value = String(data.get(field) || "").trim(); // a disabled field is not in `data`
     if (value) body[field] = value;
   }
   showError("create-error", "");
   try {
     const session = await api("/v1/sessions", { method: "POST", body });
-    localStorage.setItem(WORKSPACE_KEY, body.workspace);
+    if (body.workspace) localStorage.setItem(WORKSPACE_KEY, body.workspace);
     location.hash = `session=${session.id}`;
     await loadSessions();
   } catch (error) {
@@ -452,6 +466,11 @@ function showSession() {
   const parts = [session.provider, session.workspace, `approvals: ${session.approval_mode}`];
   if (session.model) parts.push(`model: ${session.model}`);
   $("session-meta").textContent = parts.join(" · ");
+  const place = $("session-place");
+  place.hidden = !session.repository;
+  place.textContent = session.repository
+    ? `repository ${session.repository} · branch ${session.branch} · base ${(session.base || "").slice(0, 12)}`
+    : "";
   $("close-session").hidden = ["closed", "failed"].includes(state.status);
   updateControls();
 }
@@ -567,10 +586,13 @@ function render(envelope) {
   switch (envelope.type) {
     case "session.created": {
       const model = data.model ? `, model ${data.model}` : "";
+      const tree = data.repository
+        ? `, a worktree of ${data.repository} on ${data.branch} at ${(data.base || "").slice(0, 12)}`
+        : "";
       return line(
         envelope,
         "meta",
-        `Session created on ${data.provider} in ${data.workspace} ` +
+        `Session created on ${data.provider} in ${data.workspace}${tree} ` +
           `(approvals: ${data.approval_mode}${model}).`,
       );
     }
@@ -1146,6 +1168,10 @@ function wire() {
   $("sessions-refresh").addEventListener("click", () =>
     loadSessions().catch((error) => showError("create-error", describe(error))),
   );
+  for (const radio of document.querySelectorAll('input[name="place"]')) {
+    radio.addEventListener("change", choosePlace);
+  }
+  choosePlace(); // a reload may bring back the choice made before it
   $("new-session").addEventListener("submit", (event) => {
     event.preventDefault();
     createSession(event.target);
