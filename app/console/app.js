@@ -26,6 +26,7 @@ const state = {
   status: null, // derived from events as they are applied
   activeTurn: null,
   lastSeq: 0,
+  forkedAtNumber: null, // the open session is a fork: the number of the turn it was made at
   stream: null,
   reconnectTimer: null,
   reconnectDelay: RECONNECT_MIN_MS,
@@ -198,6 +199,7 @@ async function loadSessions() {
     button.append(node("span", `badge status-${session.status}`, session.status));
     const place = session.branch ? `${session.repository} @ ${session.branch}` : session.workspace;
     button.append(node("span", "session-sub", `${session.provider} · ${place}`));
+    if (session.forked_from) button.append(node("span", "session-sub", `fork of ${session.forked_from}`));
     button.append(node("span", "session-sub", formatTime(session.created_at)));
     if (state.session?.id === session.id) button.setAttribute("aria-current", "true");
     button.addEventListener("click", () => {
@@ -260,6 +262,7 @@ async function openSession(id) {
     status: null,
     activeTurn: null,
     lastSeq: 0,
+    forkedAtNumber: null,
     live: false,
     reconnectDelay: RECONNECT_MIN_MS,
   });
@@ -471,6 +474,15 @@ function showSession() {
   place.textContent = session.repository
     ? `repository ${session.repository} · branch ${session.branch} · base ${(session.base || "").slice(0, 12)}`
     : "";
+  const origin = $("session-origin");
+  origin.hidden = !session.forked_from;
+  origin.replaceChildren();
+  if (session.forked_from) {
+    const parent = node("a", "session-link", session.forked_from);
+    parent.href = `#session=${session.forked_from}`;
+    const at = state.forkedAtNumber ? `turn ${state.forkedAtNumber}` : `turn ${session.forked_at}`;
+    origin.append("forked from ", parent, ` at ${at}`);
+  }
   $("close-session").hidden = ["closed", "failed"].includes(state.status);
   updateControls();
 }
@@ -596,6 +608,8 @@ function render(envelope) {
           `(approvals: ${data.approval_mode}${model}).`,
       );
     }
+    case "session.forked":
+      return sessionForked(envelope, data);
     case "session.provider_selected": {
       const skipped = (data.skipped || []).map((s) => `${s.provider}: ${s.reason}`).join("; ");
       const tail = skipped ? ` Skipped: ${skipped}.` : "";
@@ -997,6 +1011,65 @@ function turnCompleted(envelope, data) {
   const usage = data.usage ? ` · ${usageText(data.usage)}` : "";
   const element = line(envelope, "turn-end completed", `Turn completed${usage}.`);
   if (data.changes && data.changes.files > 0) element.append(changesPanel(envelope, data.changes));
+  element.append(turnActions(envelope.turn_id));
+  return element;
+}
+
+// --- forking at a turn ---------------------------------------------------------------------
+
+function turnActions(turnId) {
+  const actions = node("div", "turn-actions");
+  const fork = node("button", "small fork", "Fork from this turn");
+  fork.type = "button";
+  fork.title = "A new session with this turn's files and the conversation up to it";
+  const error = node("p", "error");
+  error.setAttribute("role", "alert");
+  fork.addEventListener("click", () => forkAt(turnId, fork, error));
+  actions.append(fork, error);
+  return actions;
+}
+
+async function forkAt(turnId, button, error) {
+  if (!state.session) return;
+  const generation = state.generation;
+  button.disabled = true;
+  error.textContent = "";
+  let fork;
+  try {
+    fork = await api(sessionPath(state.session.id, "/fork"), {
+      method: "POST",
+      body: { at_turn: turnId },
+    });
+  } catch (failure) {
+    if (generation !== state.generation) return;
+    error.textContent = describe(failure);
+    button.disabled = false;
+    return;
+  }
+  button.disabled = false;
+  location.hash = `session=${fork.id}`; // opens the new session (hashchange)
+  loadSessions().catch(() => {});
+}
+
+// Told on both sessions: the fork says where it came from, the forked one links to the fork.
+function sessionForked(envelope, data) {
+  const how = data.conversation === "native" ? "the agent's own fork" : "a hand-off";
+  const element = line(envelope, "notice forked");
+  if (data.child_id === envelope.session_id) {
+    state.forkedAtNumber = data.turn_number;
+    if (state.session?.id === data.child_id) showSession();
+    const parent = node("a", "session-link", data.parent_id);
+    parent.href = `#session=${data.parent_id}`;
+    element.append(
+      "Forked from ",
+      parent,
+      ` at turn ${data.turn_number} (conversation: ${how}).`,
+    );
+  } else {
+    const child = node("a", "session-link", data.child_id);
+    child.href = `#session=${data.child_id}`;
+    element.append(`Forked at turn ${data.turn_number} into `, child, ` (conversation: ${how}).`);
+  }
   return element;
 }
 
