@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from pydantic import JsonValue
+from starlette.requests import HTTPConnection
 
 from app.api.schemas import (
     ApprovalPublic,
@@ -46,10 +47,10 @@ def issuer(principal: Principal) -> Issuer:
 
 @contextlib.asynccontextmanager
 async def admit_session(
-    request: Request, manager: Sessions, principal: Principal
+    connection: HTTPConnection, manager: Sessions, principal: Principal
 ) -> AsyncIterator[None]:
     """Create a session within the key's quota (rate and open-session cap), else 429."""
-    quota = access_of(request).sessions
+    quota = access_of(connection).sessions
 
     async def count_open() -> int:
         return await reads.count_open_sessions(manager, principal.name)

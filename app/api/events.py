@@ -6,9 +6,10 @@ SSE message whose ``id:`` is its ``seq`` and whose ``data:`` is the envelope. Re
 ends after its last event, and a reconnect past the end gets ``204`` (EventSource stops).
 
 WebSocket: ``/v1/sessions/{id}/ws?after=<seq>``; the server sends one envelope per frame,
-and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``).
-A dropped connection never cancels a turn. A WebSocket checks its key again before each
-command: one rotated away closes the socket (1008) and the command is not run.
+and answers each client command with an ``ack`` or ``error`` frame (these carry no ``seq``);
+app/api/wscommands.py maps each frame to its command and its ``ack``. A dropped connection
+never cancels a turn. A WebSocket checks its key again before each command: one rotated away
+closes the socket (1008) and the command is not run.
 
 Control frames, never a silent gap: ``resync_required`` (the cursor is older than the events
 kept; the stream goes on from the oldest kept one), ``evicted`` (the client fell more than
@@ -40,38 +41,22 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
-from app.api.changes import revert_public
 from app.api.contract import problems
-from app.api.deps import Manager, approval_public, issuer, question_public, turn_public
+from app.api.deps import Manager, issuer
 from app.api.problems import error_headers
-from app.api.schemas import (
-    EventPage,
-    WsApprovalRespond,
-    WsClientFrame,
-    WsQuestionAnswer,
-    WsSessionRevert,
-    WsTurnInterrupt,
-    WsTurnStart,
-)
+from app.api.schemas import EventPage, WsClientFrame
 from app.api.security import (
     KEY_RETIRED,
+    Principal,
     StreamAuthenticated,
     key_still_valid,
     require_ws_token,
     watch_key,
 )
-from app.errors import GatewayError, Gone, InvalidRequest, NotFound, problem_for
+from app.api.wscommands import dispatch
+from app.errors import GatewayError, Gone, InvalidRequest, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime import reads
-from app.runtime.commands import (
-    Answer,
-    Command,
-    Interrupt,
-    Issuer,
-    Respond,
-    Revert,
-    StartTurn,
-)
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
     DIRECT_WRITER,
@@ -353,7 +338,7 @@ async def session_ws(
         sender = asyncio.create_task(_send_events(websocket, subscription))
         unwatch = watch_key(websocket, lambda: subscription.end(KEY_RETIRED))
         try:
-            await _receive_commands(websocket, manager, session_id, issuer(principal))
+            await _receive_commands(websocket, manager, session_id, principal)
         except WebSocketDisconnect:
             pass
         finally:
@@ -391,7 +376,7 @@ async def _send_events(websocket: WebSocket, subscription: Subscription) -> None
 
 
 async def _receive_commands(
-    websocket: WebSocket, manager: Sessions, session_id: str, by: Issuer
+    websocket: WebSocket, manager: Sessions, session_id: str, principal: Principal
 ) -> None:
     limit = websocket.app.state.settings.server.ws_max_message_bytes
     while True:
@@ -429,55 +414,11 @@ async def _receive_commands(
             await websocket.close(code=WS_POLICY, reason=RETIRED_REASON)
             return
         try:
-            reply = await _dispatch(manager, session_id, frame, by)
+            reply = await dispatch(websocket, manager, session_id, frame, principal)
         except GatewayError as exc:
             await _send_error(websocket, frame.type, exc)
             continue
         await websocket.send_text(json.dumps({"type": "ack", "request": frame.type, **reply}))
-
-
-def _command(session_id: str, frame: Any) -> Command:
-    """The command a client frame asks for (the same a REST request builds)."""
-    match frame:
-        case WsTurnStart(prompt=prompt, retry=retry):
-            policy = retry.model_dump(exclude_none=True) if retry else None
-            return StartTurn(session_id=session_id, prompt=prompt, retry=policy)
-        case WsApprovalRespond():
-            return Respond(
-                session_id=session_id,
-                approval_id=frame.approval_id,
-                decision=frame.decision,
-                message=frame.message,
-                updated_input=frame.updated_input,
-            )
-        case WsQuestionAnswer():
-            answers = tuple(answer.answer() for answer in frame.answers)
-            return Answer(session_id=session_id, question_id=frame.question_id, answers=answers)
-        case WsTurnInterrupt():
-            return Interrupt(session_id=session_id)
-        case WsSessionRevert():
-            return Revert(session_id=session_id, to_turn=frame.to_turn)
-    raise NotFound("unknown command")  # pragma: no cover - the union is closed
-
-
-async def _dispatch(manager: Sessions, session_id: str, frame: Any, by: Issuer) -> dict[str, Any]:
-    """Run the frame's command; the ``ack``'s body."""
-    match _command(session_id, frame):
-        case StartTurn() as command:
-            turn = await manager.execute(command, by)
-            return {"turn": turn_public(turn).model_dump(mode="json")}
-        case Respond() as command:
-            row = await manager.execute(command, by)
-            return {"approval": approval_public(row).model_dump(mode="json")}
-        case Answer() as command:
-            row = await manager.execute(command, by)
-            return {"question": question_public(row).model_dump(mode="json")}
-        case Interrupt() as command:
-            return {"turn_id": await manager.execute(command, by)}
-        case Revert() as command:
-            done = await manager.execute(command, by)
-            return {"revert": revert_public(done).model_dump(mode="json")}
-    raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 
 async def _send_error(websocket: WebSocket, request: str | None, exc: GatewayError) -> None:

@@ -443,7 +443,22 @@ class WsSessionRevert(_In):
     to_turn: Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
+class WsSessionFork(_In):
+    """Fork the session as ``POST /v1/sessions/{id}/fork`` does; the ``ack`` carries the new
+    session (``session``)."""
+
+    type: Literal["session.fork"]
+    at_turn: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    """The session's completed turn the fork holds the files and the conversation up to
+    (inclusive); default its last completed turn."""
+
+
 WsClientFrame = Annotated[
-    WsTurnStart | WsApprovalRespond | WsQuestionAnswer | WsTurnInterrupt | WsSessionRevert,
+    WsTurnStart
+    | WsApprovalRespond
+    | WsQuestionAnswer
+    | WsTurnInterrupt
+    | WsSessionRevert
+    | WsSessionFork,
     Field(discriminator="type"),
 ]

@@ -26,6 +26,7 @@ const state = {
   status: null, // derived from events as they are applied
   activeTurn: null,
   lastSeq: 0,
+  forkedAtNumber: null, // the open session is a fork: the number of the turn it was made at
   stream: null,
   reconnectTimer: null,
   reconnectDelay: RECONNECT_MIN_MS,
@@ -196,7 +197,9 @@ async function loadSessions() {
     button.dataset.sessionId = session.id;
     button.append(node("span", "session-id", session.id));
     button.append(node("span", `badge status-${session.status}`, session.status));
-    button.append(node("span", "session-sub", `${session.provider} · ${session.workspace}`));
+    const place = session.branch ? `${session.repository} @ ${session.branch}` : session.workspace;
+    button.append(node("span", "session-sub", `${session.provider} · ${place}`));
+    if (session.forked_from) button.append(node("span", "session-sub", `fork of ${session.forked_from}`));
     button.append(node("span", "session-sub", formatTime(session.created_at)));
     if (state.session?.id === session.id) button.setAttribute("aria-current", "true");
     button.addEventListener("click", () => {
@@ -207,23 +210,36 @@ async function loadSessions() {
   }
   const workspace = $("new-workspace");
   // Suggest a workspace only into an empty field nobody is typing in: a list that arrives
-  // while someone types must not put its path in front of theirs.
+  // while someone types must not put its path in front of theirs. A worktree or a fork's
+  // copy is the gateway's own directory, never a workspace to name.
   if (!workspace.value && document.activeElement !== workspace) {
-    workspace.value = localStorage.getItem(WORKSPACE_KEY) || body.sessions[0]?.workspace || "";
+    const named = body.sessions.find((s) => !s.repository && !s.forked_from);
+    workspace.value = localStorage.getItem(WORKSPACE_KEY) || named?.workspace || "";
   }
+}
+
+// The new-session form asks for a workspace or a repository (with its ref and branch): the
+// other group's fields are disabled, so they are neither required nor sent.
+function choosePlace() {
+  const repository = document.querySelector('input[name="place"]:checked')?.value === "repository";
+  $("place-workspace").hidden = repository;
+  $("place-repository").hidden = !repository;
+  $("new-workspace").disabled = repository;
+  for (const id of ["new-repository", "new-ref", "new-branch"]) $(id).disabled = !repository;
 }
 
 async function createSession(form) {
   const data = new FormData(form);
-  const body = { workspace: String(data.get("workspace")).trim() };
-  for (const field of ["provider", "scenario", "model", "approval_mode"]) {
-    const value = String(data.get(field) || "").trim();
+  const body = {};
+  const fields = ["workspace", "repository", "ref", "branch", "provider", "scenario", "model"];
+  for (const field of [...fields, "approval_mode"]) {
+    const value = String(data.get(field) || "").trim(); // a disabled field is not in `data`
     if (value) body[field] = value;
   }
   showError("create-error", "");
   try {
     const session = await api("/v1/sessions", { method: "POST", body });
-    localStorage.setItem(WORKSPACE_KEY, body.workspace);
+    if (body.workspace) localStorage.setItem(WORKSPACE_KEY, body.workspace);
     location.hash = `session=${session.id}`;
     await loadSessions();
   } catch (error) {
@@ -246,6 +262,7 @@ async function openSession(id) {
     status: null,
     activeTurn: null,
     lastSeq: 0,
+    forkedAtNumber: null,
     live: false,
     reconnectDelay: RECONNECT_MIN_MS,
   });
@@ -452,6 +469,20 @@ function showSession() {
   const parts = [session.provider, session.workspace, `approvals: ${session.approval_mode}`];
   if (session.model) parts.push(`model: ${session.model}`);
   $("session-meta").textContent = parts.join(" · ");
+  const place = $("session-place");
+  place.hidden = !session.repository;
+  place.textContent = session.repository
+    ? `repository ${session.repository} · branch ${session.branch} · base ${(session.base || "").slice(0, 12)}`
+    : "";
+  const origin = $("session-origin");
+  origin.hidden = !session.forked_from;
+  origin.replaceChildren();
+  if (session.forked_from) {
+    const parent = node("a", "session-link", session.forked_from);
+    parent.href = `#session=${session.forked_from}`;
+    const at = state.forkedAtNumber ? `turn ${state.forkedAtNumber}` : `turn ${session.forked_at}`;
+    origin.append("forked from ", parent, ` at ${at}`);
+  }
   $("close-session").hidden = ["closed", "failed"].includes(state.status);
   updateControls();
 }
@@ -567,13 +598,18 @@ function render(envelope) {
   switch (envelope.type) {
     case "session.created": {
       const model = data.model ? `, model ${data.model}` : "";
+      const tree = data.repository
+        ? `, a worktree of ${data.repository} on ${data.branch} at ${(data.base || "").slice(0, 12)}`
+        : "";
       return line(
         envelope,
         "meta",
-        `Session created on ${data.provider} in ${data.workspace} ` +
+        `Session created on ${data.provider} in ${data.workspace}${tree} ` +
           `(approvals: ${data.approval_mode}${model}).`,
       );
     }
+    case "session.forked":
+      return sessionForked(envelope, data);
     case "session.provider_selected": {
       const skipped = (data.skipped || []).map((s) => `${s.provider}: ${s.reason}`).join("; ");
       const tail = skipped ? ` Skipped: ${skipped}.` : "";
@@ -975,6 +1011,65 @@ function turnCompleted(envelope, data) {
   const usage = data.usage ? ` · ${usageText(data.usage)}` : "";
   const element = line(envelope, "turn-end completed", `Turn completed${usage}.`);
   if (data.changes && data.changes.files > 0) element.append(changesPanel(envelope, data.changes));
+  element.append(turnActions(envelope.turn_id));
+  return element;
+}
+
+// --- forking at a turn ---------------------------------------------------------------------
+
+function turnActions(turnId) {
+  const actions = node("div", "turn-actions");
+  const fork = node("button", "small fork", "Fork from this turn");
+  fork.type = "button";
+  fork.title = "A new session with this turn's files and the conversation up to it";
+  const error = node("p", "error");
+  error.setAttribute("role", "alert");
+  fork.addEventListener("click", () => forkAt(turnId, fork, error));
+  actions.append(fork, error);
+  return actions;
+}
+
+async function forkAt(turnId, button, error) {
+  if (!state.session) return;
+  const generation = state.generation;
+  button.disabled = true;
+  error.textContent = "";
+  let fork;
+  try {
+    fork = await api(sessionPath(state.session.id, "/fork"), {
+      method: "POST",
+      body: { at_turn: turnId },
+    });
+  } catch (failure) {
+    if (generation !== state.generation) return;
+    error.textContent = describe(failure);
+    button.disabled = false;
+    return;
+  }
+  button.disabled = false;
+  location.hash = `session=${fork.id}`; // opens the new session (hashchange)
+  loadSessions().catch(() => {});
+}
+
+// Told on both sessions: the fork says where it came from, the forked one links to the fork.
+function sessionForked(envelope, data) {
+  const how = data.conversation === "native" ? "the agent's own fork" : "a hand-off";
+  const element = line(envelope, "notice forked");
+  if (data.child_id === envelope.session_id) {
+    state.forkedAtNumber = data.turn_number;
+    if (state.session?.id === data.child_id) showSession();
+    const parent = node("a", "session-link", data.parent_id);
+    parent.href = `#session=${data.parent_id}`;
+    element.append(
+      "Forked from ",
+      parent,
+      ` at turn ${data.turn_number} (conversation: ${how}).`,
+    );
+  } else {
+    const child = node("a", "session-link", data.child_id);
+    child.href = `#session=${data.child_id}`;
+    element.append(`Forked at turn ${data.turn_number} into `, child, ` (conversation: ${how}).`);
+  }
   return element;
 }
 
@@ -1146,6 +1241,10 @@ function wire() {
   $("sessions-refresh").addEventListener("click", () =>
     loadSessions().catch((error) => showError("create-error", describe(error))),
   );
+  for (const radio of document.querySelectorAll('input[name="place"]')) {
+    radio.addEventListener("change", choosePlace);
+  }
+  choosePlace(); // a reload may bring back the choice made before it
   $("new-session").addEventListener("submit", (event) => {
     event.preventDefault();
     createSession(event.target);

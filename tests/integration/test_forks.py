@@ -1,7 +1,8 @@
 """Forking a session through the real gateway with the fake ``claude``: the new session, its
 workspace, the hand-off its first prompt is told (the fake keeps no transcript, so Claude
 Code's own fork cannot be made and the gateway hands the conversation over), the refusals,
-and nothing left behind when a fork fails."""
+nothing left behind when a fork fails, and the same fork as a WebSocket ``session.fork``
+frame."""
 
 from __future__ import annotations
 
@@ -13,10 +14,20 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import ClientConnection
+from websockets.sync.client import connect as ws_connect
 
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import SseReader, is_turn_end
-from tests.integration.callers import assert_problem, session_count
+from tests.integration.callers import (
+    ALICE,
+    KEYS,
+    as_key,
+    assert_problem,
+    new_session,
+    session_count,
+)
+from tests.integration.streams import AUTH, ws_frames, ws_url
 from tests.integration.test_worktrees import git, on_repository, repository_state, turn
 
 
@@ -254,3 +265,81 @@ def test_a_session_running_a_turn_is_not_forked(gateway: FakeGateway) -> None:
             reader.until(is_turn_end)
         assert (session_count(gateway), worktrees(gateway)) == (count, trees)
         assert client.post(f"/v1/sessions/{sid}/fork", json={}).status_code == 201
+
+
+def ws_command(ws: ClientConnection, frame: dict[str, Any]) -> list[dict[str, Any]]:
+    """Send a command frame; the frames received up to the ``ack`` or ``error`` that answers
+    it, that one last."""
+    ws.send(json.dumps(frame))
+    received = ws_frames(ws, lambda f: f.get("type") in {"ack", "error"})
+    assert received[-1]["request"] == frame["type"], received[-1]
+    return received
+
+
+def test_a_session_fork_frame_forks_like_the_rest_route(gateway: FakeGateway) -> None:
+    with gateway.client() as client:
+        parent = client.post("/v1/sessions", json={"workspace": str(gateway.workspace)}).json()
+        turn(client, parent["id"], "write:one.txt")
+        turn(client, parent["id"], "write:two.txt")
+        first, _ = turn_ids(client, parent["id"])
+        after = client.get(f"/v1/sessions/{parent['id']}").json()["last_seq"]
+
+        with ws_connect(ws_url(gateway, parent["id"], after=after), additional_headers=AUTH) as ws:
+            *events, ack = ws_command(ws, {"type": "session.fork", "at_turn": first})
+            # The event and the answer travel apart: either may come first.
+            if not any(e["type"] == "session.forked" for e in events):
+                events += ws_frames(ws, lambda f: f.get("type") == "session.forked")
+        (told,) = [e for e in events if e["type"] == "session.forked"]
+
+        assert ack["type"] == "ack", ack
+        child = ack["session"]
+        shown = client.get(f"/v1/sessions/{child['id']}").json()
+        fields = ("id", "provider", "workspace", "approval_mode", "forked_from", "forked_at")
+        assert {k: child[k] for k in fields} == {k: shown[k] for k in fields}
+        assert (child["forked_from"], child["forked_at"]) == (parent["id"], first)
+        assert told["data"]["child_id"] == child["id"]
+        assert told["data"]["turn_number"] == 1
+        copy = Path(child["workspace"])
+        assert sorted(p.name for p in copy.iterdir()) == ["one.txt"]
+        assert forked_events(client, child["id"])[0]["data"] == told["data"]
+
+
+def test_a_session_fork_frame_is_refused_as_the_rest_route_is(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    gateway = make_fake_gateway(server=KEYS, limits={"max_open_sessions_per_key": 2}).start()
+    alice_auth = {"Authorization": f"Bearer {ALICE}"}
+    with as_key(gateway, ALICE) as alice:
+        sid = new_session(alice, gateway.workspace)
+        turn(alice, sid, "fail-auth")
+        failed = turn_ids(alice, sid)[0]
+        rest: list[dict[str, Any]] = []
+        answers: list[dict[str, Any]] = []
+        with ws_connect(ws_url(gateway, sid), additional_headers=alice_auth) as ws:
+            for at_turn in (failed, "trn_x"):
+                rest.append(
+                    alice.post(f"/v1/sessions/{sid}/fork", json={"at_turn": at_turn}).json()
+                )
+                answers.append(ws_command(ws, {"type": "session.fork", "at_turn": at_turn})[-1])
+            ws_command(ws, {"type": "turn.start", "prompt": "slow"})
+            ws_frames(ws, lambda f: f.get("type") == "message.delta")  # the turn runs
+            rest.append(alice.post(f"/v1/sessions/{sid}/fork", json={}).json())
+            answers.append(ws_command(ws, {"type": "session.fork"})[-1])
+            ws_command(ws, {"type": "turn.interrupt"})
+            ws_frames(ws, lambda f: "seq" in f and is_turn_end(f))
+            turn(alice, sid, "hello")
+            new_session(alice, gateway.workspace)  # the second of two open sessions
+            rest.append(alice.post(f"/v1/sessions/{sid}/fork", json={}).json())
+            answers.append(ws_command(ws, {"type": "session.fork"})[-1])
+
+        assert [a["type"] for a in answers] == ["error"] * 4
+        problems = [a["problem"] for a in answers]
+        assert [p["status"] for p in problems] == [422, 404, 409, 429]
+        assert [(p["status"], p["type"]) for p in problems] == [
+            (p["status"], p["type"]) for p in rest
+        ]
+        assert problems[0]["type"].endswith(":turn_not_forkable")
+        assert problems[2]["type"].endswith(":turn_in_progress")
+        assert problems[3]["limit"] == rest[3]["limit"] == "max_open_sessions_per_key"
+        assert session_count(gateway) == 2
+        assert forked_events(alice, sid) == []
