@@ -31,7 +31,7 @@ from app.providers.base import SessionSpec
 from app.records import SessionRecord, TurnRecord
 from app.runtime.coordinator import RetryPolicy, TurnCoordinator
 from app.runtime.eventlog import EventLog
-from app.runtime.handoff import SUMMARY_CHARS, Handoff, build_handoff
+from app.runtime.handoff import HANDOFF_TYPES, SUMMARY_CHARS, Handoff, build_handoff
 from app.runtime.live import TurnContext
 from app.runtime.requests import SessionRequest
 from app.runtime.selector import (
@@ -211,7 +211,7 @@ class Failover:
         before, floor = NO_SEQ_YET, 0
         while len(newest_first) < HANDOFF_EVENTS and floor < max_chars:
             page = await self.store.events_before(
-                row.id, before=before, types=_HANDOFF_TYPES, limit=HANDOFF_PAGE
+                row.id, before=before, types=HANDOFF_TYPES, limit=HANDOFF_PAGE
             )
             for event in page:
                 envelope = json.loads(event.json)
@@ -249,18 +249,6 @@ class Failover:
         await self.store.update_session(row.id, provider=to, model=model, updated_at=now)
         await self.store.update_turn(turn.id, provider=to)
         return spec
-
-
-_HANDOFF_TYPES = (
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "turn.interrupted",
-    "message.completed",
-    "tool.started",
-    "tool.completed",
-)
-"""The events a hand-off is built from (the store skips deltas and the rest)."""
 
 
 def _str(value: object) -> str | None:

@@ -53,7 +53,7 @@ from app.records import SessionRecord, TurnRecord
 from app.runtime.eventlog import EventLog
 from app.runtime.failover import HANDOFF_EVENTS, HANDOFF_PAGE, NO_SEQ_YET
 from app.runtime.forkspace import ForkWorkspace, make_fork_workspace, take_back_fork_workspace
-from app.runtime.handoff import build_fork_handoff
+from app.runtime.handoff import HANDOFF_TYPES, build_fork_handoff
 from app.runtime.history import WorkspaceHistory
 from app.runtime.turns import FORK_TURNS
 from app.settings import Settings
@@ -61,16 +61,6 @@ from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
-_HANDOFF_TYPES = (
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "turn.interrupted",
-    "message.completed",
-    "tool.started",
-    "tool.completed",
-)
-"""The events a fork's hand-off is built from."""
 _REBINDS = 1_000
 """More thread bindings than this in one session: its thread is not forked natively."""
 
@@ -289,7 +279,7 @@ async def _handoff(services: ForkServices, parent: SessionRecord, turn: TurnReco
     before, reached = NO_SEQ_YET, False
     while len(newest_first) < HANDOFF_EVENTS:
         page = await services.store.events_before(
-            parent.id, before=before, types=_HANDOFF_TYPES, limit=HANDOFF_PAGE
+            parent.id, before=before, types=HANDOFF_TYPES, limit=HANDOFF_PAGE
         )
         for event in page:
             if not reached:

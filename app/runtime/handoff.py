@@ -30,7 +30,7 @@ bound holds for what is sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,19 @@ REASON_CHARS = 300
 """What the failure's message is cut to in the preamble."""
 INTRO = "Before it stopped, the previous agent had, in this request:"
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path")
+
+
+HANDOFF_TYPES = (
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "turn.interrupted",
+    "message.completed",
+    "tool.started",
+    "tool.completed",
+)
+"""The events a hand-off (a failover's or a fork's) is built from: the store skips deltas
+and the rest."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,7 +157,20 @@ def build_handoff(
             share -= len(line) + 1
         budget -= sum(len(line) + 1 for line in now[1:])
     now.append(ask)
-    kept: list[str] = []  # newest first
+    kept = _newest_that_fit(turns, total, budget)
+    if len(now) == 2 and not kept:
+        return alone  # nothing of the conversation fits: the request as it is
+    parts = [_preamble(from_provider, reason, total, total - len(kept)), *reversed(kept)]
+    text = "\n\n".join([*parts, "\n".join(now)])
+    if len(text) > max_chars:  # pragma: no cover - the budget above holds it
+        return alone
+    return Handoff(prompt=text, turns=len(kept), chars=len(text))
+
+
+def _newest_that_fit(turns: Sequence[_Turn], total: int, budget: int) -> list[str]:
+    """The turns' texts, newest first, each whole or else summed up, while they fit in
+    ``budget`` (a turn that does not fit leaves it and every older one out)."""
+    kept: list[str] = []
     for index, turn in enumerate(reversed(turns)):
         number = total - index
         for text in (turn.whole(number), turn.summary(number)):
@@ -153,14 +179,8 @@ def build_handoff(
                 budget -= len(text) + 2
                 break
         else:
-            break  # this one and every older one are left out
-    if len(now) == 2 and not kept:
-        return alone  # nothing of the conversation fits: the request as it is
-    parts = [_preamble(from_provider, reason, total, total - len(kept)), *reversed(kept)]
-    text = "\n\n".join([*parts, "\n".join(now)])
-    if len(text) > max_chars:  # pragma: no cover - the budget above holds it
-        return alone
-    return Handoff(prompt=text, turns=len(kept), chars=len(text))
+            break
+    return kept
 
 
 FORK_NOW = "## Now"
@@ -184,16 +204,7 @@ def build_fork_handoff(
     turns, _ = _turns(events, "", mask)
     total = max(earlier, len(turns))
     budget = max_chars - len(_fork_preamble(from_provider, total, total)) - len(FORK_NOW) - 2
-    kept: list[str] = []  # newest first
-    for index, turn in enumerate(reversed(turns)):
-        number = total - index
-        for text in (turn.whole(number), turn.summary(number)):
-            if len(text) + 2 <= budget:
-                kept.append(text)
-                budget -= len(text) + 2
-                break
-        else:
-            break
+    kept = _newest_that_fit(turns, total, budget)
     if not kept:
         return Handoff(prompt="", turns=0, chars=0)
     preamble = _fork_preamble(from_provider, total, total - len(kept))
