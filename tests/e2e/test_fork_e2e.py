@@ -3,8 +3,8 @@ fork is the agent's own (``conversation: native``) and its next turn's model req
 turn 1's prompt and answer and nothing of turns 2 and 3.
 
 Each case runs on a Git repository, so the fork gets a worktree of its own; Claude Code and
-Codex with their sandboxes on (each session has a CLI home of its own, which the fork's
-thread is copied into), and Codex once more with it off (one shared app-server forks)."""
+Codex and OpenCode with their sandboxes on (each session has a CLI home of its own, which the
+fork's thread is copied into), and Codex once more with it off (one shared app-server forks)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ def _repository(workspace: Path) -> Path:
 
 @pytest.mark.parametrize(
     ("provider", "sandbox"),
-    [("claude_code", "bwrap"), ("codex", "bwrap"), ("codex", "none")],
+    [
+        ("claude_code", "bwrap"),
+        ("codex", "bwrap"),
+        ("codex", "none"),
+        ("opencode", "bwrap"),
+    ],
 )
 def test_a_fork_at_turn_one_holds_only_turn_one(
     make_gateway: GatewayFactory, workspace: Path, stub: StubLLM, provider: str, sandbox: str

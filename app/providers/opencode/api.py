@@ -91,6 +91,38 @@ class OpenCodeApi:
             return body[-1]
         return None
 
+    async def messages(self, thread_id: str, *, directory: Path) -> list[dict[str, Any]]:
+        """Every ``{info, parts}`` message of the thread, oldest first."""
+        body = await self._call("GET", f"/session/{thread_id}/message", directory)
+        if not isinstance(body, list):
+            raise ApiError(f"GET /session/{thread_id}/message answered {type(body).__name__}")
+        return [m for m in body if isinstance(m, dict)]
+
+    async def fork(self, thread_id: str, *, before: str | None) -> tuple[str, str | None]:
+        """A new thread holding the thread's messages up to, not including, message
+        ``before`` (None: all of them), in the thread's own directory (1.18.33 runs every
+        ``/session/{id}/…`` request there, whatever ``?directory=`` says): its ``ses_…`` id
+        and that directory."""
+        payload: dict[str, Any] = {} if before is None else {"messageID": before}
+        body = await self._call("POST", f"/session/{thread_id}/fork", json=payload)
+        forked = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(forked, str) or not forked:
+            raise ApiError(f"POST /session/{thread_id}/fork answered without an id: {body!r}")
+        directory = body.get("directory")
+        return forked, directory if isinstance(directory, str) else None
+
+    async def update_session(
+        self,
+        thread_id: str,
+        *,
+        directory: Path,
+        title: str,
+        permission: list[dict[str, JsonValue]],
+    ) -> None:
+        """Set a thread's title and permission ruleset."""
+        body = {"title": title, "permission": permission}
+        await self._call("PATCH", f"/session/{thread_id}", directory, json=body)
+
     async def _call(
         self,
         method: str,

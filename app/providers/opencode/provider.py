@@ -10,9 +10,12 @@ A thread outlives the server process and the gateway: the next turn just prompts
 
 from __future__ import annotations
 
-from app.providers.base import Capabilities, SessionSpec
+from dataclasses import replace
+
+from app.providers.base import Capabilities, ForkedThread, ForkRequest, SessionSpec
 from app.providers.descriptor import BuildContext
 from app.providers.hosting import ServerProvider
+from app.providers.opencode import forks
 from app.providers.opencode.server import OpenCodeServer
 from app.providers.opencode.session import NAME, OpenCodeSession
 from app.providers.shared_server import SHARED, Placement
@@ -40,6 +43,10 @@ class OpenCodeProvider(ServerProvider[OpenCodeSession, OpenCodeServer]):
         has no retry knob (5 retries, honouring retry-after): ``context.retry`` is not used."""
         super().__init__(context)
         self.server = self.make_server(SHARED)
+        if self.sandbox.on:
+            # A fork can be moved to its own workspace only in a data directory of its own
+            # (app/providers/opencode/forks.py).
+            self.capabilities = replace(self.capabilities, fork=True)
 
     def make_server(self, placement: Placement) -> OpenCodeServer:
         return OpenCodeServer(
@@ -52,3 +59,8 @@ class OpenCodeProvider(ServerProvider[OpenCodeSession, OpenCodeServer]):
 
     def new_session(self, spec: SessionSpec) -> OpenCodeSession:
         return OpenCodeSession(provider=self, spec=spec)
+
+    async def fork_thread(self, request: ForkRequest) -> ForkedThread | None:
+        """``POST /session/{id}/fork`` before the turn after the kept ones, with the sandbox
+        on only (app/providers/opencode/forks.py)."""
+        return await forks.fork_thread(self, request)
