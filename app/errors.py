@@ -12,13 +12,13 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── ApprovalNotPending        the approval was already resolved
 │   ├── QuestionNotPending        the question was already answered or ended
 │   ├── RevertInProgress          the session's workspace is being reverted
+│   ├── TurnNotForkable           a fork asked at a turn that did not complete
 │   └── SnapshotUnavailable       the workspace state asked for was not recorded
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
 │   ├── WorkspaceTooLarge         the workspace is over the snapshot cap
-│   ├── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
-│   └── TurnNotForkable           a fork asked at a turn that did not complete
+│   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
 ├── Forbidden                403  host or origin not allowed
@@ -169,7 +169,7 @@ class WorkspaceTooLarge(InvalidRequest):
     title = "Workspace too large"
 
 
-class TurnNotForkable(InvalidRequest):
+class TurnNotForkable(Conflict):
     """A fork asked at a turn that did not complete (or of a session with none)."""
 
     type = "turn_not_forkable"

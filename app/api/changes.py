@@ -74,11 +74,10 @@ class RevertPublic(BaseModel):
         },
         **problems(
             notes={
-                404: "No such session (or not yours)",
+                404: "No such session (or not yours), or no such turn in it (`from`, `to`)",
                 409: NOT_RECORDED,
-                422: "A turn the session does not have, `from` after `to`, an unknown "
-                "parameter, or the workspace now over the snapshot cap "
-                "(`workspace_too_large`, for `to=now`)",
+                422: "`from` after `to`, an unknown parameter, or the workspace now over the "
+                "snapshot cap (`workspace_too_large`, for `to=now`)",
                 503: STORAGE,
             }
         ),
@@ -130,11 +129,10 @@ async def get_changes(
     operation_id="revertSession",
     responses=problems(
         notes={
-            404: "No such session (or not yours)",
+            404: "No such session (or not yours), or no such turn in it (`to_turn`)",
             409: "A turn is running (`turn_id` names it), a revert is already running, the "
             "session is closed, or the turn's start was not recorded (`snapshot_unavailable`)",
-            422: "A turn the session does not have, or the workspace now over the snapshot "
-            "cap (`workspace_too_large`)",
+            422: "The workspace now over the snapshot cap (`workspace_too_large`)",
             503: STORAGE,
         }
     ),

@@ -140,10 +140,12 @@ async def delete_session(
             notes={
                 404: "No such session (or not yours), or no such turn in it (`at_turn`)",
                 409: "The session is running a turn (`turn_in_progress`), is already being "
-                "forked (`fork_in_progress`) or is closed; or the fork's branch exists "
-                "(`branch_exists`)",
-                422: "`at_turn` did not complete, or the session has no completed turn "
-                "(`turn_not_forkable`); the session's workspace is gone",
+                "forked (`fork_in_progress`) or is closed; `at_turn` did not complete, or the "
+                "session has no completed turn (`turn_not_forkable`); the files after "
+                "`at_turn` were not recorded (`snapshot_unavailable`); or the fork's branch "
+                "exists (`branch_exists`)",
+                422: "The session's workspace is gone, or its files cannot be copied "
+                "(`workspace_rejected`)",
                 429: "Creation rate or open-session cap of this key reached, or too many failed "
                 "authentications from this address (see Retry-After)",
                 503: STORAGE,

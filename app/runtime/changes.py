@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.errors import InvalidRequest, SnapshotUnavailable
+from app.errors import InvalidRequest, NotFound, SnapshotUnavailable
 from app.process.snapshots import NOW, Changes
 from app.records import LIVE_TURN_STATUSES, TurnRecord
 from app.runtime.sessions import Sessions
@@ -35,7 +35,7 @@ class Span:
 async def _turn(manager: Sessions, session_id: str, turn_id: str, field: str) -> TurnRecord:
     turn = await manager.store.get_turn(session_id, turn_id)
     if turn is None:
-        raise InvalidRequest(
+        raise NotFound(
             f"{field}: session {session_id} has no turn {turn_id[:80]!r}; give a turn id "
             f"(GET /v1/sessions/{session_id}/turns) or {START if field == 'from' else NOW!r}",
             field=field,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from app.errors import InvalidRequest
+from app.errors import NotFound
 from app.events import SessionReverted
 from app.records import RevertRecord, SessionRecord, json_dict
 from app.runtime.eventlog import EventLog
@@ -32,7 +32,7 @@ async def revert(
     """Revert ``row``'s workspace to the start of its turn ``to_turn``; what changed."""
     turn = await store.get_turn(row.id, to_turn)
     if turn is None:
-        raise InvalidRequest(
+        raise NotFound(
             f"to_turn: session {row.id} has no turn {to_turn[:80]!r} (GET "
             f"/v1/sessions/{row.id}/turns lists them)",
             field="to_turn",

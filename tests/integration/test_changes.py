@@ -188,8 +188,8 @@ def test_bad_input_is_a_clear_problem(fake_gateway: FakeGateway) -> None:
         second, _ = turn(client, sid, "run:echo 2 > two")
         url = f"/v1/sessions/{sid}/changes"
         for params, status, says in [
-            ({"from": "trn_nope"}, 422, "from: session"),
-            ({"to": "trn_nope"}, 422, "to: session"),
+            ({"from": "trn_nope"}, 404, "from: session"),
+            ({"to": "trn_nope"}, 404, "to: session"),
             ({"from": second, "to": first}, 422, "is after to"),
             ({"form": "start"}, 422, "unknown query parameter"),
             ({"format": "zip"}, 422, "format"),
@@ -198,9 +198,13 @@ def test_bad_input_is_a_clear_problem(fake_gateway: FakeGateway) -> None:
             assert refused.status_code == status, (params, refused.text)
             assert refused.headers["content-type"] == PROBLEM
             assert says in refused.text, (params, refused.text)
-        for body in ({"to_turn": "trn_nope"}, {"to_turn": first, "extra": 1}, {}):
+        for body, status in (
+            ({"to_turn": "trn_nope"}, 404),
+            ({"to_turn": first, "extra": 1}, 422),
+            ({}, 422),
+        ):
             refused = client.post(f"/v1/sessions/{sid}/revert", json=body)
-            assert refused.status_code == 422, (body, refused.text)
+            assert refused.status_code == status, (body, refused.text)
         assert client.get("/v1/sessions/ses_nope/changes").status_code == 404
         assert (
             client.post("/v1/sessions/ses_nope/revert", json={"to_turn": first}).status_code == 404
@@ -291,7 +295,7 @@ def test_a_websocket_session_revert_frame_reverts_and_is_acknowledged(
             frames = ws_frames(ws, all_seen({"ack", "session.reverted"}))
 
     assert refused["request"] == "session.revert"
-    assert refused["problem"]["status"] == 422
+    assert refused["problem"]["status"] == 404
     assert refused["problem"]["field"] == "to_turn"
     ack = next(f for f in frames if f.get("type") == "ack")
     assert ack["request"] == "session.revert"

@@ -166,11 +166,11 @@ def test_fork_refusals_leave_nothing_behind(
     with gateway.client() as client:
         parent = on_repository(client, repo)
         sid = parent["id"]
-        assert_problem(client.post(f"/v1/sessions/{sid}/fork", json={}), 422, "turn_not_forkable")
+        assert_problem(client.post(f"/v1/sessions/{sid}/fork", json={}), 409, "turn_not_forkable")
         turn(client, sid, "fail-auth")
         failed = turn_ids(client, sid)[0]
         refused = client.post(f"/v1/sessions/{sid}/fork", json={"at_turn": failed})
-        assert assert_problem(refused, 422, "turn_not_forkable")["turn_status"] == "failed"
+        assert assert_problem(refused, 409, "turn_not_forkable")["turn_status"] == "failed"
         assert_problem(client.post(f"/v1/sessions/{sid}/fork", json={"at_turn": "trn_x"}), 404)
         assert_problem(client.post("/v1/sessions/ses_nope/fork", json={}), 404)
         assert forked_events(client, sid) == []
@@ -334,7 +334,7 @@ def test_a_session_fork_frame_is_refused_as_the_rest_route_is(
 
         assert [a["type"] for a in answers] == ["error"] * 4
         problems = [a["problem"] for a in answers]
-        assert [p["status"] for p in problems] == [422, 404, 409, 429]
+        assert [p["status"] for p in problems] == [409, 404, 409, 429]
         assert [(p["status"], p["type"]) for p in problems] == [
             (p["status"], p["type"]) for p in rest
         ]
