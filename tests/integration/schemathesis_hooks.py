@@ -14,7 +14,9 @@ explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIE
 keeps what one configured provider has (which providers exist is the deployment's fact: a
 family member the document allows by pattern, ``acp:<name>``, that the gateway does not
 configure becomes the configured provider with the most capabilities).
-Negative cases are left as generated.
+The turns of a session are the deployment's fact too: a positive fork forks at the default
+point, a positive changes query reads from ``start`` to ``now``, and no positive revert is
+sent (``filter_case``). Negative cases are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -68,6 +70,13 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             else:  # the provider with the most of them serves
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
+    operation = case.operation.definition.raw.get("operationId")
+    if operation == "forkSession" and isinstance(case.body, dict):
+        case.body.pop("at_turn", None)  # the default point: which turns exist is not known
+    if operation == "getChanges" and case.query:
+        for name, moment in (("from", "start"), ("to", "now")):
+            if name in case.query:
+                case.query[name] = moment
     if case.operation.definition.raw.get("operationId") == "getUsage" and case.query:
         _nonempty_range(case.query)
     if case.operation.definition.raw.get("operationId") == "getEvents":
@@ -77,6 +86,18 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             for name in [n for n in case.headers if n.lower() == "last-event-id"]:
                 case.headers[name] = "0"
     return case
+
+
+@schemathesis.hook
+def filter_case(context: Any, case: Case[Any]) -> bool:
+    """No positive revert is sent: it names a turn of the session, and which turns a session
+    has is the deployment's fact (a generated id is a 404, which the stateful phase would
+    read as the session itself missing). tests/integration/test_changes.py covers revert."""
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return True
+    operation: object = case.operation.definition.raw.get("operationId")
+    return operation != "revertSession"
 
 
 def _nonempty_range(query: dict[str, Any]) -> None:
