@@ -45,6 +45,7 @@ from app.runtime.worktrees import (
     make_worktree,
     reserved_paths,
     take_back,
+    worktree_columns,
 )
 from app.settings import Settings
 from app.store.interface import Storage
@@ -190,10 +191,7 @@ async def _store(
         owner=request.owner,
         provider=chosen,
         workspace=workspace,
-        repository=None if worktree is None else str(worktree.repository.path),
-        branch=None if worktree is None else worktree.branch,
-        base=None if worktree is None else worktree.base,
-        git_dir=None if worktree is None else str(worktree.repository.git_dir),
+        **worktree_columns(worktree),
         model=request.model or settings.providers[chosen].model,
         approval_mode=mode,
         status="idle",

@@ -56,6 +56,7 @@ from app.runtime.forkspace import ForkWorkspace, make_fork_workspace, take_back_
 from app.runtime.handoff import HANDOFF_TYPES, build_fork_handoff
 from app.runtime.history import WorkspaceHistory
 from app.runtime.turns import FORK_TURNS
+from app.runtime.worktrees import worktree_columns
 from app.settings import Settings
 from app.store.interface import Storage
 
@@ -313,15 +314,11 @@ async def _store_fork(
     """Store the fork's row, its binding (a thread made now) and its first events; the row
     (and with it the rest) is taken out again if they cannot all be written."""
     now = services.clock()
-    worktree = workspace.worktree
     row = replace(
         parent,
         id=child_id,
         workspace=str(workspace.path),
-        repository=None if worktree is None else str(worktree.repository.path),
-        branch=None if worktree is None else worktree.branch,
-        base=None if worktree is None else worktree.base,
-        git_dir=None if worktree is None else str(worktree.repository.git_dir),
+        **worktree_columns(workspace.worktree),
         status="idle",
         metadata=None if parent.metadata is None else dict(parent.metadata),
         last_seq=0,

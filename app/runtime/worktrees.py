@@ -23,6 +23,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from app.errors import BranchExists, RepositoryRejected, WorkspaceRejected
 from app.process import gitrepo
@@ -59,6 +60,28 @@ class Worktree:
     path: Path
     branch: str
     base: str
+
+
+class WorktreeColumns(TypedDict):
+    """The columns of a session's row that name its worktree."""
+
+    repository: str | None
+    branch: str | None
+    base: str | None
+    git_dir: str | None
+
+
+def worktree_columns(worktree: Worktree | None) -> WorktreeColumns:
+    """What a session's row keeps of its worktree (``repository``, ``branch``, ``base``,
+    ``git_dir``): all None for a session on a plain workspace."""
+    if worktree is None:
+        return WorktreeColumns(repository=None, branch=None, base=None, git_dir=None)
+    return WorktreeColumns(
+        repository=str(worktree.repository.path),
+        branch=worktree.branch,
+        base=worktree.base,
+        git_dir=str(worktree.repository.git_dir),
+    )
 
 
 async def check_repository(

@@ -19,6 +19,7 @@ from websockets.sync.client import connect as ws_connect
 
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import SseReader, is_turn_end
+from tests.gitrepos import git
 from tests.integration.callers import (
     ALICE,
     KEYS,
@@ -28,7 +29,7 @@ from tests.integration.callers import (
     session_count,
 )
 from tests.integration.streams import AUTH, ws_frames, ws_url
-from tests.integration.test_worktrees import git, on_repository, repository_state, turn
+from tests.integration.test_worktrees import on_repository, repository_state, turn
 
 
 @pytest.fixture

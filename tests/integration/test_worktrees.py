@@ -19,18 +19,10 @@ import pytest
 from app.store.repository import Store
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import follow, wait_until
+from tests.gitrepos import git, two_commits
 from tests.integration.callers import assert_problem, session_count
 from tests.integration.eventlogs import NOW, SESSION
 from tests.integration.rows import session_record
-
-IDENTITY = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
-
-
-def git(repository: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *IDENTITY, "-C", str(repository), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -41,15 +33,7 @@ def gateway(make_fake_gateway: FakeGatewayFactory) -> FakeGateway:
 @pytest.fixture
 def repo(gateway: FakeGateway) -> Path:
     """``roots/repo``: two commits on ``main``, the first tagged ``v1``."""
-    path = Path(os.path.realpath(gateway.workspace.parent / "repo"))
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    (path / "a.txt").write_text("one\n")
-    git(path, "add", "a.txt")
-    git(path, "commit", "-qm", "first")
-    git(path, "tag", "v1")
-    (path / "a.txt").write_text("two\n")
-    git(path, "commit", "-qam", "second")
-    return path
+    return two_commits(Path(os.path.realpath(gateway.workspace.parent / "repo")))
 
 
 def worktrees_root(gateway: FakeGateway) -> Path:

@@ -19,18 +19,7 @@ from app.process.gitrepo import (
     remove_worktree,
     resolve_commit,
 )
-
-IDENTITY = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid")
-
-
-def git(repository: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *IDENTITY, "-C", str(repository), *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
+from tests.gitrepos import git, two_commits
 
 
 @pytest.fixture
@@ -41,14 +30,7 @@ def base(tmp_path: Path) -> Path:
 @pytest.fixture
 def repo(base: Path) -> Repository:
     """A repository with two commits on ``main`` (the first tagged ``v1``)."""
-    path = base / "repo"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    (path / "a.txt").write_text("one\n")
-    git(path, "add", "a.txt")
-    git(path, "commit", "-qm", "first")
-    git(path, "tag", "v1")
-    (path / "a.txt").write_text("two\n")
-    git(path, "commit", "-qam", "second")
+    path = two_commits(base / "repo")
     return Repository(path=path, git_dir=path / ".git")
 
 
