@@ -10,7 +10,8 @@ import pytest
 
 from app.providers.base import ForkFailed, SessionSpec, ThreadFork
 from app.providers.claude.argv import build_argv
-from app.providers.claude.forks import copy_transcript, cut_point, find_transcript
+from app.providers.claude.forks import cut_point
+from app.providers.transcripts import copy_transcript, find_transcript
 from app.runtime.commands import Fork, decode, encode
 from app.runtime.handoff import build_fork_handoff
 

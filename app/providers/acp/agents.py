@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import JsonValue
 
@@ -71,6 +72,11 @@ class ProjectConfigSwitch:
         return self.on_settings if allowed else self.off_settings
 
 
+ThreadStore = Literal["claude_transcripts"]
+"""Where an agent keeps its threads: ``claude_transcripts`` is Claude Code's
+``~/.claude/projects/<project>/<thread>.jsonl`` (app/providers/transcripts.py)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentRecipe:
     """How to run one ACP agent."""
@@ -124,6 +130,11 @@ class AgentRecipe:
     """Offers a model config option over ACP, so a session's ``model`` can be set
     (app/providers/acp/options.py); an agent without one runs the model it is configured
     with, and a session naming a model never goes to it."""
+    forks: ThreadStore | None = None
+    """The pinned version answers ``session/fork`` (checked against the stub), and this is
+    where it keeps its threads, so that a fork's session, in a home of its own when
+    sandboxed, finds the parent's: a fork at a session's latest turn is then the agent's own
+    (``Provider.fork_thread``). None: a fork is handed the conversation instead."""
     load_minute_guard: bool = False
     """Gemini CLI 0.61: a ``session/load`` in the same UTC minute as the thread's creation
     overwrites the thread's record (its file name holds the minute) and fails; the gateway
@@ -330,6 +341,9 @@ CLAUDE = AgentRecipe(
     ),
     passthrough=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
     claude_settings_login=True,
+    # The adapter 0.101.0 forks a whole thread (`sessionCapabilities.fork`; no cut point):
+    # Claude Code's own fork of the transcript, under the new session's id.
+    forks="claude_transcripts",
     credentials=Credentials(
         variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
         login_files=(".claude/.credentials.json",),

