@@ -15,7 +15,18 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import __version__
-from app.api import changes, console, events, health, metrics, problems, runs, sessions, usage
+from app.api import (
+    acpsocket,
+    changes,
+    console,
+    events,
+    health,
+    metrics,
+    problems,
+    runs,
+    sessions,
+    usage,
+)
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.problemmask import ProblemMaskMiddleware
@@ -244,6 +255,8 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(usage.router)
     app.include_router(metrics.build_router(public=settings.server.metrics_public))
     app.include_router(console.router)
+    if settings.acp.enabled:
+        app.include_router(acpsocket.router)
 
 
 async def _close(

@@ -1,0 +1,481 @@
+"""The gateway as an ACP agent: each protocol method as the command or read its REST route
+runs (docs/acp.md).
+
+    initialize                 the protocol version both speak, what the gateway offers
+    session/new                Sessions.create (within the key's quota), then followed
+    session/load               replay of the session's events (after ``_meta.agentGateway.after``),
+                               answered at its end, then live
+    session/resume             followed from now (or ``after``), no replay
+    session/list, close, fork  reads.list_sessions, Close, Fork
+    session/set_mode,
+    session/set_config_option  Configure (approval mode, model, provider before the first turn)
+    session/prompt             StartTurn, answered at the turn's end with its stop reason
+    session/cancel             Interrupt
+    _agentGateway/awaitTurn    a turn's stop reason once it ends (a prompt cut by a reconnect)
+
+A refused command is the ``GatewayError`` its REST route answers with, sent as a JSON-RPC
+error: ``-32002`` for what does not exist, ``-32602`` for another 4xx, ``-32603`` otherwise;
+its ``message`` is the problem's detail and its ``data`` the problem (masked: a problem may
+quote a secret).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    CloseSessionResponse,
+    ForkSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionForkCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+)
+from starlette.requests import HTTPConnection
+
+from app import __version__
+from app.api.acp import updates
+from app.api.acp.attached import AttachedSession, Client
+from app.api.acp.options import (
+    DEFAULT_MODEL,
+    GATEWAY_META,
+    MODE_OPTION,
+    MODEL_OPTION,
+    PROVIDER_OPTION,
+    config_options,
+    gateway_meta,
+    new_session_request,
+    prompt_text,
+    refused_mcp_servers,
+    session_modes,
+)
+from app.api.deps import admit_session, issuer
+from app.api.security import Principal
+from app.errors import GatewayError, NoTurnRunning, problem_for
+from app.masking import SecretMask
+from app.records import SessionRecord, TurnRecord
+from app.runtime import reads
+from app.runtime.commands import Close, Configure, Fork, Interrupt, StartTurn
+from app.runtime.sessions import Sessions
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+RESOURCE_NOT_FOUND = -32002
+LIST_PAGE = 100
+AWAIT_TURN = "agentGateway/awaitTurn"
+
+
+class GatewayAgent:
+    """One ACP connection's agent: the sessions it follows, as its key may reach them."""
+
+    def __init__(
+        self,
+        *,
+        manager: Sessions,
+        settings: Settings,
+        principal: Principal,
+        connection: HTTPConnection,
+        mask: SecretMask,
+    ) -> None:
+        self._manager = manager
+        self._settings = settings
+        self._principal = principal
+        self._issuer = issuer(principal)
+        self._connection = connection
+        self._mask = mask
+        self._client: Client | None = None
+        self._forms = False
+        self._initialized = False
+        self._attached: dict[str, AttachedSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._client = conn
+
+    # --- the connection -------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        elicitation = getattr(client_capabilities, "elicitation", None)
+        self._forms = getattr(elicitation, "form", None) is not None
+        self._initialized = True
+        log.info(
+            "ACP client %s initialized (protocol %d)",
+            getattr(client_info, "name", "unnamed"),
+            protocol_version,
+        )
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    fork=SessionForkCapabilities(),
+                ),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(
+                name="agent-gateway", title="Agent Gateway", version=__version__
+            ),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise RequestError.invalid_params(
+            {
+                "detail": "the gateway offers no authentication methods: the connection is "
+                "authenticated by its bearer key"
+            }
+        )
+
+    async def close(self) -> None:
+        """The connection ended: stop following (the sessions go on)."""
+        for attached in list(self._attached.values()):
+            await attached.close()
+        self._attached.clear()
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        self._check_ready()
+        self._check_mcp(mcp_servers)
+        request = new_session_request(cwd, gateway_meta(kwargs), owner=self._principal.name)
+        async with (
+            self._call(),
+            admit_session(self._connection, self._manager, self._principal),
+        ):
+            row = await self._manager.create(request)
+        await self._attach(row, after=row.last_seq)
+        modes, options = await self._choices(row)
+        return NewSessionResponse(session_id=row.id, modes=modes, config_options=options)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        self._check_ready()
+        self._check_mcp(mcp_servers)
+        row = await self._session(session_id)
+        attached = await self._attach(row, after=_after(gateway_meta(kwargs), default=0))
+        await attached.replayed.wait()
+        modes, options = await self._choices(row)
+        return LoadSessionResponse(
+            modes=modes,
+            config_options=options,
+            field_meta={GATEWAY_META: {"lastSeq": attached.last_seq}},
+        )
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        self._check_ready()
+        self._check_mcp(mcp_servers)
+        row = await self._session(session_id)
+        attached = await self._attach(row, after=_after(gateway_meta(kwargs), default=row.last_seq))
+        await attached.replayed.wait()
+        modes, options = await self._choices(row)
+        return ResumeSessionResponse(modes=modes, config_options=options)
+
+    async def fork_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        self._check_ready()
+        self._check_mcp(mcp_servers)
+        async with (
+            self._call(),
+            admit_session(self._connection, self._manager, self._principal),
+        ):
+            row = await self._manager.execute(Fork(session_id=session_id), self._issuer)
+        await self._attach(row, after=row.last_seq)
+        modes, options = await self._choices(row)
+        return ForkSessionResponse(session_id=row.id, modes=modes, config_options=options)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        self._check_ready()
+        before = None
+        if cursor is not None:
+            try:
+                before = datetime.fromisoformat(cursor)
+            except ValueError:
+                raise RequestError.invalid_params(
+                    {"detail": "cursor: pass the nextCursor of the previous page"}
+                ) from None
+        async with self._call():
+            rows = await reads.list_sessions(
+                self._manager,
+                owner=self._principal.owner_filter,
+                status=None,
+                limit=LIST_PAGE,
+                before=before,
+            )
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=row.id,
+                    cwd=row.workspace,
+                    title=_title(row),
+                    updated_at=row.updated_at.isoformat(),
+                    field_meta={GATEWAY_META: {"provider": row.provider, "status": row.status}},
+                )
+                for row in rows
+                if cwd is None or row.workspace == cwd
+            ],
+            next_cursor=rows[-1].created_at.isoformat() if len(rows) == LIST_PAGE else None,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        self._check_ready()
+        async with self._call():
+            await self._manager.execute(Close(session_id=session_id), self._issuer)
+        attached = self._attached.pop(session_id, None)
+        if attached is not None:
+            await attached.close()
+        return CloseSessionResponse()
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        self._check_ready()
+        await self._configure(Configure(session_id=session_id, approval_mode=mode_id))  # type: ignore[arg-type]
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, session_id: str, config_id: str, value: Any, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        self._check_ready()
+        if not isinstance(value, str):
+            raise RequestError.invalid_params({"detail": f"{config_id}: pick one of its values"})
+        match config_id:
+            case "mode":
+                command = Configure(session_id=session_id, approval_mode=value)  # type: ignore[arg-type]
+            case "model":
+                command = Configure(
+                    session_id=session_id, model=None if value == DEFAULT_MODEL else value
+                )
+            case "provider":
+                command = Configure(session_id=session_id, provider=value)
+            case _:
+                raise RequestError.invalid_params(
+                    {
+                        "detail": f"unknown config option {config_id!r}: the gateway offers "
+                        f"{MODE_OPTION!r}, {MODEL_OPTION!r} and {PROVIDER_OPTION!r}"
+                    }
+                )
+        row = await self._configure(command)
+        _, options = await self._choices(row)
+        return SetSessionConfigOptionResponse(config_options=options)
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        self._check_ready()
+        attached = self._followed(session_id)
+        text = prompt_text(prompt)
+        async with self._call():
+            turn = await self._manager.execute(
+                StartTurn(session_id=session_id, prompt=text), self._issuer
+            )
+        end = await attached.turn_end(turn.id)
+        return _response(updates.stop_reason(end), turn.id)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        try:
+            await self._manager.execute(Interrupt(session_id=session_id), self._issuer)
+        except NoTurnRunning:
+            pass
+        except GatewayError as exc:
+            log.info("session/cancel of %s not taken: %s", session_id[:64], exc.detail)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method != AWAIT_TURN:
+            raise RequestError.method_not_found(f"_{method}")
+        self._check_ready()
+        session_id, turn_id = params.get("sessionId"), params.get("turnId")
+        if not isinstance(session_id, str) or not isinstance(turn_id, str):
+            raise RequestError.invalid_params({"detail": "give sessionId and turnId (strings)"})
+        attached = self._followed(session_id)
+        async with self._call():
+            turn = await reads.get_turn(
+                self._manager, session_id, turn_id, owner=self._principal.owner_filter
+            )
+        if turn.status in ("completed", "interrupted", "failed"):
+            return _ended(turn)
+        end = await attached.turn_end(turn_id)
+        response = _response(updates.stop_reason(end), turn_id)
+        return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.info("ignored ACP notification _%s", method[:64])
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _check_ready(self) -> None:
+        if not self._initialized:
+            raise RequestError.invalid_request({"detail": "call initialize first"})
+
+    def _check_mcp(self, servers: list[Any] | None) -> None:
+        refused = refused_mcp_servers(servers or [], self._settings.acp.client_mcp_servers)
+        if refused is not None:
+            raise RequestError.invalid_params({"detail": refused})
+
+    async def _session(self, session_id: str) -> SessionRecord:
+        async with self._call():
+            return await self._manager.get(session_id, owner=self._principal.owner_filter)
+
+    async def _attach(self, row: SessionRecord, *, after: int) -> AttachedSession:
+        """Follow ``row``'s events after ``after`` for this client (again, after a reload)."""
+        assert self._client is not None
+        previous = self._attached.pop(row.id, None)
+        if previous is not None:
+            await previous.close()
+        attached = AttachedSession(
+            session_id=row.id,
+            client=self._client,
+            manager=self._manager,
+            issuer=self._issuer,
+            owner=self._principal.owner_filter,
+            forms=self._forms,
+        )
+        attached.attach(after=min(after, row.last_seq), boundary=row.last_seq)
+        self._attached[row.id] = attached
+        return attached
+
+    def _followed(self, session_id: str) -> AttachedSession:
+        attached = self._attached.get(session_id)
+        if attached is None:
+            raise RequestError.invalid_params(
+                {
+                    "detail": f"session {session_id[:64]} is not open on this connection: "
+                    "session/load or session/resume it first"
+                }
+            )
+        return attached
+
+    async def _configure(self, command: Configure) -> SessionRecord:
+        async with self._call():
+            return await self._manager.execute(command, self._issuer)
+
+    async def _choices(self, row: SessionRecord) -> tuple[Any, list[Any]]:
+        async with self._call():
+            turns = await reads.list_turns(
+                self._manager, row.id, owner=self._principal.owner_filter, limit=1
+            )
+        providers = sorted(n for n, p in self._settings.providers.items() if p.enabled)
+        options = config_options(
+            row,
+            self._settings,
+            providers=providers,
+            models=self._settings.acp.models.get(row.provider, []),
+            started=bool(turns),
+        )
+        return session_modes(row, self._settings), options
+
+    def _call(self) -> _Refusals:
+        return _Refusals(self._mask)
+
+
+class _Refusals:
+    """Turns a ``GatewayError`` raised inside it into the JSON-RPC error it answers with."""
+
+    def __init__(self, mask: SecretMask) -> None:
+        self._mask = mask
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, GatewayError):
+            raise rpc_error(exc, self._mask) from None
+        return False
+
+
+def rpc_error(exc: GatewayError, mask: SecretMask) -> RequestError:
+    """The JSON-RPC error a refused command answers with."""
+    problem = mask.values(problem_for(exc))
+    if exc.status == 404:
+        code = RESOURCE_NOT_FOUND
+    elif 400 <= exc.status < 500 and exc.status != 429:
+        code = -32602
+    else:
+        code = -32603
+    return RequestError(code, str(problem.get("detail") or exc.title), problem)
+
+
+def _after(meta: dict[str, Any], *, default: int) -> int:
+    after = meta.get("after", default)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise RequestError.invalid_params(
+            {"detail": f"_meta.{GATEWAY_META}.after: a seq (an integer >= 0)"}
+        )
+    return after
+
+
+def _title(row: SessionRecord) -> str | None:
+    title = (row.metadata or {}).get("title")
+    return title if isinstance(title, str) else None
+
+
+def _response(reason: updates.StopReason | updates.TurnFailure, turn_id: str) -> PromptResponse:
+    if isinstance(reason, updates.TurnFailure):
+        raise RequestError(-32603, reason.detail, reason.data())
+    return PromptResponse(stop_reason=reason, field_meta={GATEWAY_META: {"turnId": turn_id}})
+
+
+def _ended(turn: TurnRecord) -> dict[str, Any]:
+    """The answer to ``awaitTurn`` for a turn that has ended, from its record."""
+    if turn.status == "failed":
+        error = turn.error or {}
+        raise RequestError(
+            -32603,
+            str(error.get("message") or "the turn failed"),
+            {"type": "turn_failed", "failure": error},
+        )
+    reason = "cancelled" if turn.status == "interrupted" else "end_turn"
+    return {"stopReason": reason, "_meta": {GATEWAY_META: {"turnId": turn.id}}}

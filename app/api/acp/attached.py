@@ -1,0 +1,315 @@
+"""One gateway session followed on one ACP connection: its events become the client's
+``session/update``\\ s, its approvals and questions the client's requests.
+
+    attach(after, boundary)   a subscription of the session's events with seq > ``after``
+      events up to ``boundary`` (the session's last seq when attached): the history replay
+        of ``session/load``, sent as updates; approvals and questions in it are not asked
+        (``replayed`` is set once past it; the ones still pending are asked then)
+      later events: live updates; an ``approval.requested`` is a ``session/request_permission``,
+        a ``question.asked`` an ``elicitation/create`` form (a message to a client that
+        cannot show forms); the turn's end answers its ``session/prompt`` (``turn_end``)
+
+A subscription that ends early (the follower fell behind, a replica moved) is opened again
+after the last seq sent: nothing is lost or sent twice. A dropped connection never touches
+the session: its turn goes on, and its approvals wait for a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from typing import Any, Protocol
+
+from acp import RequestError
+from acp.schema import AgentMessageChunk, ElicitationFormSessionMode, TextContentBlock
+
+from app.api.acp import updates
+from app.api.acp.options import GATEWAY_META
+from app.errors import GatewayError
+from app.events.interaction import ApprovalRequested, QuestionAsked
+from app.records import ApprovalRecord
+from app.runtime import reads
+from app.runtime.commands import Answer, Respond
+from app.runtime.sessions import Sessions
+from app.runtime.subscription import (
+    Degraded,
+    Evicted,
+    LoggedEvent,
+    Recovered,
+    ResyncRequired,
+    ShuttingDown,
+)
+from app.runtime.turns import Issuer
+
+log = logging.getLogger(__name__)
+
+TURN_ENDS = frozenset({"turn.completed", "turn.failed", "turn.interrupted"})
+ENDED_KEPT = 64
+"""Turn ends a follower remembers for ``turn_end`` (a prompt awaits its own at once)."""
+PENDING_PAGE = 100
+
+
+class Client(Protocol):
+    """What a follower needs of the client's side of the connection (the SDK's
+    ``AgentSideConnection``)."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any: ...
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any: ...
+
+
+class AttachedSession:
+    """A session's events, followed for one client."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        client: Client,
+        manager: Sessions,
+        issuer: Issuer,
+        owner: str | None,
+        forms: bool,
+    ) -> None:
+        self.session_id = session_id
+        self._client = client
+        self._manager = manager
+        self._issuer = issuer
+        self._owner = owner
+        self._forms = forms
+        self._translator = updates.UpdateTranslator()
+        self.last_seq = 0
+        self._boundary = 0
+        self.replayed = asyncio.Event()
+        self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._asks: dict[str, asyncio.Task[None]] = {}
+        self._follower: asyncio.Task[None] | None = None
+        self.gone: str | None = None
+        """Why the session can no longer be followed (closed, the gateway shutting down)."""
+
+    # --- following ------------------------------------------------------------------------
+
+    def attach(self, *, after: int, boundary: int) -> None:
+        """Follow the events after ``after``; those up to ``boundary`` are history."""
+        self.last_seq = after
+        self._boundary = boundary
+        if boundary <= after:
+            self.replayed.set()
+        self._follower = asyncio.create_task(self._follow(), name=f"acp-follow-{self.session_id}")
+
+    async def _follow(self) -> None:
+        try:
+            while self.gone is None:
+                subscription = await self._manager.events.open(
+                    self.session_id, after=self.last_seq, transport="acp", holder=self._issuer
+                )
+                try:
+                    await self._drain(subscription)
+                finally:
+                    subscription.release()
+        except GatewayError as exc:
+            self._end(f"the session's events cannot be followed: {exc.detail}")
+        except (ConnectionError, RequestError):
+            self._end("the client's connection closed")
+        finally:
+            self.replayed.set()
+
+    async def _drain(self, subscription: Any) -> None:
+        async for item in subscription:
+            match item:
+                case LoggedEvent(json=text):
+                    await self._on_event(json.loads(text))
+                case ResyncRequired(first_seq=first):
+                    await self._say(
+                        f"Events before #{first} of this session are no longer kept; the "
+                        "history shown starts there."
+                    )
+                case Evicted():
+                    return  # opened again after the last seq sent
+                case ShuttingDown():
+                    self._end("the gateway is shutting down")
+                    return
+                case Degraded() | Recovered():
+                    continue
+        self._end("the session is closed")
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        seq = event["seq"]
+        live = seq > self._boundary
+        for update in self._translator.updates_for(event):
+            await self._client.session_update(self.session_id, update)
+        self.last_seq = seq
+        kind, data = event["type"], event["data"]
+        if kind in TURN_ENDS and event.get("turn_id"):
+            self._turn_ended(event["turn_id"], event)
+        elif kind == "approval.requested" and live:
+            self._ask_approval(ApprovalRequested.model_validate(data), event.get("turn_id"))
+        elif kind == "question.asked" and live:
+            self._ask_question(QuestionAsked.model_validate(data), event.get("turn_id"))
+        elif kind in ("approval.resolved", "question.resolved"):
+            asked = self._asks.pop(data.get("approval_id") or data.get("question_id"), None)
+            if asked is not None:
+                asked.cancel()
+        if not self.replayed.is_set() and seq >= self._boundary:
+            self.replayed.set()
+            await self._ask_pending()
+
+    def _end(self, why: str) -> None:
+        if self.gone is None:
+            self.gone = why
+        for waiter in self._waiters.values():
+            if not waiter.done():
+                waiter.set_exception(
+                    RequestError.internal_error({"detail": f"the turn's end is unknown: {why}"})
+                )
+
+    # --- turns ----------------------------------------------------------------------------
+
+    def _turn_ended(self, turn_id: str, event: dict[str, Any]) -> None:
+        self._ended[turn_id] = event
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
+        waiter = self._waiters.pop(turn_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(event)
+
+    async def turn_end(self, turn_id: str) -> dict[str, Any]:
+        """The end event of ``turn_id``, once it has come (every update before it sent)."""
+        if turn_id in self._ended:
+            return self._ended[turn_id]
+        if self.gone is not None:
+            raise RequestError.internal_error({"detail": f"the turn's end is unknown: {self.gone}"})
+        waiter = self._waiters.get(turn_id)
+        if waiter is None:
+            waiter = self._waiters[turn_id] = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(waiter)
+
+    # --- approvals and questions ----------------------------------------------------------
+
+    async def _ask_pending(self) -> None:
+        """Ask what was requested before the replay's end and still waits for an answer."""
+        approvals = await reads.list_approvals(
+            self._manager, self.session_id, owner=self._owner, status="pending", limit=PENDING_PAGE
+        )
+        questions = await reads.list_questions(
+            self._manager, self.session_id, owner=self._owner, status="pending", limit=PENDING_PAGE
+        )
+        for row in sorted([*approvals, *questions], key=lambda r: r.created_at):
+            if row.id in self._asks:
+                continue
+            if row.kind == "question":
+                self._ask_question(_question_of(row), row.turn_id)
+            else:
+                self._ask_approval(_approval_of(row), row.turn_id)
+
+    def _ask_approval(self, data: ApprovalRequested, turn_id: str | None) -> None:
+        self._track(data.approval_id, self._permission(data, turn_id))
+
+    def _ask_question(self, data: QuestionAsked, turn_id: str | None) -> None:
+        self._track(data.question_id, self._question(data, turn_id))
+
+    def _track(self, ask_id: str, asking: Any) -> None:
+        if ask_id in self._asks:
+            asking.close()
+            return
+        task = asyncio.create_task(asking, name=f"acp-ask-{ask_id}")
+        self._asks[ask_id] = task
+        task.add_done_callback(
+            lambda _: self._asks.pop(ask_id, None) if task is self._asks.get(ask_id) else None
+        )
+
+    async def _permission(self, data: ApprovalRequested, turn_id: str | None) -> None:
+        options = updates.permission_options(data.options)
+        meta = {GATEWAY_META: {"approvalId": data.approval_id, "turnId": turn_id}}
+        try:
+            answer = await self._client.request_permission(
+                self.session_id, updates.tool_call_for_approval(data), options, **meta
+            )
+        except (RequestError, ConnectionError) as exc:
+            log.info("approval %s: the ACP client did not answer (%s)", data.approval_id, exc)
+            return
+        decision = updates.decision_for(answer.outcome, data.options)
+        command = Respond(
+            session_id=self.session_id, approval_id=data.approval_id, decision=decision
+        )
+        await self._run(command)
+
+    async def _question(self, data: QuestionAsked, turn_id: str | None) -> None:
+        meta = {GATEWAY_META: {"questionId": data.question_id, "turnId": turn_id}}
+        message = "\n".join(q.prompt for q in data.questions)
+        if not self._forms:
+            await self._say(
+                f"The agent asks: {message}\n(Answer it in the gateway's console or with "
+                f"POST /v1/sessions/{self.session_id}/questions/{data.question_id}.)"
+            )
+            return
+        mode = ElicitationFormSessionMode(
+            session_id=self.session_id,
+            requested_schema=updates.elicitation_form(data),
+            tool_call_id=data.tool_id,
+        )
+        try:
+            reply = await self._client.create_elicitation(message, mode, **meta)
+        except (RequestError, ConnectionError) as exc:
+            log.info("question %s: the ACP client did not answer (%s)", data.question_id, exc)
+            return
+        if getattr(reply, "action", None) != "accept":
+            return  # declined here: it waits for an answer from elsewhere until it expires
+        answers = updates.answers_from(reply.content or {}, data)
+        await self._run(
+            Answer(session_id=self.session_id, question_id=data.question_id, answers=answers)
+        )
+
+    async def _run(self, command: Respond | Answer) -> None:
+        try:
+            await self._manager.execute(command, self._issuer)
+        except GatewayError as exc:  # answered elsewhere first, expired, the session closed
+            log.info("an ACP client's answer was not taken: %s", exc.detail)
+
+    async def _say(self, text: str) -> None:
+        chunk = AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content=TextContentBlock(type="text", text=text),
+            field_meta={GATEWAY_META: {"notice": True}},
+        )
+        with contextlib.suppress(ConnectionError, RequestError):
+            await self._client.session_update(self.session_id, chunk)
+
+    async def close(self) -> None:
+        """Stop following (the connection ended or the client closed the session)."""
+        self._end("the client's connection closed")
+        tasks = [t for t in (self._follower, *self._asks.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
+    return ApprovalRequested(
+        approval_id=row.id,
+        tool=row.tool,
+        input=row.input,
+        options=row.options,  # type: ignore[arg-type]
+        expires_at=row.expires_at,
+        title=row.title,
+        tool_id=row.tool_id,
+    )
+
+
+def _question_of(row: ApprovalRecord) -> QuestionAsked:
+    return QuestionAsked(
+        question_id=row.id,
+        questions=row.input.get("questions"),  # type: ignore[arg-type]
+        expires_at=row.expires_at,
+        tool_id=row.tool_id,
+    )

@@ -1,0 +1,320 @@
+"""The gateway as an ACP agent (``/v1/acp``), driven by the ACP Python SDK's own client over a
+real WebSocket to a running gateway whose ``claude`` is the fake (tests/fakes/fake_claude.py):
+prompts and their updates, permissions, questions as forms, cancel, a reconnect that loses
+and doubles nothing, and bad input answered with JSON-RPC errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+from acp import RequestError, text_block
+from acp.schema import HttpMcpServer, McpServerStdio
+
+from tests.acpclients import Editor, connected
+from tests.fakes.gateway import FakeGateway
+from tests.gateway import TOKEN, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def rest(gateway: FakeGateway) -> httpx.Client:
+    return gateway.client()
+
+
+async def new_session(connection: Any, gateway: FakeGateway, **meta: Any) -> str:
+    extra = {"agentGateway": meta} if meta else {}
+    created = await connection.new_session(cwd=str(gateway.workspace), mcp_servers=[], **extra)
+    return str(created.session_id)
+
+
+async def test_initialize_offers_sessions_and_asks_nothing_of_the_editors_files(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor, initialize=False) as connection:
+        from tests.acpclients import capabilities  # noqa: PLC0415
+
+        answer = await connection.initialize(protocol_version=1, client_capabilities=capabilities())
+    assert answer.protocol_version == 1
+    assert answer.agent_capabilities.load_session is True
+    sessions = answer.agent_capabilities.session_capabilities
+    assert sessions.list is not None
+    assert sessions.resume is not None
+    assert sessions.close is not None
+    assert answer.agent_capabilities.prompt_capabilities.image is False
+    assert answer.auth_methods == []
+    assert answer.agent_info.name == "agent-gateway"
+
+
+async def test_a_prompt_streams_its_updates_and_answers_with_the_stop_reason(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        created = await connection.new_session(cwd=str(fake_gateway.workspace), mcp_servers=[])
+        sid = created.session_id
+        assert created.modes.current_mode_id == "ask"
+        assert {m.id for m in created.modes.available_modes} == {"ask", "auto_edits", "read_only"}
+        assert {o.root.id if hasattr(o, "root") else o.id for o in created.config_options} >= {
+            "mode",
+            "model",
+            "provider",
+        }
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+    assert answered.stop_reason == "end_turn"
+    turn_id = answered.field_meta["agentGateway"]["turnId"]
+    assert editor.texts() == "fake reply"
+    assert editor.texts("user_message_chunk") == "hello"
+    seqs = editor.seqs()
+    assert seqs == sorted(seqs)
+    assert seqs
+    with rest(fake_gateway) as client:
+        session = client.get(f"/v1/sessions/{sid}").json()
+        turn = client.get(f"/v1/sessions/{sid}/turns/{turn_id}").json()
+    assert session["id"] == sid
+    assert turn["status"] == "completed"
+    assert turn["prompt"] == "hello"
+
+
+async def test_a_tool_call_asks_the_editor_and_runs_once_allowed(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("ask:echo hi")])
+    assert answered.stop_reason == "end_turn"
+    (asked,) = editor.permissions
+    assert asked.session_id == sid
+    assert asked.meta["agentGateway"]["approvalId"].startswith("apr_")
+    assert {o.kind for o in asked.options} >= {"allow_once", "reject_once"}
+    assert "echo hi" in json.dumps(asked.tool_call.raw_input)
+    assert editor.texts().endswith("ran: echo hi")
+
+
+async def test_a_rejected_tool_call_is_denied(fake_gateway: FakeGateway) -> None:
+    editor = Editor(
+        answer=lambda r: next(o.option_id for o in r.options if o.kind == "reject_once")
+    )
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("ask:rm -rf x")])
+    assert answered.stop_reason == "end_turn"
+    assert "denied" in editor.texts()
+
+
+async def test_a_question_is_asked_as_a_form_and_its_answer_reaches_the_agent(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor, forms=True) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("question:Proceed?")])
+        )
+        await editor.wait_for(lambda: editor.forms)
+        assert not prompting.done()
+        answered = await prompting
+    message, _mode, meta = editor.forms[0]
+    assert "Proceed?" in message
+    assert meta["agentGateway"]["questionId"]
+    assert answered.stop_reason == "end_turn"
+
+
+async def test_cancel_interrupts_the_running_turn(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+        await connection.cancel(session_id=sid)
+        answered = await prompting
+    assert answered.stop_reason == "cancelled"
+
+
+async def test_a_reconnect_mid_turn_loses_and_doubles_no_update(
+    fake_gateway: FakeGateway,
+) -> None:
+    first = Editor()
+    async with connected(fake_gateway, first) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("deltas:60@30")])
+        )
+        await first.wait_for(lambda: len(first.seqs()) >= 5)
+        prompting.cancel()
+    # The first connection is gone mid-turn; the turn goes on.
+    seen = first.seqs()
+    second = Editor()
+    async with connected(fake_gateway, second) as connection:
+        await connection.load_session(
+            cwd=str(fake_gateway.workspace),
+            session_id=sid,
+            mcp_servers=[],
+            agentGateway={"after": seen[-1]},
+        )
+        turn_id = first.updates[0][1].field_meta["agentGateway"]["turnId"]
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": turn_id}
+        )
+    assert ended["stopReason"] == "end_turn"
+    with rest(fake_gateway) as client:
+        events = client.get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).json()["events"]
+    streamed = "".join(e["data"]["text"] for e in events if e["type"] == "message.delta")
+    assert first.texts() + second.texts() == streamed
+    assert not set(first.seqs()) & set(second.seqs())
+
+
+async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
+    first = Editor()
+    async with connected(fake_gateway, first) as connection:
+        sid = await new_session(connection, fake_gateway)
+        await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+    second = Editor()
+    async with connected(fake_gateway, second) as connection:
+        await connection.load_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        assert second.texts("user_message_chunk") == "hello"
+        assert second.texts() == "fake reply"
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("again")])
+    assert answered.stop_reason == "end_turn"
+    assert second.texts() == "fake replyfake reply"
+
+
+async def test_sessions_are_listed_and_closed(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        listed = await connection.list_sessions()
+        assert sid in [s.session_id for s in listed.sessions]
+        await connection.close_session(session_id=sid)
+    with rest(fake_gateway) as client:
+        assert client.get(f"/v1/sessions/{sid}").json()["status"] == "closed"
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+async def test_a_second_prompt_while_one_runs_is_refused(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+        with pytest.raises(RequestError) as refused:
+            await connection.prompt(session_id=sid, prompt=[text_block("second")])
+        assert refused.value.code == -32602
+        assert refused.value.data["type"] == "turn_in_progress"
+        await connection.cancel(session_id=sid)
+        assert (await prompting).stop_reason == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("cwd", "servers", "expected"),
+    [
+        ("/etc", [], "workspace"),
+        (
+            None,
+            [McpServerStdio(name="evil", command="/bin/sh", args=["-c", "id"], env=[])],
+            "stdio",
+        ),
+        (
+            None,
+            [HttpMcpServer(type="http", name="mine", url="http://127.0.0.1:1/mcp", headers=[])],
+            "acp.client_mcp_servers",
+        ),
+    ],
+)
+async def test_a_session_the_gateway_cannot_take_is_refused_and_nothing_is_made(
+    fake_gateway: FakeGateway, cwd: str | None, servers: list[Any], expected: str
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        with pytest.raises(RequestError) as refused:
+            await connection.new_session(
+                cwd=cwd or str(fake_gateway.workspace), mcp_servers=servers
+            )
+    assert refused.value.code == -32602
+    assert expected in json.dumps(refused.value.data) + str(refused.value)
+    with rest(fake_gateway) as client:
+        assert client.get("/v1/sessions").json()["sessions"] == []
+    assert fake_gateway.spawns() == []
+
+
+async def raw_exchange(gateway: FakeGateway, frames: list[str]) -> list[dict[str, Any]]:
+    """Send ``frames`` as they are; the answers, one per frame."""
+    async with websockets.connect(
+        f"{gateway.ws_url}/v1/acp", additional_headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as socket:
+        answers = []
+        for frame in frames:
+            await socket.send(frame)
+            async with asyncio.timeout(10):
+                answers.append(json.loads(await socket.recv()))
+        return answers
+
+
+async def test_malformed_messages_get_json_rpc_errors(fake_gateway: FakeGateway) -> None:
+    answers = await raw_exchange(
+        fake_gateway,
+        [
+            "{not json",
+            "[1, 2]",
+            '{"jsonrpc": "2.0", "id": 7, "method": 5}',
+            '{"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}',
+            '{"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "/tmp"}}',
+            '{"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": "x"}}',
+        ],
+    )
+    codes = [(a.get("id"), a["error"]["code"]) for a in answers]
+    assert codes == [
+        (None, -32700),
+        (None, -32600),
+        (7, -32600),
+        (8, -32601),
+        (9, -32600),
+        (10, -32602),
+    ]
+    assert "initialize" in answers[4]["error"]["data"]["detail"]
+
+
+async def test_a_connection_without_a_valid_key_is_refused(fake_gateway: FakeGateway) -> None:
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(
+            f"{fake_gateway.ws_url}/v1/acp", additional_headers={"Authorization": "Bearer nope"}
+        ):
+            pass
+    assert refused.value.response.status_code == 401
+
+
+async def test_an_acp_connection_to_any_replica_serves_any_session(
+    replicas: dict[str, FakeGateway],
+) -> None:
+    """The session runs on gw-a (its first turn was started there); an editor attached to
+    gw-b drives it: its prompt and its permission answer are forwarded, its updates mirrored."""
+    a, b = (replicas[name].start() for name in ("gw-a", "gw-b"))
+    with a.client() as on_a:
+        created = on_a.post("/v1/sessions", json={"workspace": str(a.workspace)})
+        sid = created.json()["id"]
+        assert on_a.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hi"}).status_code == 202
+        wait_until(lambda: on_a.get(f"/v1/sessions/{sid}").json()["status"] == "idle")
+        assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-a"
+    editor = Editor()
+    async with connected(b, editor) as connection:
+        await connection.load_session(cwd=str(a.workspace), session_id=sid, mcp_servers=[])
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("ask:echo there")])
+    assert answered.stop_reason == "end_turn"
+    assert len(editor.permissions) == 1
+    assert editor.texts() == "fake reply" + "ran: echo there"
+    with a.client() as on_a:
+        assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-a"
