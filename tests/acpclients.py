@@ -31,8 +31,16 @@ Answer = Callable[[Any], str | None]
 """Picks the permission option (its id) to answer a request with; None: cancelled."""
 
 
-def allow_once(request: Any) -> str | None:
-    return next(o.option_id for o in request.options if o.kind == "allow_once")
+def choose(kind: str) -> Answer:
+    """Answers with the first option of ``kind`` (``allow_once``, ``reject_once``, …)."""
+
+    def answer(request: Any) -> str | None:
+        return str(next(o.option_id for o in request.options if o.kind == kind))
+
+    return answer
+
+
+allow_once = choose("allow_once")
 
 
 @dataclass
@@ -79,9 +87,9 @@ class Editor:
         """The event seq of each update (from ``_meta.agentGateway``)."""
         return [u.field_meta["agentGateway"]["seq"] for _, u in self.updates if u.field_meta]
 
-    async def wait_for(self, condition: Callable[[], Any], timeout: float = 30.0) -> Any:
+    async def wait_for(self, condition: Callable[[], Any], limit_s: float = 30.0) -> Any:
         """Until ``condition()`` is truthy, woken by each update or request."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(limit_s):
             while not (result := condition()):
                 self.arrived.clear()
                 await self.arrived.wait()

@@ -91,6 +91,14 @@ async def list_approvals(
     )
 
 
+async def turn_started_at(manager: Sessions, session_id: str, *, at_or_before: int) -> int | None:
+    """The seq of the last ``turn.started`` of the session at or before ``at_or_before``."""
+    started = await manager.store.events_before(
+        session_id, before=at_or_before + 1, types=("turn.started",), limit=1
+    )
+    return started[0].seq if started else None
+
+
 async def session_usage(manager: Sessions, sessions: list[SessionRecord]) -> dict[str, UsageTotals]:
     """The usage of each of ``sessions`` (already read, so the caller's), in one query; a
     session with no ended turn gets zero totals."""

@@ -15,7 +15,7 @@ import websockets
 from acp import RequestError, text_block
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from tests.acpclients import Editor, connected
+from tests.acpclients import Editor, choose, connected
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import TOKEN, wait_until
 
@@ -98,9 +98,7 @@ async def test_a_tool_call_asks_the_editor_and_runs_once_allowed(
 
 
 async def test_a_rejected_tool_call_is_denied(fake_gateway: FakeGateway) -> None:
-    editor = Editor(
-        answer=lambda r: next(o.option_id for o in r.options if o.kind == "reject_once")
-    )
+    editor = Editor(answer=choose("reject_once"))
     async with connected(fake_gateway, editor) as connection:
         sid = await new_session(connection, fake_gateway)
         answered = await connection.prompt(session_id=sid, prompt=[text_block("ask:rm -rf x")])
@@ -214,7 +212,7 @@ async def test_a_second_prompt_while_one_runs_is_refused(fake_gateway: FakeGatew
         with pytest.raises(RequestError) as refused:
             await connection.prompt(session_id=sid, prompt=[text_block("second")])
         assert refused.value.code == -32602
-        assert refused.value.data["type"] == "turn_in_progress"
+        assert str((refused.value.data or {})["type"]).endswith("turn_in_progress")
         await connection.cancel(session_id=sid)
         assert (await prompting).stop_reason == "cancelled"
 
@@ -273,7 +271,14 @@ async def test_malformed_messages_get_json_rpc_errors(fake_gateway: FakeGateway)
             '{"jsonrpc": "2.0", "id": 7, "method": 5}',
             '{"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}',
             '{"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "/tmp"}}',
-            '{"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": "x"}}',
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 10,
+                    "method": "initialize",
+                    "params": {"protocolVersion": "x"},
+                }
+            ),
         ],
     )
     codes = [(a.get("id"), a["error"]["code"]) for a in answers]

@@ -46,12 +46,13 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
+    StopReason,
 )
 from starlette.requests import HTTPConnection
 
 from app import __version__
-from app.api.acp import updates
 from app.api.acp.attached import AttachedSession, Client
+from app.api.acp.endings import TurnFailure, stop_reason
 from app.api.acp.options import (
     DEFAULT_MODEL,
     GATEWAY_META,
@@ -318,12 +319,13 @@ class GatewayAgent:
         self._check_ready()
         attached = self._followed(session_id)
         text = prompt_text(prompt)
+        attached.expect_echo(text)
         async with self._call():
             turn = await self._manager.execute(
                 StartTurn(session_id=session_id, prompt=text), self._issuer
             )
         end = await attached.turn_end(turn.id)
-        return _response(updates.stop_reason(end), turn.id)
+        return _response(stop_reason(end), turn.id)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:
@@ -348,7 +350,7 @@ class GatewayAgent:
         if turn.status in ("completed", "interrupted", "failed"):
             return _ended(turn)
         end = await attached.turn_end(turn_id)
-        response = _response(updates.stop_reason(end), turn_id)
+        response = _response(stop_reason(end), turn_id)
         return response.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
@@ -382,8 +384,14 @@ class GatewayAgent:
             issuer=self._issuer,
             owner=self._principal.owner_filter,
             forms=self._forms,
+            workspace=row.workspace,
         )
-        attached.attach(after=min(after, row.last_seq), boundary=row.last_seq)
+        after = min(after, row.last_seq)
+        primed_from = None
+        if 0 < after < row.last_seq:
+            async with self._call():
+                primed_from = await reads.turn_started_at(self._manager, row.id, at_or_before=after)
+        attached.attach(after=after, boundary=row.last_seq, primed_from=primed_from)
         self._attached[row.id] = attached
         return attached
 
@@ -430,10 +438,9 @@ class _Refusals:
     async def __aenter__(self) -> None:
         return None
 
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         if isinstance(exc, GatewayError):
             raise rpc_error(exc, self._mask) from None
-        return False
 
 
 def rpc_error(exc: GatewayError, mask: SecretMask) -> RequestError:
@@ -462,9 +469,9 @@ def _title(row: SessionRecord) -> str | None:
     return title if isinstance(title, str) else None
 
 
-def _response(reason: updates.StopReason | updates.TurnFailure, turn_id: str) -> PromptResponse:
-    if isinstance(reason, updates.TurnFailure):
-        raise RequestError(-32603, reason.detail, reason.data())
+def _response(reason: StopReason | TurnFailure, turn_id: str) -> PromptResponse:
+    if isinstance(reason, TurnFailure):
+        raise reason.request_error()
     return PromptResponse(stop_reason=reason, field_meta={GATEWAY_META: {"turnId": turn_id}})
 
 

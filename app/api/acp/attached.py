@@ -26,13 +26,20 @@ from typing import Any, Protocol
 from acp import RequestError
 from acp.schema import AgentMessageChunk, ElicitationFormSessionMode, TextContentBlock
 
-from app.api.acp import updates
+from app.api.acp.interaction import (
+    answers_from,
+    decision_for,
+    elicitation_form,
+    permission_options,
+    tool_call_for_approval,
+)
 from app.api.acp.options import GATEWAY_META
+from app.api.acp.updates import UpdateTranslator
 from app.errors import GatewayError
 from app.events.interaction import ApprovalRequested, QuestionAsked
 from app.records import ApprovalRecord
 from app.runtime import reads
-from app.runtime.commands import Answer, Respond
+from app.runtime.commands import Answer, Issuer, Respond
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
     Degraded,
@@ -42,7 +49,6 @@ from app.runtime.subscription import (
     ResyncRequired,
     ShuttingDown,
 )
-from app.runtime.turns import Issuer
 
 log = logging.getLogger(__name__)
 
@@ -77,16 +83,20 @@ class AttachedSession:
         issuer: Issuer,
         owner: str | None,
         forms: bool,
+        workspace: str,
     ) -> None:
         self.session_id = session_id
+        self._workspace = workspace
         self._client = client
         self._manager = manager
         self._issuer = issuer
         self._owner = owner
         self._forms = forms
-        self._translator = updates.UpdateTranslator()
+        self._translator = UpdateTranslator(cwd=workspace)
         self.last_seq = 0
+        self._quiet_until = 0
         self._boundary = 0
+        self._echoes: list[str] = []
         self.replayed = asyncio.Event()
         self._ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -97,9 +107,13 @@ class AttachedSession:
 
     # --- following ------------------------------------------------------------------------
 
-    def attach(self, *, after: int, boundary: int) -> None:
-        """Follow the events after ``after``; those up to ``boundary`` are history."""
-        self.last_seq = after
+    def attach(self, *, after: int, boundary: int, primed_from: int | None = None) -> None:
+        """Follow the events after ``after``; those up to ``boundary`` are history. From
+        ``primed_from`` (the start of the turn ``after`` falls in) to ``after``, events are
+        read and not sent: what the translator must know of the turn's earlier part (which
+        messages streamed) to send its rest once."""
+        self.last_seq = after if primed_from is None else min(after, primed_from - 1)
+        self._quiet_until = after
         self._boundary = boundary
         if boundary <= after:
             self.replayed.set()
@@ -141,11 +155,21 @@ class AttachedSession:
                     continue
         self._end("the session is closed")
 
+    def expect_echo(self, prompt: str) -> None:
+        """This client sent ``prompt``: its editor shows it already, so the turn's
+        ``user_message_chunk`` is not sent back."""
+        self._echoes.append(prompt)
+
     async def _on_event(self, event: dict[str, Any]) -> None:
         seq = event["seq"]
         live = seq > self._boundary
-        for update in self._translator.updates_for(event):
-            await self._client.session_update(self.session_id, update)
+        sent = self._translator.updates_for(event)
+        if event["type"] == "turn.started" and live and event["data"].get("prompt") in self._echoes:
+            self._echoes.remove(event["data"]["prompt"])
+            sent = [u for u in sent if u.session_update != "user_message_chunk"]
+        if seq > self._quiet_until:
+            for update in sent:
+                await self._client.session_update(self.session_id, update)
         self.last_seq = seq
         kind, data = event["type"], event["data"]
         if kind in TURN_ENDS and event.get("turn_id"):
@@ -227,16 +251,17 @@ class AttachedSession:
         )
 
     async def _permission(self, data: ApprovalRequested, turn_id: str | None) -> None:
-        options = updates.permission_options(data.options)
+        options = permission_options(data.options)
         meta = {GATEWAY_META: {"approvalId": data.approval_id, "turnId": turn_id}}
+        tool_call = tool_call_for_approval(data, cwd=self._workspace)
         try:
             answer = await self._client.request_permission(
-                self.session_id, updates.tool_call_for_approval(data), options, **meta
+                self.session_id, tool_call, options, **meta
             )
         except (RequestError, ConnectionError) as exc:
             log.info("approval %s: the ACP client did not answer (%s)", data.approval_id, exc)
             return
-        decision = updates.decision_for(answer.outcome, data.options)
+        decision = decision_for(answer, data.options)
         command = Respond(
             session_id=self.session_id, approval_id=data.approval_id, decision=decision
         )
@@ -244,26 +269,27 @@ class AttachedSession:
 
     async def _question(self, data: QuestionAsked, turn_id: str | None) -> None:
         meta = {GATEWAY_META: {"questionId": data.question_id, "turnId": turn_id}}
-        message = "\n".join(q.prompt for q in data.questions)
+        form = elicitation_form(data)
         if not self._forms:
             await self._say(
-                f"The agent asks: {message}\n(Answer it in the gateway's console or with "
+                f"The agent asks: {form.message}\n(Answer it in the gateway's console or with "
                 f"POST /v1/sessions/{self.session_id}/questions/{data.question_id}.)"
             )
             return
         mode = ElicitationFormSessionMode(
+            mode="form",
             session_id=self.session_id,
-            requested_schema=updates.elicitation_form(data),
+            requested_schema=form.requested_schema,
             tool_call_id=data.tool_id,
         )
         try:
-            reply = await self._client.create_elicitation(message, mode, **meta)
+            reply = await self._client.create_elicitation(form.message, mode, **meta)
         except (RequestError, ConnectionError) as exc:
             log.info("question %s: the ACP client did not answer (%s)", data.question_id, exc)
             return
         if getattr(reply, "action", None) != "accept":
             return  # declined here: it waits for an answer from elsewhere until it expires
-        answers = updates.answers_from(reply.content or {}, data)
+        answers = answers_from(data, reply.content or {})
         await self._run(
             Answer(session_id=self.session_id, question_id=data.question_id, answers=answers)
         )
@@ -299,7 +325,7 @@ def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
         approval_id=row.id,
         tool=row.tool,
         input=row.input,
-        options=row.options,  # type: ignore[arg-type]
+        options=row.options,
         expires_at=row.expires_at,
         title=row.title,
         tool_id=row.tool_id,
@@ -309,7 +335,7 @@ def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
 def _question_of(row: ApprovalRecord) -> QuestionAsked:
     return QuestionAsked(
         question_id=row.id,
-        questions=row.input.get("questions"),  # type: ignore[arg-type]
+        questions=row.input.get("questions"),
         expires_at=row.expires_at,
         tool_id=row.tool_id,
     )
