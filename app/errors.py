@@ -12,6 +12,8 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── ApprovalNotPending        the approval was already resolved
 │   ├── QuestionNotPending        the question was already answered or ended
 │   ├── RevertInProgress          the session's workspace is being reverted
+│   ├── ConfigureInProgress       the session's model, mode or provider is being changed
+│   ├── ProviderFixed             a session that has run a turn keeps its provider
 │   ├── TurnNotForkable           a fork asked at a turn that did not complete
 │   └── SnapshotUnavailable       the workspace state asked for was not recorded
 ├── InvalidRequest           422  a field is well-formed but unacceptable
@@ -133,6 +135,19 @@ class QuestionNotPending(Conflict):
 class RevertInProgress(Conflict):
     type = "revert_in_progress"
     title = "A revert is running"
+
+
+class ConfigureInProgress(Conflict):
+    type = "configure_in_progress"
+    title = "The session is being configured"
+
+
+class ProviderFixed(Conflict):
+    """A session's provider changes only before its first turn: its conversation lives in
+    that provider's thread from then on."""
+
+    type = "provider_fixed"
+    title = "The session's provider is fixed"
 
 
 class SnapshotUnavailable(Conflict):

@@ -44,7 +44,7 @@ from starlette.types import Receive, Scope, Send
 from app.api.contract import problems
 from app.api.deps import Manager, issuer
 from app.api.problems import error_headers
-from app.api.schemas import EventPage, WsClientFrame
+from app.api.schemas import EventPage
 from app.api.security import (
     KEY_RETIRED,
     Principal,
@@ -54,6 +54,7 @@ from app.api.security import (
     watch_key,
 )
 from app.api.wscommands import dispatch
+from app.api.wsframes import WsClientFrame
 from app.errors import GatewayError, Gone, InvalidRequest, problem_for
 from app.records import ENDED_SESSION_STATUSES
 from app.runtime import reads

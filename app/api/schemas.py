@@ -14,6 +14,7 @@ from pydantic import (
     StringConstraints,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from app.api.fields import WORKSPACE_PATTERN as WORKSPACE_PATTERN  # noqa: PLC0414 - re-exported
 from app.api.fields import BranchName, GitRef, ModelName, ProviderName, StrategyName, Workspace
@@ -33,6 +34,7 @@ from app.events import (
     Usage,
 )
 from app.providers.base import Capability
+from app.runtime.commands import Configure
 from app.runtime.requests import SessionRequest
 from app.settings import UsageLimitAction
 
@@ -256,6 +258,48 @@ class SessionForkCreate(_In):
     (inclusive); default its last completed turn."""
 
 
+class SessionSettingsIn(_In):
+    """What a client changes of a session between its turns; each field left out stays as
+    it is (``null`` is refused: leave the field out)."""
+
+    model: ModelName | SkipJsonSchema[None] = None
+    """The model the agent runs (only a provider with ``model_choice`` takes one)."""
+    approval_mode: ApprovalMode | SkipJsonSchema[None] = None
+    """One of the modes this gateway enables (``sessions.allowed_approval_modes``)."""
+    provider: ProviderName | SkipJsonSchema[None] = None
+    """Only before the session's first turn (else 409 ``provider_fixed``); without ``model``
+    the session takes the model configured for it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            given = {name: value for name, value in data.items() if name != "type"}
+            nulls = sorted(name for name, value in given.items() if value is None)
+            if nulls:
+                raise ValueError(
+                    f"{', '.join(nulls)}: null is not a value here; leave a field out to keep "
+                    "it as it is"
+                )
+            if not given:
+                raise ValueError("give at least one of model, approval_mode and provider")
+        return data
+
+    def command(self, session_id: str) -> Configure:
+        return Configure(
+            session_id=session_id,
+            model=self.model,
+            approval_mode=self.approval_mode,
+            provider=self.provider,
+        )
+
+
+class SessionConfigure(SessionSettingsIn):
+    """Change a session's model, approval mode or provider (at least one)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+
 class RetryPolicyPublic(BaseModel):
     """The retry policy fixed when the turn was created; configuration changed since does not
     touch it."""
@@ -409,56 +453,3 @@ class ValidationProblem(Problem):
     the schema (``validation_failed``), and is absent when a well-formed value was refused."""
 
     errors: list[FieldProblem] = []
-
-
-# --- WebSocket frames from the client ---------------------------------------------------------
-
-
-class WsTurnStart(_In):
-    type: Literal["turn.start"]
-    prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
-    retry: RetryPolicyIn | None = None
-
-
-class WsApprovalRespond(_In):
-    type: Literal["approval.respond"]
-    approval_id: Annotated[str, StringConstraints(max_length=64)]
-    decision: ApprovalDecision
-    message: Annotated[str, StringConstraints(max_length=8192)] | None = None
-    updated_input: dict[str, JsonValue] | None = None
-
-
-class WsQuestionAnswer(_In):
-    type: Literal["question.answer"]
-    question_id: Annotated[str, StringConstraints(max_length=64)]
-    answers: QuestionAnswers
-
-
-class WsTurnInterrupt(_In):
-    type: Literal["turn.interrupt"]
-
-
-class WsSessionRevert(_In):
-    type: Literal["session.revert"]
-    to_turn: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-
-
-class WsSessionFork(_In):
-    """Fork the session as ``POST /v1/sessions/{id}/fork`` does; the ``ack`` carries the new
-    session (``session``)."""
-
-    type: Literal["session.fork"]
-    at_turn: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
-    """The session's completed turn the fork holds the files and the conversation up to
-    (inclusive); default its last completed turn."""
-
-
-WsClientFrame = Annotated[
-    WsTurnStart
-    | WsApprovalRespond
-    | WsQuestionAnswer
-    | WsTurnInterrupt
-    | WsSessionRevert
-    | WsSessionFork,
-    Field(discriminator="type"),
-]

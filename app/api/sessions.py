@@ -27,6 +27,7 @@ from app.api.schemas import (
     QuestionPublic,
     QuestionReply,
     QuestionStatus,
+    SessionConfigure,
     SessionCreate,
     SessionForkCreate,
     SessionList,
@@ -55,6 +56,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
     responses={
         201: links(
             "getSession",
+            "configureSession",
             "deleteSession",
             "createTurn",
             "listTurns",
@@ -116,6 +118,35 @@ async def list_sessions(
 @router.get("/{session_id}", operation_id="getSession", responses=READ)
 async def get_session(session_id: str, manager: Manager, principal: Authenticated) -> SessionPublic:
     row = await manager.get(session_id, owner=principal.owner_filter)
+    return await session_public(manager, row)
+
+
+@router.patch(
+    "/{session_id}",
+    operation_id="configureSession",
+    responses=problems(
+        notes={
+            404: NO_SESSION,
+            409: "The session is running a turn (`turn_in_progress`), is being reverted, forked "
+            "or configured, or is closed (`session_closed`); `provider` after the session's "
+            "first turn (`provider_fixed`)",
+            422: "Invalid request: no field, a null or unknown field, an approval mode not "
+            "enabled or that the provider refuses as configured (`approval_mode_refused`), a "
+            "`model` for a provider without `model_choice` or a `provider` without the "
+            "session's required capabilities (`capabilities_unmet`), an unknown provider",
+            503: "The provider named is disabled or unavailable (`candidates` says why), or the "
+            "database cannot be written now",
+        }
+    ),
+)
+async def configure_session(
+    session_id: str, body: SessionConfigure, manager: Manager, principal: Authenticated
+) -> SessionPublic:
+    """Change the session's model, approval mode or provider for its next turns (each field
+    left out stays as it is): the agent's idle process is closed, and the next turn starts
+    it again with the new settings, in the same thread. The provider changes only before
+    the first turn. Told as ``session.configured``."""
+    row = await manager.execute(body.command(session_id), issuer(principal))
     return await session_public(manager, row)
 
 

@@ -7,6 +7,7 @@ that answers it.
     turn.interrupt    ─► Interrupt   ─► {"turn_id": "trn_…"}      (POST …/interrupt)
     session.revert    ─► Revert      ─► {"revert": Revert}        (POST …/revert)
     session.fork      ─► Fork        ─► {"session": Session}      (POST …/fork)
+    session.configure ─► Configure   ─► {"session": Session}      (PATCH /v1/sessions/{id})
 
 A refused command raises the ``GatewayError`` its REST route would answer with; the socket
 sends it as an ``error`` frame (app/api/events.py).
@@ -27,20 +28,22 @@ from app.api.deps import (
     session_public,
     turn_public,
 )
-from app.api.schemas import (
+from app.api.security import Principal
+from app.api.wsframes import (
     WsApprovalRespond,
     WsClientFrame,
     WsQuestionAnswer,
+    WsSessionConfigure,
     WsSessionFork,
     WsSessionRevert,
     WsTurnInterrupt,
     WsTurnStart,
 )
-from app.api.security import Principal
 from app.errors import NotFound
 from app.runtime.commands import (
     Answer,
     Command,
+    Configure,
     Fork,
     Interrupt,
     Respond,
@@ -73,6 +76,8 @@ def command_for(session_id: str, frame: WsClientFrame) -> Command:
             return Revert(session_id=session_id, to_turn=frame.to_turn)
         case WsSessionFork():
             return Fork(session_id=session_id, at_turn=frame.at_turn)
+        case WsSessionConfigure():
+            return frame.command(session_id)
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
 
 
@@ -105,4 +110,7 @@ async def dispatch(
             async with admit_session(connection, manager, principal):
                 forked = await manager.execute(command, by)
             return {"session": (await session_public(manager, forked)).model_dump(mode="json")}
+        case Configure() as command:
+            configured = await manager.execute(command, by)
+            return {"session": (await session_public(manager, configured)).model_dump(mode="json")}
     raise NotFound("unknown command")  # pragma: no cover - the union is closed

@@ -628,6 +628,14 @@ function render(envelope) {
           `${count} file(s) put back.`,
       );
     }
+    case "session.configured": {
+      const model = data.model ? `model ${data.model}` : "the agent's own model";
+      return line(
+        envelope,
+        "meta",
+        `Configured by ${data.by}: ${data.provider}, ${model}, approvals ${data.approval_mode}.`,
+      );
+    }
     case "turn.started": {
       const element = line(envelope, "msg user");
       element.append(node("div", "who-label", "You"), node("div", "text", data.prompt));

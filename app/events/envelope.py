@@ -33,6 +33,7 @@ from app.events.items import (
 from app.events.session import (
     ProviderSwitched,
     SessionClosed,
+    SessionConfigured,
     SessionCreated,
     SessionForked,
     SessionProviderSelected,
@@ -56,6 +57,7 @@ EventData = (
     | SessionForked
     | SessionClosed
     | SessionReverted
+    | SessionConfigured
     | TurnStarted
     | TurnCompleted
     | TurnFailed
@@ -157,6 +159,11 @@ class SessionClosedEvent(EventEnvelope):
 class SessionRevertedEvent(EventEnvelope):
     type: Literal["session.reverted"]
     data: SessionReverted
+
+
+class SessionConfiguredEvent(EventEnvelope):
+    type: Literal["session.configured"]
+    data: SessionConfigured
 
 
 class TurnStartedEvent(EventEnvelope):
@@ -266,6 +273,7 @@ Event = Annotated[
     | SessionForkedEvent
     | SessionClosedEvent
     | SessionRevertedEvent
+    | SessionConfiguredEvent
     | TurnStartedEvent
     | TurnCompletedEvent
     | TurnFailedEvent

@@ -1,5 +1,5 @@
 """The data of a session's own events: created, its provider chosen or switched, its thread
-bound, forked, closed."""
+bound, forked, reverted, configured, closed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.events.turn import ChangesSummary
-from app.events.vocabulary import ForkConversation, Payload, RoutingStrategy, SelectionReason
+from app.events.vocabulary import (
+    ApprovalMode,
+    ForkConversation,
+    Payload,
+    RoutingStrategy,
+    SelectionReason,
+)
 
 
 class SkippedProvider(BaseModel):
@@ -136,5 +142,18 @@ class SessionReverted(Payload):
     files: list[ChangedFile]
     """What the revert changed, from the workspace as it was to that turn's start."""
     changes: ChangesSummary
+    by: str
+    """The key that asked."""
+
+
+class SessionConfigured(Payload):
+    """The session's model, approval mode or provider changed between turns: each field is
+    its value now (changed or not); its next turn runs with them."""
+
+    TYPE = "session.configured"
+    model: str | None
+    """Null: the agent's own default model."""
+    approval_mode: ApprovalMode
+    provider: str
     by: str
     """The key that asked."""

@@ -13,6 +13,7 @@ EventType = Literal[
     "session.forked",
     "session.closed",
     "session.reverted",
+    "session.configured",
     "turn.started",
     "turn.completed",
     "turn.failed",

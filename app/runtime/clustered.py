@@ -3,17 +3,17 @@ loss, adoption and hand-back (app/runtime/cluster.py has ownership and the signe
 
     execute(command, issuer) at any replica
         StartTurn, Revert, hold the session (claiming it if free) ─► run it here
-        Fork, Close:       held by replica R                      ─► forward it to R
-                           (a fork runs where the session's turns run: no turn starts
-                           elsewhere while it reads the session's thread and files)
+        Fork, Configure,   held by replica R                      ─► forward it to R
+        Close:             (a fork or a configure runs where the session's turns run: no
+                           turn starts elsewhere meanwhile)
         the others:        held by replica R                      ─► forward it to R
                            else                                   ─► run it here (nothing
                                                                      waits elsewhere)
         R died and never began it (``OwnerGone``)                 ─► adopt the session, run here
         this replica shutting down: a StartTurn or Close          ─► its session handed back,
                                                                      the command sent to another
-    a command forwarded here runs here, as the key that asked; a StartTurn, Fork or Close for
-    a session that moved on meanwhile is ``cluster_unavailable`` (the client retries)
+    a command forwarded here runs here, as the key that asked; one of the first group for a
+    session that moved on meanwhile is ``cluster_unavailable`` (the client retries)
 
 A forwarded command is the command itself, encoded (app/runtime/commands.py), in a signed
 envelope; its answer comes back as the record the API would have got.
@@ -51,6 +51,7 @@ from app.records import ENDED_SESSION_STATUSES, SessionRecord
 from app.runtime.cluster import AdoptionDue, Cluster, Lost, Received
 from app.runtime.commands import (
     Close,
+    Configure,
     Fork,
     Issuer,
     Revert,
@@ -76,6 +77,9 @@ from app.store.interface import Storage
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+
+Held = Close | StartTurn | Revert | Fork | Configure
+"""The commands that run only on the replica holding the session (claiming it if free)."""
 
 
 class ClusteredSessions:
@@ -132,7 +136,7 @@ class ClusteredSessions:
         shuts down, a turn or a close goes to another one."""
         session_id = command.session_id
         row = await self.local.get(session_id, owner=issuer.owner)
-        if isinstance(command, Close | StartTurn | Revert | Fork):
+        if isinstance(command, Held):
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
                 return cast(R, ended)
@@ -162,7 +166,7 @@ class ClusteredSessions:
         """Run a command another replica forwarded, as the key that asked for it (its signed
         ``issuer`` decides which sessions it may reach, nothing in its fields)."""
         command = decode(kind, fields)
-        if isinstance(command, Close | StartTurn | Revert | Fork):
+        if isinstance(command, Held):
             row = await self.local.get(command.session_id, owner=issuer.owner)
             if (ended := _ended(command, row)) is not None:
                 await self._tidy(command, ended)
@@ -179,7 +183,7 @@ class ClusteredSessions:
                 )
         return await self._here(command, issuer)
 
-    async def _tidy(self, command: Close | StartTurn | Revert | Fork, ended: SessionRecord) -> None:
+    async def _tidy(self, command: Held, ended: SessionRecord) -> None:
         """A close of an ended session (failed, or closed by retention) removes its worktree
         if it still has one: no replica runs anything in it."""
         if isinstance(command, Close):
@@ -336,16 +340,17 @@ class ClusteredSessions:
 
 
 def _ended(
-    command: Close | StartTurn | Revert | Fork,
+    command: Held,
     row: SessionRecord,
 ) -> SessionRecord | None:
-    """What a close, a turn, a revert or a fork of an ended session answers without any
-    replica taking it: the session itself for a close; the others are refused. None while
-    the session is open."""
+    """What a close, a turn, a revert, a fork or a configure of an ended session answers
+    without any replica taking it: the session itself for a close; the others are refused.
+    None while the session is open."""
     if row.status not in ENDED_SESSION_STATUSES:
         return None
     if isinstance(command, Close):
         return row
-    if isinstance(command, Fork):
-        raise SessionClosed(f"session {row.id} is {row.status}; it cannot be forked")
+    if isinstance(command, Fork | Configure):
+        doing = "forked" if isinstance(command, Fork) else "configured"
+        raise SessionClosed(f"session {row.id} is {row.status}; it cannot be {doing}")
     raise SessionClosed(f"session {row.id} is {row.status}; create a new session")

@@ -1,6 +1,7 @@
 """What a client (or the gateway itself) asks of a live session, as values.
 
-    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Revert · Fork · Close
+    StartTurn · Interrupt · Respond (an approval) · Answer (a question) · Revert · Fork ·
+    Configure · Close
 
 Each command is a frozen value naming its session; the REST routes and the WebSocket frames
 build the same ones, ``Sessions.execute(command, issuer)`` runs them (app/runtime/sessions.py),
@@ -29,7 +30,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from app.cluster.commands import Issuer
 from app.errors import InvalidRequest
-from app.events import ApprovalDecision, QuestionAnswer
+from app.events import ApprovalDecision, ApprovalMode, QuestionAnswer
 from app.records import ApprovalRecord, RevertRecord, SessionRecord, TurnRecord
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Answer",
     "Close",
     "Command",
+    "Configure",
     "Fork",
     "Interrupt",
     "Issuer",
@@ -131,6 +133,20 @@ class Fork(SessionCommand[SessionRecord]):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Configure(SessionCommand[SessionRecord]):
+    """Change the session's model, approval mode or provider for its next turns (None: as
+    it is; at least one is given, else 422); 409 while a turn runs, and no turn starts until
+    it is done. The provider changes only before the session's first turn. Answers the
+    session as it is now (app/runtime/configuring.py)."""
+
+    kind: ClassVar[str] = "configure"
+    result: ClassVar[type[Any]] = SessionRecord
+    model: str | None = None
+    approval_mode: ApprovalMode | None = None
+    provider: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Close(SessionCommand[SessionRecord]):
     """Stop the session's turn and process group and close its event stream (it stays
     readable); answers the closed session."""
@@ -139,12 +155,12 @@ class Close(SessionCommand[SessionRecord]):
     result: ClassVar[type[Any]] = SessionRecord
 
 
-Command = StartTurn | Interrupt | Respond | Answer | Revert | Fork | Close
+Command = StartTurn | Interrupt | Respond | Answer | Revert | Fork | Configure | Close
 """Every command a session takes."""
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {
     cls.kind: TypeAdapter(cls)
-    for cls in (StartTurn, Interrupt, Respond, Answer, Revert, Fork, Close)
+    for cls in (StartTurn, Interrupt, Respond, Answer, Revert, Fork, Configure, Close)
 }
 """Each command's validator and encoder, by its kind."""
 

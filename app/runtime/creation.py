@@ -36,7 +36,13 @@ from app.runtime.eventlog import EventLog
 from app.runtime.failover import wants_failover
 from app.runtime.history import WorkspaceHistory
 from app.runtime.requests import SessionRequest
-from app.runtime.selector import CapabilitiesUnmet, Selection, resolve_strategy
+from app.runtime.selector import (
+    CapabilitiesUnmet,
+    Selection,
+    check_approval_mode,
+    model_unmet,
+    resolve_strategy,
+)
 from app.runtime.worktrees import (
     BRANCH_PREFIX,
     Worktree,
@@ -90,14 +96,7 @@ async def create_session(
                 limit=limit,
             )
     mode = request.approval_mode or settings.sessions.default_approval_mode
-    allowed = settings.sessions.allowed_approval_modes
-    if mode not in allowed:
-        raise InvalidRequest(
-            f"approval_mode {mode!r} is not enabled on this gateway; "
-            f"use one of {', '.join(allowed)} "
-            "(operators enable more in sessions.allowed_approval_modes)",
-            allowed=list(allowed),
-        )
+    check_approval_mode(mode, settings.sessions.allowed_approval_modes)
     if request.retry is not None:  # an unknown strategy is refused now, not at the first turn
         resolve_policy(request.retry, None, settings.retry)
     session_id = "ses_" + secrets.token_hex(16)
@@ -121,14 +120,7 @@ async def create_session(
     except CapabilitiesUnmet as unmet:
         if request.model is None:
             raise
-        raise CapabilitiesUnmet(
-            unmet.skipped,
-            requires,
-            detail=f"no candidate provider can run model {request.model!r} with the required "
-            "capabilities: an agent without model_choice runs the model it is configured "
-            "with; leave `model` unset, or name a provider whose capabilities include "
-            "model_choice (GET /v1/providers)",
-        ) from None
+        raise model_unmet(unmet, request.model, requires) from None
     worktree: Worktree | None = None
     if planned is not None:
         repository, commit = planned

@@ -1,4 +1,4 @@
-"""Work on a session's workspace that no turn may overlap: a revert, a fork.
+"""Work on a session that no turn may overlap: a revert, a fork, a change of its settings.
 
 While one runs on a session, this replica starts no turn on it and no second such operation:
 each is refused with a 409 naming what runs. ``LocalSessions`` marks the session under its
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.errors import Conflict, ForkInProgress, RevertInProgress
+from app.errors import ConfigureInProgress, Conflict, ForkInProgress, RevertInProgress
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +23,7 @@ class Operation:
 
 REVERT = Operation(doing="reverted", error=RevertInProgress)
 FORK = Operation(doing="forked", error=ForkInProgress)
+CONFIGURE = Operation(doing="configured", error=ConfigureInProgress)
 
 
 class Exclusive:

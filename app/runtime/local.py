@@ -10,12 +10,12 @@ approvals and questions. A command runs against it (``execute``); with several r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar, cast
 
 from app.errors import (
@@ -29,7 +29,7 @@ from app.errors import (
 )
 from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
-from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec, ThreadFork
+from app.providers.base import ApprovalAnswer, ProcessInfo, Provider
 from app.providers.registry import ProviderRegistry
 from app.records import (
     BUSY_SESSION_STATUSES,
@@ -44,6 +44,7 @@ from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
     Close,
+    Configure,
     Fork,
     Interrupt,
     Issuer,
@@ -52,16 +53,17 @@ from app.runtime.commands import (
     SessionCommand,
     StartTurn,
 )
+from app.runtime.configuring import configure
 from app.runtime.coordinator import RetryPolicy, Sleep, resolve_policy
 from app.runtime.creation import create_session
 from app.runtime.eventlog import EventLog
-from app.runtime.exclusive import FORK, REVERT, Exclusive, Operation
+from app.runtime.exclusive import CONFIGURE, FORK, REVERT, Exclusive, Operation
 from app.runtime.failover import Failover
 from app.runtime.figures import FigureBook
 from app.runtime.forking import ForkServices, fork_session, turn_to_fork
 from app.runtime.history import history_for
 from app.runtime.host import HostServices, SessionHost
-from app.runtime.live import make_room
+from app.runtime.live import make_room, session_spec
 from app.runtime.recovery import fail_turn, recover
 from app.runtime.requests import SessionRequest
 from app.runtime.reverting import revert
@@ -208,6 +210,8 @@ class LocalSessions:
                 return cast(R, await self._revert(command, issuer))
             case Fork():
                 return cast(R, await self._fork(command, issuer))
+            case Configure():
+                return cast(R, await self._configure(command, issuer))
             case Close():
                 return cast(R, await self._close(command, issuer))
         raise NotFound(f"no command {command.kind!r}")  # pragma: no cover - a closed set
@@ -287,9 +291,12 @@ class LocalSessions:
             host.launch(turn, policy)
         return turn
 
-    async def _begin(self, session_id: str, issuer: Issuer, operation: Operation) -> SessionRecord:
-        """Mark the session for ``operation`` (app/runtime/exclusive.py): 409 while a turn
-        runs on it (here or, by its status, anywhere) or another such operation does."""
+    @contextlib.asynccontextmanager
+    async def _exclusively(
+        self, session_id: str, issuer: Issuer, operation: Operation
+    ) -> AsyncIterator[SessionRecord]:
+        """The session, marked for ``operation`` (app/runtime/exclusive.py) in the block; 409
+        while a turn runs on it (here or, by its status, anywhere) or another such one does."""
         async with self._guard:
             row = await self.get(session_id, owner=issuer.owner)
             if row.status in ENDED_SESSION_STATUSES:
@@ -304,13 +311,15 @@ class LocalSessions:
                     turn_id=host.turn_id if host is not None else None,
                 )
             self._exclusive.begin(session_id, operation)
-        return row
+        try:
+            yield row
+        finally:
+            self._exclusive.end(session_id)
 
     async def _revert(self, command: Revert, issuer: Issuer) -> RevertRecord:
         """Put the workspace back as at a turn's start; 409 while a turn runs (and no turn
         starts until it is done)."""
-        row = await self._begin(command.session_id, issuer, REVERT)
-        try:
+        async with self._exclusively(command.session_id, issuer, REVERT) as row:
             recheck_session_workspace(row, self.settings)
             return await revert(
                 row,
@@ -320,19 +329,29 @@ class LocalSessions:
                 store=self.store,
                 events=self.events,
             )
-        finally:
-            self._exclusive.end(row.id)
 
     async def _fork(self, command: Fork, issuer: Issuer) -> SessionRecord:
         """Make a new session from the session's files and conversation up to a completed
         turn (app/runtime/forking.py); 409 while a turn runs, and no turn starts until the
         fork is made."""
-        row = await self._begin(command.session_id, issuer, FORK)
-        try:
+        async with self._exclusively(command.session_id, issuer, FORK) as row:
             turn = await turn_to_fork(self.store, row, command.at_turn)
             return await fork_session(row, turn, services=self._forks)
-        finally:
-            self._exclusive.end(row.id)
+
+    async def _configure(self, command: Configure, issuer: Issuer) -> SessionRecord:
+        """Change the session's model, approval mode or provider for its next turns
+        (app/runtime/configuring.py); 409 while a turn runs, and no turn starts meanwhile."""
+        async with self._exclusively(command.session_id, issuer, CONFIGURE) as row:
+            return await configure(
+                row,
+                command,
+                by=issuer.name,
+                chooser=self.chooser,
+                store=self.store,
+                events=self.events,
+                clock=self.clock,
+                release=lambda: self.drop(row.id, "session configured"),
+            )
 
     async def resume(self, turn: TurnRecord) -> bool:
         """Go on with a turn's stored wait for a usage limit's reset (after a restart or on
@@ -374,22 +393,7 @@ class LocalSessions:
         provider = self.providers.get(row.provider)
         if provider is None:
             raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
-        binding = await self.store.get_binding(row.id, row.provider)
-        start = row.fork_start or {}
-        forked = start.get("thread")
-        at = start.get("at")
-        spec = SessionSpec(
-            session_id=row.id,
-            workspace=Path(row.workspace),
-            model=row.model,
-            approval_mode=row.approval_mode,  # type: ignore[arg-type]
-            thread_id=binding.thread_id if binding else None,
-            thread_bound_at=binding.created_at if binding else None,
-            git_dir=None if row.git_dir is None else Path(row.git_dir),
-            fork_from=ThreadFork(thread_id=forked, at=at if isinstance(at, str) else None)
-            if isinstance(forked, str)
-            else None,
-        )
+        spec = session_spec(row, await self.store.get_binding(row.id, row.provider))
         host = SessionHost(
             services=self._host_services,
             session_id=row.id,
@@ -399,7 +403,7 @@ class LocalSessions:
             holder=holder_of(row.owner, admin_keys(self.settings)),
             model=row.model,
             approval_timeout_s=self.settings.sessions.approval_timeout_s,
-            workspace=Path(row.workspace),
+            workspace=spec.workspace,
             fork_start=row.fork_start,
         )
         self._hosts[row.id] = host

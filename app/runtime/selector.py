@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from app.errors import InvalidRequest, ProviderUnavailable
-from app.events import ROUTING_STRATEGIES, RoutingStrategy, SelectionReason
+from app.events import ROUTING_STRATEGIES, ApprovalMode, RoutingStrategy, SelectionReason
 from app.providers.base import Capabilities, Capability
 from app.runtime.figures import ProviderFigures
 from app.runtime.strategies import Ranked, rank
@@ -157,6 +157,30 @@ def candidates(
             seen.add(candidate.provider)
             unique.append(candidate)
     return unique
+
+
+def check_approval_mode(mode: ApprovalMode, allowed: Sequence[ApprovalMode]) -> None:
+    """Raise 422 when the gateway does not enable ``mode`` (``allowed``:
+    ``sessions.allowed_approval_modes``)."""
+    if mode not in allowed:
+        raise InvalidRequest(
+            f"approval_mode {mode!r} is not enabled on this gateway; "
+            f"use one of {', '.join(allowed)} "
+            "(operators enable more in sessions.allowed_approval_modes)",
+            allowed=list(allowed),
+        )
+
+
+def model_unmet(unmet: CapabilitiesUnmet, model: str, requires: Sequence[str]) -> CapabilitiesUnmet:
+    """``unmet`` for a session that names ``model``: what to change, said for the model."""
+    return CapabilitiesUnmet(
+        unmet.skipped,
+        requires,
+        detail=f"no candidate provider can run model {model!r} with the required "
+        "capabilities: an agent without model_choice runs the model it is configured "
+        "with; leave `model` unset, or name a provider whose capabilities include "
+        "model_choice (GET /v1/providers)",
+    )
 
 
 def check_requires(requires: Sequence[str]) -> None:

@@ -16,7 +16,8 @@ family member the document allows by pattern, ``acp:<name>``, that the gateway d
 configure becomes the configured provider with the most capabilities).
 The turns of a session are the deployment's fact too: a positive fork forks at the default
 point, a positive changes query reads from ``start`` to ``now``, and no positive revert is
-sent (``filter_case``). Negative cases are left as generated.
+sent (``filter_case``). What a session requires of its provider is its own fact: a positive
+change of provider names one that has every capability. Negative cases are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -71,6 +72,8 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
     operation = case.operation.definition.raw.get("operationId")
+    if operation == "configureSession" and isinstance(case.body, dict):
+        _taking_over(case.body, json.loads(os.environ["FUZZ_CAPABILITIES"]))
     if operation == "forkSession" and isinstance(case.body, dict):
         case.body.pop("at_turn", None)  # the default point: which turns exist is not known
     if operation == "getChanges" and case.query:
@@ -98,6 +101,20 @@ def filter_case(context: Any, case: Case[Any]) -> bool:
         return True
     operation: object = case.operation.definition.raw.get("operationId")
     return operation != "revertSession"
+
+
+def _taking_over(body: dict[str, Any], capabilities: dict[str, list[str]]) -> None:
+    """A positive change of provider names one with every capability a session may require
+    (what the session requires is its own fact); without one, the provider stays."""
+    if "provider" not in body:
+        return
+    every = set().union(*capabilities.values())
+    able = [name for name, has in capabilities.items() if set(has) >= every]
+    if able:
+        body["provider"] = able[0]
+    else:
+        del body["provider"]
+        body.setdefault("approval_mode", "ask")
 
 
 def _nonempty_range(query: dict[str, Any]) -> None:

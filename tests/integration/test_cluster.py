@@ -322,3 +322,33 @@ def test_a_revert_asked_on_another_replica_runs_on_the_one_holding_the_session(
     last = json.loads(prompts[-1])["prompt"]
     assert last.startswith("[Note from the gateway: the user reverted the workspace")
     assert last.endswith("\n\nhello")
+
+
+def test_a_configure_asked_on_another_replica_runs_on_the_one_holding_the_session(
+    replicas: dict[str, FakeGateway],
+) -> None:
+    """A change of model is a command like a turn: the owner closes its idle CLI, and its
+    next turn starts the CLI again with the new model, in the same thread."""
+    a, b = (replicas[name].start() for name in ("gw-a", "gw-b"))
+    with a.client() as on_a, b.client() as on_b:
+        sid = create(on_a, a)
+        start_turn(on_b, sid, "hello")  # B runs it
+        first = turn_events(on_a, sid)
+        assert first[-1]["type"] == "turn.completed"
+        thread = on_a.get(f"/v1/sessions/{sid}").json()["thread_id"]
+
+        changed = on_a.patch(f"/v1/sessions/{sid}", json={"model": "opus"})
+
+        assert changed.status_code == 200, changed.text
+        assert (changed.json()["model"], changed.json()["owner"]) == ("opus", "gw-b")
+        assert f"session {sid} configured" in b.log()  # run by B, not by A
+        assert f"session {sid} configured" not in a.log()
+        told = [e for e in stored(on_b, sid) if e["type"] == "session.configured"]
+        assert [e["data"]["model"] for e in told] == ["opus"]
+
+        start_turn(on_a, sid, "again")
+        assert turn_events(on_b, sid, after=told[0]["seq"])[-1]["type"] == "turn.completed"
+    argv = a.spawns()[-1]["argv"]  # the replicas share the fake's spawn log
+    assert argv[argv.index("--model") + 1] == "opus"
+    assert f"--resume={thread}" in argv
+    assert len(a.spawns()) == 2

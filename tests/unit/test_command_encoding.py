@@ -11,11 +11,12 @@ import pytest
 
 from app.errors import InvalidRequest
 from app.events import QuestionAnswer
-from app.records import RevertRecord, TurnRecord
+from app.records import RevertRecord, SessionRecord, TurnRecord
 from app.runtime.commands import (
     Answer,
     Close,
     Command,
+    Configure,
     Interrupt,
     Respond,
     Revert,
@@ -43,6 +44,8 @@ COMMANDS: list[Command] = [
         answers=(QuestionAnswer(selected=["Yes"]), QuestionAnswer(text="my own")),
     ),
     Revert(session_id="ses_1", to_turn="trn_1"),
+    Configure(session_id="ses_1", model="opus", approval_mode="auto_edits", provider="codex"),
+    Configure(session_id="ses_1", approval_mode="read_only"),
     Close(session_id="ses_1"),
 ]
 
@@ -57,7 +60,15 @@ def test_a_command_decodes_to_itself_after_a_trip_through_json(command: Command)
 
 def test_each_command_has_its_own_kind() -> None:
     kinds = {encode(command)[0] for command in COMMANDS}
-    assert kinds == {"start_turn", "interrupt", "respond", "answer_question", "revert", "delete"}
+    assert kinds == {
+        "start_turn",
+        "interrupt",
+        "respond",
+        "answer_question",
+        "revert",
+        "configure",
+        "delete",
+    }
 
 
 @pytest.mark.parametrize(
@@ -69,6 +80,7 @@ def test_each_command_has_its_own_kind() -> None:
         ("answer_question", {"session_id": "s", "question_id": "q", "answers": "yes"}, "answer"),
         ("interrupt", {}, "invalid interrupt command"),
         ("revert", {"session_id": "ses_1"}, "invalid revert command"),
+        ("configure", {"session_id": "s", "approval_mode": "yolo"}, "invalid configure command"),
     ],
 )
 def test_what_is_not_a_command_is_refused(kind: str, fields: dict[str, object], says: str) -> None:
@@ -104,3 +116,21 @@ def test_a_revert_sent_back_is_read_as_what_it_changed() -> None:
     )
     sent = json.loads(json.dumps(dataclasses.asdict(reverted)))
     assert decode_result(Revert(session_id="ses_1", to_turn="trn_1"), sent) == reverted
+
+
+def test_a_configure_sent_back_is_read_as_the_session() -> None:
+    created = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    session = SessionRecord(
+        id="ses_1",
+        owner="alice",
+        provider="codex",
+        workspace="/w",
+        model="opus",
+        approval_mode="auto_edits",
+        status="idle",
+        selection={"reason": "explicit", "requires": ["model_choice"]},
+        created_at=created,
+        updated_at=created,
+    )
+    sent = json.loads(json.dumps(dataclasses.asdict(session), default=datetime.isoformat))
+    assert decode_result(Configure(session_id="ses_1", model="opus"), sent) == session
