@@ -8,9 +8,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, ClientSideConnection
+from acp import PROTOCOL_VERSION, Client, connect_to_agent
+from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
@@ -125,7 +126,9 @@ async def connected(
     transport = await create_websocket_stream(
         f"{gateway.ws_url}/v1/acp", headers={"Authorization": f"Bearer {token}"}
     )
-    connection = ClientSideConnection(editor, transport, use_unstable_protocol=True)
+    # The SDK's Client protocol, as far as these tests answer it.
+    client = cast(Client, editor)
+    connection = connect_to_agent(client, transport, use_unstable_protocol=True)
     try:
         if initialize:
             await connection.initialize(

@@ -15,7 +15,7 @@ import websockets
 from acp import RequestError, text_block
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from tests.acpclients import Editor, choose, connected
+from tests.acpclients import Editor, capabilities, choose, connected
 from tests.fakes.gateway import FakeGateway
 from tests.gateway import TOKEN, wait_until
 
@@ -37,17 +37,18 @@ async def test_initialize_offers_sessions_and_asks_nothing_of_the_editors_files(
 ) -> None:
     editor = Editor()
     async with connected(fake_gateway, editor, initialize=False) as connection:
-        from tests.acpclients import capabilities  # noqa: PLC0415
-
         answer = await connection.initialize(protocol_version=1, client_capabilities=capabilities())
     assert answer.protocol_version == 1
-    assert answer.agent_capabilities.load_session is True
-    sessions = answer.agent_capabilities.session_capabilities
-    assert sessions.list is not None
-    assert sessions.resume is not None
-    assert sessions.close is not None
-    assert answer.agent_capabilities.prompt_capabilities.image is False
+    offered = answer.agent_capabilities
+    assert offered is not None
+    assert offered.load_session is True
+    sessions = offered.session_capabilities
+    assert sessions is not None
+    assert None not in (sessions.list, sessions.resume, sessions.close, sessions.fork)
+    assert offered.prompt_capabilities is not None
+    assert offered.prompt_capabilities.image is False
     assert answer.auth_methods == []
+    assert answer.agent_info is not None
     assert answer.agent_info.name == "agent-gateway"
 
 
@@ -58,18 +59,20 @@ async def test_a_prompt_streams_its_updates_and_answers_with_the_stop_reason(
     async with connected(fake_gateway, editor) as connection:
         created = await connection.new_session(cwd=str(fake_gateway.workspace), mcp_servers=[])
         sid = created.session_id
+        assert created.modes is not None
         assert created.modes.current_mode_id == "ask"
         assert {m.id for m in created.modes.available_modes} == {"ask", "auto_edits", "read_only"}
-        assert {o.root.id if hasattr(o, "root") else o.id for o in created.config_options} >= {
+        assert {o.id for o in created.config_options or []} >= {
             "mode",
             "model",
             "provider",
         }
         answered = await connection.prompt(session_id=sid, prompt=[text_block("hello")])
     assert answered.stop_reason == "end_turn"
+    assert answered.field_meta is not None
     turn_id = answered.field_meta["agentGateway"]["turnId"]
     assert editor.texts() == "fake reply"
-    assert editor.texts("user_message_chunk") == "hello"
+    assert editor.texts("user_message_chunk") == ""  # its own prompt is not echoed back
     seqs = editor.seqs()
     assert seqs == sorted(seqs)
     assert seqs
@@ -109,19 +112,35 @@ async def test_a_rejected_tool_call_is_denied(fake_gateway: FakeGateway) -> None
 async def test_a_question_is_asked_as_a_form_and_its_answer_reaches_the_agent(
     fake_gateway: FakeGateway,
 ) -> None:
-    editor = Editor()
+    editor = Editor(form_answers={"question_0": "Yes", "question_0_custom": "carefully"})
     async with connected(fake_gateway, editor, forms=True) as connection:
+        sid = await new_session(connection, fake_gateway)
+        answered = await connection.prompt(session_id=sid, prompt=[text_block("question:Proceed?")])
+    ((message, mode, meta),) = editor.forms
+    assert message == "Proceed?"
+    assert meta["agentGateway"]["questionId"]
+    assert set(mode.requested_schema.properties) == {"question_0", "question_0_custom"}
+    assert answered.stop_reason == "end_turn"
+    assert editor.texts().endswith('answered: {"Proceed?": "Yes, carefully"}')
+
+
+async def test_a_client_without_forms_is_told_the_question(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
         sid = await new_session(connection, fake_gateway)
         prompting = asyncio.ensure_future(
             connection.prompt(session_id=sid, prompt=[text_block("question:Proceed?")])
         )
-        await editor.wait_for(lambda: editor.forms)
-        assert not prompting.done()
+        await editor.wait_for(lambda: "The agent asks: Proceed?" in editor.texts())
+        with rest(fake_gateway) as client:
+            (pending,) = client.get(f"/v1/sessions/{sid}/questions").json()["questions"]
+            url = f"/v1/sessions/{sid}/questions/{pending['id']}"
+            body = {"answers": [{"selected": ["No"]}]}
+            assert client.post(url, json=body).status_code == 200
         answered = await prompting
-    message, _mode, meta = editor.forms[0]
-    assert "Proceed?" in message
-    assert meta["agentGateway"]["questionId"]
     assert answered.stop_reason == "end_turn"
+    assert editor.forms == []
+    assert editor.texts().endswith('answered: {"Proceed?": "No"}')
 
 
 async def test_cancel_interrupts_the_running_turn(fake_gateway: FakeGateway) -> None:
@@ -270,13 +289,20 @@ async def test_malformed_messages_get_json_rpc_errors(fake_gateway: FakeGateway)
             "[1, 2]",
             '{"jsonrpc": "2.0", "id": 7, "method": 5}',
             '{"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}',
-            '{"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "/tmp"}}',
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 9,
+                    "method": "session/new",
+                    "params": {"cwd": "/tmp", "mcpServers": []},
+                }
+            ),
             json.dumps(
                 {
                     "jsonrpc": "2.0",
                     "id": 10,
                     "method": "initialize",
-                    "params": {"protocolVersion": "x"},
+                    "params": {},
                 }
             ),
         ],

@@ -28,8 +28,12 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
+    AudioContentBlock,
+    ClientCapabilities,
     CloseSessionResponse,
+    EmbeddedResourceContentBlock,
     ForkSessionResponse,
+    ImageContentBlock,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -37,6 +41,7 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResourceContentBlock,
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
@@ -46,31 +51,36 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
-    StopReason,
+    TextContentBlock,
 )
 from starlette.requests import HTTPConnection
 
 from app import __version__
+from app.api.acp.answers import Refusals, after_of, ended, prompt_response, title_of
 from app.api.acp.attached import AttachedSession, Client
-from app.api.acp.endings import TurnFailure, stop_reason
+from app.api.acp.endings import stop_reason
 from app.api.acp.options import (
     DEFAULT_MODEL,
     GATEWAY_META,
     MODE_OPTION,
     MODEL_OPTION,
     PROVIDER_OPTION,
+    McpServers,
     config_options,
     gateway_meta,
+    invalid_params,
+    invalid_request,
     new_session_request,
     prompt_text,
     refused_mcp_servers,
     session_modes,
 )
+from app.api.acp.prompts import PromptBook, prompt_id_of
 from app.api.deps import admit_session, issuer
 from app.api.security import Principal
-from app.errors import GatewayError, NoTurnRunning, problem_for
+from app.errors import GatewayError, NoTurnRunning
 from app.masking import SecretMask
-from app.records import SessionRecord, TurnRecord
+from app.records import SessionRecord
 from app.runtime import reads
 from app.runtime.commands import Close, Configure, Fork, Interrupt, StartTurn
 from app.runtime.sessions import Sessions
@@ -94,8 +104,10 @@ class GatewayAgent:
         principal: Principal,
         connection: HTTPConnection,
         mask: SecretMask,
+        prompts: PromptBook,
     ) -> None:
         self._manager = manager
+        self._prompts = prompts
         self._settings = settings
         self._principal = principal
         self._issuer = issuer(principal)
@@ -114,8 +126,8 @@ class GatewayAgent:
     async def initialize(
         self,
         protocol_version: int,
-        client_capabilities: Any = None,
-        client_info: Any = None,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
         **kwargs: Any,
     ) -> InitializeResponse:
         elicitation = getattr(client_capabilities, "elicitation", None)
@@ -147,7 +159,7 @@ class GatewayAgent:
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        raise RequestError.invalid_params(
+        raise invalid_params(
             {
                 "detail": "the gateway offers no authentication methods: the connection is "
                 "authenticated by its bearer key"
@@ -165,8 +177,8 @@ class GatewayAgent:
     async def new_session(
         self,
         cwd: str,
-        mcp_servers: list[Any] | None = None,
         additional_directories: list[str] | None = None,
+        mcp_servers: McpServers = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
         self._check_ready()
@@ -179,50 +191,63 @@ class GatewayAgent:
             row = await self._manager.create(request)
         await self._attach(row, after=row.last_seq)
         modes, options = await self._choices(row)
-        return NewSessionResponse(session_id=row.id, modes=modes, config_options=options)
+        return NewSessionResponse(
+            session_id=row.id,
+            modes=modes,
+            config_options=options,
+            field_meta={GATEWAY_META: {"seq": row.last_seq}},
+        )
 
     async def load_session(
         self,
         cwd: str,
         session_id: str,
-        mcp_servers: list[Any] | None = None,
+        mcp_servers: McpServers = None,
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
         self._check_ready()
         self._check_mcp(mcp_servers)
         row = await self._session(session_id)
-        attached = await self._attach(row, after=_after(gateway_meta(kwargs), default=0))
+        attached = await self._attach(row, after=after_of(gateway_meta(kwargs), default=0))
         await attached.replayed.wait()
+        attached.ask_pending()
         modes, options = await self._choices(row)
         return LoadSessionResponse(
             modes=modes,
             config_options=options,
-            field_meta={GATEWAY_META: {"lastSeq": attached.last_seq}},
+            field_meta={GATEWAY_META: {"seq": attached.last_seq}},
         )
 
     async def resume_session(
         self,
-        cwd: str,
         session_id: str,
-        mcp_servers: list[Any] | None = None,
+        cwd: str,
         additional_directories: list[str] | None = None,
+        mcp_servers: McpServers = None,
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         self._check_ready()
         self._check_mcp(mcp_servers)
         row = await self._session(session_id)
-        attached = await self._attach(row, after=_after(gateway_meta(kwargs), default=row.last_seq))
+        attached = await self._attach(
+            row, after=after_of(gateway_meta(kwargs), default=row.last_seq)
+        )
         await attached.replayed.wait()
+        attached.ask_pending()
         modes, options = await self._choices(row)
-        return ResumeSessionResponse(modes=modes, config_options=options)
+        return ResumeSessionResponse(
+            modes=modes,
+            config_options=options,
+            field_meta={GATEWAY_META: {"seq": attached.last_seq}},
+        )
 
     async def fork_session(
         self,
-        cwd: str,
         session_id: str,
-        mcp_servers: list[Any] | None = None,
+        cwd: str,
         additional_directories: list[str] | None = None,
+        mcp_servers: McpServers = None,
         **kwargs: Any,
     ) -> ForkSessionResponse:
         self._check_ready()
@@ -245,7 +270,7 @@ class GatewayAgent:
             try:
                 before = datetime.fromisoformat(cursor)
             except ValueError:
-                raise RequestError.invalid_params(
+                raise invalid_params(
                     {"detail": "cursor: pass the nextCursor of the previous page"}
                 ) from None
         async with self._call():
@@ -261,7 +286,7 @@ class GatewayAgent:
                 SessionInfo(
                     session_id=row.id,
                     cwd=row.workspace,
-                    title=_title(row),
+                    title=title_of(row),
                     updated_at=row.updated_at.isoformat(),
                     field_meta={GATEWAY_META: {"provider": row.provider, "status": row.status}},
                 )
@@ -288,11 +313,11 @@ class GatewayAgent:
         return SetSessionModeResponse()
 
     async def set_config_option(
-        self, session_id: str, config_id: str, value: Any, **kwargs: Any
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
         self._check_ready()
         if not isinstance(value, str):
-            raise RequestError.invalid_params({"detail": f"{config_id}: pick one of its values"})
+            raise invalid_params({"detail": f"{config_id}: pick one of its values"})
         match config_id:
             case "mode":
                 command = Configure(session_id=session_id, approval_mode=value)  # type: ignore[arg-type]
@@ -303,7 +328,7 @@ class GatewayAgent:
             case "provider":
                 command = Configure(session_id=session_id, provider=value)
             case _:
-                raise RequestError.invalid_params(
+                raise invalid_params(
                     {
                         "detail": f"unknown config option {config_id!r}: the gateway offers "
                         f"{MODE_OPTION!r}, {MODEL_OPTION!r} and {PROVIDER_OPTION!r}"
@@ -315,17 +340,40 @@ class GatewayAgent:
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: list[
+            TextContentBlock
+            | ImageContentBlock
+            | AudioContentBlock
+            | ResourceContentBlock
+            | EmbeddedResourceContentBlock
+        ],
+        **kwargs: Any,
+    ) -> PromptResponse:
         self._check_ready()
         attached = self._followed(session_id)
         text = prompt_text(prompt)
-        attached.expect_echo(text)
-        async with self._call():
-            turn = await self._manager.execute(
-                StartTurn(session_id=session_id, prompt=text), self._issuer
-            )
-        end = await attached.turn_end(turn.id)
-        return _response(stop_reason(end), turn.id)
+        prompt_id = prompt_id_of(gateway_meta(kwargs))
+
+        async def start() -> str:
+            attached.expect_echo(text)
+            async with self._call():
+                turn = await self._manager.execute(
+                    StartTurn(session_id=session_id, prompt=text), self._issuer
+                )
+            return turn.id
+
+        if prompt_id is None:
+            turn_id = await start()
+        else:
+            turn_id, fresh = await self._prompts.turn_for(session_id, prompt_id, start)
+            if not fresh:  # sent again: the turn it started, ended or not
+                ended = await self._await_turn(attached, session_id, turn_id)
+                return PromptResponse.model_validate(ended)
+        end = await attached.turn_end(turn_id)
+        return prompt_response(stop_reason(end), turn_id, end["seq"])
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:
@@ -341,16 +389,21 @@ class GatewayAgent:
         self._check_ready()
         session_id, turn_id = params.get("sessionId"), params.get("turnId")
         if not isinstance(session_id, str) or not isinstance(turn_id, str):
-            raise RequestError.invalid_params({"detail": "give sessionId and turnId (strings)"})
-        attached = self._followed(session_id)
+            raise invalid_params({"detail": "give sessionId and turnId (strings)"})
+        return await self._await_turn(self._followed(session_id), session_id, turn_id)
+
+    async def _await_turn(
+        self, attached: AttachedSession, session_id: str, turn_id: str
+    ) -> dict[str, Any]:
+        """What ``session/prompt`` answers for ``turn_id`` once it ends (at once when it has)."""
         async with self._call():
             turn = await reads.get_turn(
                 self._manager, session_id, turn_id, owner=self._principal.owner_filter
             )
         if turn.status in ("completed", "interrupted", "failed"):
-            return _ended(turn)
+            return ended(turn)
         end = await attached.turn_end(turn_id)
-        response = _response(stop_reason(end), turn_id)
+        response = prompt_response(stop_reason(end), turn_id, end["seq"])
         return response.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
@@ -360,12 +413,12 @@ class GatewayAgent:
 
     def _check_ready(self) -> None:
         if not self._initialized:
-            raise RequestError.invalid_request({"detail": "call initialize first"})
+            raise invalid_request({"detail": "call initialize first"})
 
-    def _check_mcp(self, servers: list[Any] | None) -> None:
+    def _check_mcp(self, servers: McpServers) -> None:
         refused = refused_mcp_servers(servers or [], self._settings.acp.client_mcp_servers)
         if refused is not None:
-            raise RequestError.invalid_params({"detail": refused})
+            raise invalid_params({"detail": refused})
 
     async def _session(self, session_id: str) -> SessionRecord:
         async with self._call():
@@ -398,7 +451,7 @@ class GatewayAgent:
     def _followed(self, session_id: str) -> AttachedSession:
         attached = self._attached.get(session_id)
         if attached is None:
-            raise RequestError.invalid_params(
+            raise invalid_params(
                 {
                     "detail": f"session {session_id[:64]} is not open on this connection: "
                     "session/load or session/resume it first"
@@ -425,64 +478,5 @@ class GatewayAgent:
         )
         return session_modes(row, self._settings), options
 
-    def _call(self) -> _Refusals:
-        return _Refusals(self._mask)
-
-
-class _Refusals:
-    """Turns a ``GatewayError`` raised inside it into the JSON-RPC error it answers with."""
-
-    def __init__(self, mask: SecretMask) -> None:
-        self._mask = mask
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if isinstance(exc, GatewayError):
-            raise rpc_error(exc, self._mask) from None
-
-
-def rpc_error(exc: GatewayError, mask: SecretMask) -> RequestError:
-    """The JSON-RPC error a refused command answers with."""
-    problem = mask.values(problem_for(exc))
-    if exc.status == 404:
-        code = RESOURCE_NOT_FOUND
-    elif 400 <= exc.status < 500 and exc.status != 429:
-        code = -32602
-    else:
-        code = -32603
-    return RequestError(code, str(problem.get("detail") or exc.title), problem)
-
-
-def _after(meta: dict[str, Any], *, default: int) -> int:
-    after = meta.get("after", default)
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise RequestError.invalid_params(
-            {"detail": f"_meta.{GATEWAY_META}.after: a seq (an integer >= 0)"}
-        )
-    return after
-
-
-def _title(row: SessionRecord) -> str | None:
-    title = (row.metadata or {}).get("title")
-    return title if isinstance(title, str) else None
-
-
-def _response(reason: StopReason | TurnFailure, turn_id: str) -> PromptResponse:
-    if isinstance(reason, TurnFailure):
-        raise reason.request_error()
-    return PromptResponse(stop_reason=reason, field_meta={GATEWAY_META: {"turnId": turn_id}})
-
-
-def _ended(turn: TurnRecord) -> dict[str, Any]:
-    """The answer to ``awaitTurn`` for a turn that has ended, from its record."""
-    if turn.status == "failed":
-        error = turn.error or {}
-        raise RequestError(
-            -32603,
-            str(error.get("message") or "the turn failed"),
-            {"type": "turn_failed", "failure": error},
-        )
-    reason = "cancelled" if turn.status == "interrupted" else "end_turn"
-    return {"stopReason": reason, "_meta": {GATEWAY_META: {"turnId": turn.id}}}
+    def _call(self) -> Refusals:
+        return Refusals(self._mask)

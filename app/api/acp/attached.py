@@ -4,7 +4,8 @@
     attach(after, boundary)   a subscription of the session's events with seq > ``after``
       events up to ``boundary`` (the session's last seq when attached): the history replay
         of ``session/load``, sent as updates; approvals and questions in it are not asked
-        (``replayed`` is set once past it; the ones still pending are asked then)
+        (``replayed`` is set once past it; the ones still pending are asked once the load
+        is answered, ``ask_pending``)
       later events: live updates; an ``approval.requested`` is a ``session/request_permission``,
         a ``question.asked`` an ``elicitation/create`` form (a message to a client that
         cannot show forms); the turn's end answers its ``session/prompt`` (``turn_end``)
@@ -184,7 +185,6 @@ class AttachedSession:
                 asked.cancel()
         if not self.replayed.is_set() and seq >= self._boundary:
             self.replayed.set()
-            await self._ask_pending()
 
     def _end(self, why: str) -> None:
         if self.gone is None:
@@ -218,8 +218,13 @@ class AttachedSession:
 
     # --- approvals and questions ----------------------------------------------------------
 
+    def ask_pending(self) -> None:
+        """Ask, once the replay is answered, what was requested before it ended and still
+        waits for an answer (the same approval or question id as before a reconnect)."""
+        task = asyncio.create_task(self._ask_pending(), name=f"acp-pending-{self.session_id}")
+        self._track(f"pending:{self.session_id}", task)
+
     async def _ask_pending(self) -> None:
-        """Ask what was requested before the replay's end and still waits for an answer."""
         approvals = await reads.list_approvals(
             self._manager, self.session_id, owner=self._owner, status="pending", limit=PENDING_PAGE
         )
@@ -242,9 +247,13 @@ class AttachedSession:
 
     def _track(self, ask_id: str, asking: Any) -> None:
         if ask_id in self._asks:
-            asking.close()
+            asking.close() if asyncio.iscoroutine(asking) else asking.cancel()
             return
-        task = asyncio.create_task(asking, name=f"acp-ask-{ask_id}")
+        task = (
+            asking
+            if isinstance(asking, asyncio.Task)
+            else asyncio.create_task(asking, name=f"acp-ask-{ask_id}")
+        )
         self._asks[ask_id] = task
         task.add_done_callback(
             lambda _: self._asks.pop(ask_id, None) if task is self._asks.get(ask_id) else None

@@ -13,8 +13,10 @@ from typing import Any
 
 from acp import RequestError
 from acp.schema import (
+    AcpMcpServer,
     AudioContentBlock,
     EmbeddedResourceContentBlock,
+    HttpMcpServer,
     ImageContentBlock,
     McpServerStdio,
     ResourceContentBlock,
@@ -22,6 +24,7 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    SseMcpServer,
     TextContentBlock,
     TextResourceContents,
 )
@@ -31,6 +34,9 @@ from app.events import APPROVAL_MODES, ApprovalMode
 from app.records import SessionRecord
 from app.runtime.requests import SessionRequest
 from app.settings import Settings
+
+McpServers = list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] | None
+"""The MCP servers a client names in ``session/new``, ``load``, ``resume`` or ``fork``."""
 
 GATEWAY_META = "agentGateway"
 """The key of the gateway's own part of an ACP message's ``_meta``."""
@@ -66,6 +72,16 @@ class NewSessionMeta(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, max_length=64)
 
 
+def invalid_params(data: dict[str, Any]) -> RequestError:
+    """``-32602`` whose message is what to fix (``data["detail"]``), not just "Invalid params"."""
+    return RequestError(-32602, str(data.get("detail") or "Invalid params"), data)
+
+
+def invalid_request(data: dict[str, Any]) -> RequestError:
+    """``-32600`` whose message is what to fix (``data["detail"]``)."""
+    return RequestError(-32600, str(data.get("detail") or "Invalid request"), data)
+
+
 def gateway_meta(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The gateway's part of a request's ``_meta`` (the SDK spreads ``_meta`` into the
     handler's keyword arguments); refused unless it is an object."""
@@ -73,7 +89,7 @@ def gateway_meta(kwargs: dict[str, Any]) -> dict[str, Any]:
     if meta is None:
         return {}
     if not isinstance(meta, dict):
-        raise RequestError.invalid_params({"detail": f"_meta.{GATEWAY_META} must be an object"})
+        raise invalid_params({"detail": f"_meta.{GATEWAY_META} must be an object"})
     return meta
 
 
@@ -87,7 +103,7 @@ def new_session_request(cwd: str, meta: dict[str, Any], *, owner: str | None) ->
             f"_meta.{GATEWAY_META}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
             for e in exc.errors()[:5]
         )
-        raise RequestError.invalid_params({"detail": detail}) from None
+        raise invalid_params({"detail": detail}) from None
     workspace = wishes.workspace
     if wishes.repository is None and workspace is None:
         workspace = cwd
@@ -142,12 +158,12 @@ def prompt_text(blocks: list[Any]) -> str:
                 parts.append(f"{uri}:\n```\n{text}\n```")
             case ImageContentBlock() | AudioContentBlock() | EmbeddedResourceContentBlock():
                 kind = getattr(block, "type", "content")
-                raise RequestError.invalid_params(
+                raise invalid_params(
                     {"detail": f"the gateway takes text prompts only; remove the {kind} block"}
                 )
     text = "\n\n".join(part for part in parts if part)
     if not text.strip():
-        raise RequestError.invalid_params({"detail": "the prompt has no text"})
+        raise invalid_params({"detail": "the prompt has no text"})
     return text
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
-from acp import AgentSideConnection
+from acp.agent.connection import AgentSideConnection
 from fastapi import WebSocket
 from fastapi.responses import JSONResponse
 
 from app.api.acp.agent import GatewayAgent
+from app.api.acp.prompts import PromptBook
 from app.api.acp.transport import RETIRED_REASON, WS_POLICY, WebSocketTransport
 from app.api.problems import error_headers
 from app.api.security import require_ws_token, watch_key
@@ -52,6 +54,7 @@ async def serve(websocket: WebSocket) -> None:
         principal=principal,
         connection=websocket,
         mask=app.state.mask,
+        prompts=_prompt_book(app),
     )
     connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)
     listening = asyncio.current_task()
@@ -70,6 +73,14 @@ async def serve(websocket: WebSocket) -> None:
         await agent.close()
         with contextlib.suppress(Exception):
             await connection.close()
+
+
+def _prompt_book(app: Any) -> PromptBook:
+    """The gateway's one book of prompt ids, made by the first ACP connection."""
+    book: PromptBook | None = getattr(app.state, "acp_prompts", None)
+    if book is None:
+        book = app.state.acp_prompts = PromptBook()
+    return book
 
 
 async def _close(websocket: WebSocket, listening: asyncio.Task[None] | None) -> None:

@@ -46,6 +46,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
+    CurrentModeUpdate,
     SessionInfoUpdate,
     TextContentBlock,
     ToolCallProgress,
@@ -74,6 +75,7 @@ from app.events import (
     ReasoningDelta,
     RetryScheduled,
     SessionClosed,
+    SessionConfigured,
     SessionCreated,
     SessionForked,
     SessionProviderSelected,
@@ -102,6 +104,7 @@ AcpUpdate: TypeAlias = (
     | ToolCallProgress
     | AgentPlanUpdate
     | SessionInfoUpdate
+    | CurrentModeUpdate
 )
 """An update the translator makes: the ``update`` of one ``session/update`` notification."""
 
@@ -176,6 +179,14 @@ class UpdateTranslator:
                 ]
             case RetryScheduled() | ProviderSwitched() | Warning():
                 return [self._notice(data, typed, event, meta)]
+            case SessionConfigured():
+                # Every editor of the session shows the mode it now runs in, whoever set it.
+                mode = CurrentModeUpdate(
+                    session_update="current_mode_update",
+                    current_mode_id=data.approval_mode,
+                    field_meta=_meta(meta),
+                )
+                return [mode]
             case (
                 SessionCreated()
                 | SessionProviderSelected()
