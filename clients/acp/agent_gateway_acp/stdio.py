@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import sys
 import threading
 from typing import BinaryIO
@@ -22,6 +23,13 @@ log = logging.getLogger(__name__)
 MAX_LINE = 64 * 1024 * 1024
 """The longest line taken from the editor; a longer one is dropped (with a log line)."""
 CHUNK = 64 * 1024
+
+
+def _watchable(fileno: int) -> bool:
+    """Whether the event loop can watch ``fileno``: a pipe, a socket or a terminal (not a
+    file, nor a device such as ``/dev/null``, which epoll refuses)."""
+    mode = os.fstat(fileno).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fileno))
 
 
 class EditorGone(Exception):
@@ -74,23 +82,16 @@ class EditorPipe:
         loop = asyncio.get_running_loop()
         for stream in (self._stdin, self._stdout):
             self._blocking[stream.fileno()] = os.get_blocking(stream.fileno())
-        reader = asyncio.StreamReader(limit=CHUNK)
-        stdin = os.fdopen(os.dup(self._stdin.fileno()), "rb", buffering=0)
-        try:
+        if _watchable(self._stdin.fileno()):
+            reader = asyncio.StreamReader(limit=CHUNK)
+            stdin = os.fdopen(os.dup(self._stdin.fileno()), "rb", buffering=0)
             self._reading, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader), stdin
             )
             self._reader = reader
-        except (OSError, ValueError):
-            stdin.close()
-            log.debug("stdin is not a pipe; read by a thread")
-        stdout = os.fdopen(os.dup(self._stdout.fileno()), "wb", buffering=0)
-        try:
+        if _watchable(self._stdout.fileno()):
+            stdout = os.fdopen(os.dup(self._stdout.fileno()), "wb", buffering=0)
             transport, _ = await loop.connect_write_pipe(lambda: self._drain, stdout)
-        except (OSError, ValueError):
-            stdout.close()
-            log.debug("stdout is not a pipe; written directly")
-        else:
             # Every line waits until the pipe took it all: one message, one flush.
             transport.set_write_buffer_limits(high=0)
             self._writer = transport
