@@ -34,24 +34,32 @@ def relay_env(token: str | None, **extra: str) -> dict[str, str]:
 
 
 class Editor:
-    """The relay's stdio, as an editor sees it."""
+    """The relay's stdio, as an editor sees it: its stdin to write, its stdout to read; its
+    process, when the relay runs in one."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    def __init__(
+        self,
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        process: asyncio.subprocess.Process | None = None,
+    ) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+        self._process = process
         self.received: list[dict[str, Any]] = []
         self.not_json: list[bytes] = []
         self.stderr = bytearray()
         self._ids = itertools.count(1)
         self._changed = asyncio.Event()
-        self._tasks = [
-            asyncio.create_task(self._read_stdout()),
-            asyncio.create_task(self._read_stderr()),
-        ]
+        self._tasks = [asyncio.create_task(self._read_stdout())]
+        if process is not None:
+            self._tasks.append(asyncio.create_task(self._read_stderr()))
 
     @classmethod
     async def start(
         cls, *args: str, env: Mapping[str, str], module: str = "agent_gateway_acp"
     ) -> Editor:
+        """The relay in a child process, as editors run it."""
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -62,11 +70,17 @@ class Editor:
             stderr=asyncio.subprocess.PIPE,
             env=dict(env),
         )
-        return cls(process)
+        assert process.stdin is not None
+        assert process.stdout is not None
+        return cls(process.stdin, process.stdout, process)
+
+    @property
+    def process(self) -> asyncio.subprocess.Process:
+        assert self._process is not None
+        return self._process
 
     async def _read_stdout(self) -> None:
-        assert self.process.stdout is not None
-        while line := await self.process.stdout.readline():
+        while line := await self._stdout.readline():
             try:
                 message = json.loads(line)
             except ValueError:
@@ -97,9 +111,8 @@ class Editor:
     # --- speaking -----------------------------------------------------------------------
 
     async def write(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() + b"\n")
-        await self.process.stdin.drain()
+        self._stdin.write(line.encode() + b"\n")
+        await self._stdin.drain()
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.write(json.dumps({"jsonrpc": "2.0", **message}))
@@ -143,10 +156,9 @@ class Editor:
     # --- ending -------------------------------------------------------------------------
 
     async def close_stdin(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
+        self._stdin.close()
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            await self.process.stdin.wait_closed()
+            await self._stdin.wait_closed()
 
     async def exit_status(self) -> int:
         async with asyncio.timeout(TIMEOUT_S):
@@ -156,9 +168,10 @@ class Editor:
 
     async def kill(self) -> None:
         """Teardown: the relay is gone, whatever the test did."""
-        if self.process.returncode is None:
-            self.process.kill()
-        await self.process.wait()
+        if self._process is not None:
+            if self._process.returncode is None:
+                self._process.kill()
+            await self._process.wait()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

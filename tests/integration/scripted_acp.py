@@ -100,6 +100,8 @@ class ScriptedGateway:
         self.sessions: dict[str, Session] = {}
         self.losing: set[str] = set()
         """Methods whose next message is lost: the connection is cut as it arrives."""
+        self.ignoring: set[str] = set()
+        """Methods received and never answered while named here."""
         self._changed = asyncio.Event()
         self._server: Server | None = None
 
@@ -242,7 +244,8 @@ class ScriptedGateway:
                     ws.transport.abort()
                     break
                 self.received.append((conn.number, message))
-                await self._handle(conn, message)
+                if message.get("method") not in self.ignoring:
+                    await self._handle(conn, message)
                 self._touch()
         except ConnectionClosed:
             pass
