@@ -13,6 +13,8 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /opt/agent-gateway
 COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
+# The editor's ACP relay, in the gateway's package too (`agent-gateway acp`).
+COPY clients/acp/agent_gateway_acp ./clients/acp/agent_gateway_acp
 COPY migrations ./migrations
 # Editable, so `app` stays in /opt/agent-gateway next to migrations/ and agents/package.json,
 # which it finds relative to itself (`agent-gateway migrate`, the pinned versions).

@@ -1,5 +1,5 @@
-"""``agent-gateway``: serve, migrate, cleanup, doctor, and the admin commands (token, sessions,
-probe; implemented in ``app.admin``)."""
+"""``agent-gateway``: serve, migrate, cleanup, doctor, the admin commands (token, sessions,
+probe; implemented in ``app.admin``) and ``acp``, the editor's relay (``agent_gateway_acp``)."""
 
 from __future__ import annotations
 
@@ -177,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON array instead of the table"
     )
 
+    commands.add_parser(
+        "acp",
+        # Its options are the relay's own (agent_gateway_acp.cli), parsed by it: --help too.
+        add_help=False,
+        help="an editor's ACP agent: relay its stdio to a gateway",
+    )
+
     probe_command = command(
         commands,
         "probe",
@@ -214,7 +221,12 @@ def _positive(value: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "acp":
+        return _acp(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     from app.providers.catalog import resolve  # the providers' names; not for --help
 
     try:
@@ -240,6 +252,21 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, SchemaError) as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
         return 2
+
+
+def _acp(argv: list[str]) -> int:
+    """``agent-gateway acp``: the relay an editor starts (no settings, no database: it talks
+    to a gateway, perhaps this machine's, over its URL)."""
+    try:
+        from agent_gateway_acp.cli import main as relay
+    except ImportError:
+        print(
+            "agent-gateway: the ACP relay (agent_gateway_acp) is not installed with this "
+            "gateway; reinstall the gateway, or run agent-gateway-acp",
+            file=sys.stderr,
+        )
+        return 2
+    return relay(argv, prog="agent-gateway acp")
 
 
 async def _cleanup(settings: Settings) -> int:
