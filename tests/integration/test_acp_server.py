@@ -16,7 +16,7 @@ from acp import RequestError, text_block
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.acpclients import Editor, capabilities, choose, connected
-from tests.fakes.gateway import FakeGateway
+from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import TOKEN, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -349,3 +349,21 @@ async def test_an_acp_connection_to_any_replica_serves_any_session(
     assert editor.texts() == "fake reply" + "ran: echo there"
     with a.client() as on_a:
         assert on_a.get(f"/v1/sessions/{sid}").json()["owner"] == "gw-a"
+
+
+async def test_an_operator_may_have_the_editors_mcp_servers_dropped_with_a_note(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    gateway = make_fake_gateway(acp={"client_mcp_servers": "ignore"}).start()
+    editor = Editor()
+    server = HttpMcpServer(type="http", name="mine", url="http://127.0.0.1:1/mcp", headers=[])
+    async with connected(gateway, editor) as connection:
+        created = await connection.new_session(cwd=str(gateway.workspace), mcp_servers=[server])
+        await editor.wait_for(lambda: "left out: mine" in editor.texts())
+        stdio = McpServerStdio(name="evil", command="/bin/sh", args=[], env=[])
+        with pytest.raises(RequestError) as refused:
+            await connection.new_session(cwd=str(gateway.workspace), mcp_servers=[stdio])
+    assert "never started" in str(refused.value)
+    with gateway.client() as client:
+        listed = client.get("/v1/sessions").json()["sessions"]
+    assert [s["id"] for s in listed] == [created.session_id]

@@ -189,7 +189,13 @@ class GatewayAgent:
             admit_session(self._connection, self._manager, self._principal),
         ):
             row = await self._manager.create(request)
-        await self._attach(row, after=row.last_seq)
+        attached = await self._attach(row, after=row.last_seq)
+        if mcp_servers:  # the operator lets them be dropped (acp.client_mcp_servers)
+            names = ", ".join(server.name for server in mcp_servers)
+            attached.say_soon(
+                f"The gateway does not pass MCP servers from the editor to the agent; these "
+                f"were left out: {names}."
+            )
         modes, options = await self._choices(row)
         return NewSessionResponse(
             session_id=row.id,

@@ -143,7 +143,7 @@ class AttachedSession:
                 case LoggedEvent(json=text):
                     await self._on_event(json.loads(text))
                 case ResyncRequired(first_seq=first):
-                    await self._say(
+                    await self.say(
                         f"Events before #{first} of this session are no longer kept; the "
                         "history shown starts there."
                     )
@@ -280,7 +280,7 @@ class AttachedSession:
         meta = {GATEWAY_META: {"questionId": data.question_id, "turnId": turn_id}}
         form = elicitation_form(data)
         if not self._forms:
-            await self._say(
+            await self.say(
                 f"The agent asks: {form.message}\n(Answer it in the gateway's console or with "
                 f"POST /v1/sessions/{self.session_id}/questions/{data.question_id}.)"
             )
@@ -309,7 +309,14 @@ class AttachedSession:
         except GatewayError as exc:  # answered elsewhere first, expired, the session closed
             log.info("an ACP client's answer was not taken: %s", exc.detail)
 
-    async def _say(self, text: str) -> None:
+    def say_soon(self, text: str) -> None:
+        """``say`` ``text`` once the request being answered has been (the client knows the
+        session by then)."""
+        task = asyncio.create_task(self.say(text), name=f"acp-say-{self.session_id}")
+        self._track(f"say:{id(task)}", task)
+
+    async def say(self, text: str) -> None:
+        """A notice from the gateway to the client, as an agent message."""
         chunk = AgentMessageChunk(
             session_update="agent_message_chunk",
             content=TextContentBlock(type="text", text=text),
