@@ -18,6 +18,7 @@ from acp.schema import HttpMcpServer, McpServerStdio
 from tests.acpclients import Editor, capabilities, choose, connected
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
 from tests.gateway import TOKEN, wait_until
+from tests.integration.callers import ALICE, BOB, KEYS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -367,3 +368,21 @@ async def test_an_operator_may_have_the_editors_mcp_servers_dropped_with_a_note(
     with gateway.client() as client:
         listed = client.get("/v1/sessions").json()["sessions"]
     assert [s["id"] for s in listed] == [created.session_id]
+
+
+async def test_a_key_reaches_its_own_sessions_only(make_fake_gateway: FakeGatewayFactory) -> None:
+    gateway = make_fake_gateway(server=KEYS).start()
+    alice, bob = Editor(), Editor()
+    async with connected(gateway, alice, token=ALICE) as connection:
+        sid = await new_session(connection, gateway)
+    async with connected(gateway, bob, token=BOB) as connection:
+        for attempt in (
+            connection.load_session(cwd=str(gateway.workspace), session_id=sid, mcp_servers=[]),
+            connection.close_session(session_id=sid),
+        ):
+            with pytest.raises(RequestError) as refused:
+                await attempt
+            assert refused.value.code == -32002
+        assert (await connection.list_sessions()).sessions == []
+    with gateway.client() as client:
+        assert client.get(f"/v1/sessions/{sid}").json()["status"] != "closed"
