@@ -1,11 +1,10 @@
 """``/v1/acp``: the gateway as an Agent Client Protocol agent, over a WebSocket (docs/acp.md).
 
-The upgrade passes the same gate (Host, Origin, limits) and the same bearer keys as every
-route (the header, or ``?access_token=``); a refused upgrade gets the problem its REST
-request would. Once open, the socket carries JSON-RPC (app/api/acp/transport.py) between
-the client and the connection's ``GatewayAgent`` (app/api/acp/agent.py), through the ACP
-SDK's agent-side connection. A key rotated away closes the socket (1008); closing the socket
-never touches a session: its turn goes on and its approvals wait for a client.
+Once the upgrade is authenticated (app/api/acpsocket.py), the socket carries JSON-RPC
+(app/api/acp/transport.py) between the client and the connection's ``GatewayAgent``
+(app/api/acp/agent.py), through the ACP SDK's agent-side connection. A key rotated away
+closes the socket (1008); closing the socket never touches a session: its turn goes on and
+its approvals wait for a client.
 """
 
 from __future__ import annotations
@@ -17,34 +16,18 @@ from typing import Any
 
 from acp.agent.connection import AgentSideConnection
 from fastapi import WebSocket
-from fastapi.responses import JSONResponse
 
 from app.api.acp.agent import GatewayAgent
 from app.api.acp.prompts import PromptBook
 from app.api.acp.transport import RETIRED_REASON, WS_POLICY, WebSocketTransport
-from app.api.problems import error_headers
-from app.api.security import require_ws_token, watch_key
-from app.errors import GatewayError, problem_for
+from app.api.security import Principal, watch_key
 
 log = logging.getLogger(__name__)
 
 
-async def serve(websocket: WebSocket) -> None:
-    """Serve one ACP connection (app/api/acpsocket.py routes it here)."""
+async def serve(websocket: WebSocket, principal: Principal) -> None:
+    """Serve one ACP connection of ``principal`` (app/api/acpsocket.py authenticated it)."""
     app = websocket.app
-    try:
-        principal = await require_ws_token(websocket)
-    except GatewayError as exc:
-        log.info("refused an ACP connection: %s (%d)", exc.type, exc.status)
-        await websocket.send_denial_response(
-            JSONResponse(
-                problem_for(exc),
-                status_code=exc.status,
-                media_type="application/problem+json",
-                headers=error_headers(exc),
-            )
-        )
-        return
     await websocket.accept()
     settings = app.state.settings
     transport = WebSocketTransport(websocket, max_bytes=settings.server.ws_max_message_bytes)
