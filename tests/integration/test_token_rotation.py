@@ -117,3 +117,24 @@ def test_t23_an_event_stream_opened_with_a_rotated_token_ends(
         messages = list(reader)
     assert [m.event for m in messages][-1:] == ["evicted"]
     assert messages[-1].json()["reason"] == "key_retired"
+
+
+def test_t23_an_acp_connection_opened_with_a_rotated_token_runs_nothing(
+    gateway: FakeGateway,
+) -> None:
+    old = admin_token(gateway)
+    with connect(f"{gateway.ws_url}/v1/acp?access_token={old}", open_timeout=10) as ws:
+        initialize = {"protocolVersion": 1, "clientCapabilities": {}}
+        ws.send(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+        )
+        assert "result" in json.loads(ws.recv(timeout=10))
+        new = rotate(gateway)
+        params = {"cwd": str(gateway.workspace), "mcpServers": []}
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": params}))
+        frames, closed = until_closed(ws)
+    assert frames == []
+    assert closed.rcvd is not None
+    assert closed.rcvd.code == 1008
+    with as_key(gateway, new) as admin:
+        assert admin.get("/v1/sessions").json()["sessions"] == []

@@ -19,7 +19,8 @@ from fastapi import WebSocket
 
 from app.api.acp.agent import GatewayAgent
 from app.api.acp.prompts import PromptBook
-from app.api.acp.transport import RETIRED_REASON, WS_POLICY, WebSocketTransport
+from app.api.acp.transport import WebSocketTransport
+from app.api.events import RETIRED_REASON, WS_POLICY
 from app.api.security import Principal, watch_key
 
 log = logging.getLogger(__name__)

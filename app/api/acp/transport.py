@@ -23,15 +23,13 @@ from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 
+from app.api.events import RETIRED_REASON, WS_POLICY, WS_UNSUPPORTED_DATA
 from app.api.security import key_still_valid
 
 log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-WS_UNSUPPORTED_DATA = 1003
-WS_POLICY = 1008
-RETIRED_REASON = "the key this socket was opened with was rotated away"
 
 
 def error_message(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
