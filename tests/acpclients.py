@@ -132,10 +132,12 @@ async def connected(
     token: str = TOKEN,
     forms: bool = False,
     initialize: bool = True,
+    via: str | None = None,
 ) -> AsyncIterator[ClientSideConnection]:
-    """The SDK's client connected to the gateway's ``/v1/acp`` (and initialized)."""
+    """The SDK's client connected to the gateway's ``/v1/acp`` (and initialized); ``via``:
+    another ``ws://host:port`` that leads to it (a proxy)."""
     transport = await create_websocket_stream(
-        f"{gateway.ws_url}/v1/acp", headers={"Authorization": f"Bearer {token}"}
+        f"{via or gateway.ws_url}/v1/acp", headers={"Authorization": f"Bearer {token}"}
     )
     # The SDK's Client protocol, as far as these tests answer it.
     client = cast(Client, editor)
