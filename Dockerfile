@@ -82,7 +82,7 @@ RUN ln -s /opt/agent-gateway/docker/entrypoint.sh /usr/local/bin/docker-entrypoi
 COPY --chown=agent:agent agents/package.json agents/package-lock.json /home/agent/.local/lib/agent-clis/
 WORKDIR /home/agent/.local/lib/agent-clis
 RUN setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent \
-        npm install --no-save --omit=dev --no-audit --no-fund --loglevel=error \
+        npm install --no-save --no-audit --no-fund --omit=dev --loglevel=error \
     && setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent \
         npm install --prefix /home/agent/.config/opencode --save-exact --ignore-scripts \
         --no-audit --no-fund --loglevel=error \
