@@ -72,16 +72,17 @@ COPY --chmod=0644 docker/credentials.py /opt/agent-gateway/docker/credentials.py
 RUN ln -s /opt/agent-gateway/docker/entrypoint.sh /usr/local/bin/docker-entrypoint
 
 # The agent CLIs, at the versions of agents/package.json and its lockfile, into the agent's
-# own prefix (so CLAUDE_CODE_CLI_VERSION & co. can replace them at start). `npm install
-# --no-save` rather than `npm ci`: npm leaves other platforms' optional binaries out of the
-# lockfile, which `npm ci` then rejects as out of sync (see the Makefile).
+# own prefix (so CLAUDE_CODE_CLI_VERSION & co. can replace them at start); not its dev
+# dependencies (acpx, a client the tests drive the gateway with). `npm install --no-save`
+# rather than `npm ci`: npm leaves other platforms' optional binaries out of the lockfile,
+# which `npm ci` then rejects as out of sync (see the Makefile).
 # Then OpenCode's config-dir dependency, at the pinned OpenCode's version: OpenCode installs
 # it from the npm registry on its first start unless it is there, and a fresh named volume
 # on ~/.config/opencode starts with this copy.
 COPY --chown=agent:agent agents/package.json agents/package-lock.json /home/agent/.local/lib/agent-clis/
 WORKDIR /home/agent/.local/lib/agent-clis
 RUN setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent \
-        npm install --no-save --no-audit --no-fund --loglevel=error \
+        npm install --no-save --no-audit --no-fund --omit=dev --loglevel=error \
     && setpriv --reuid=agent --regid=agent --init-groups env HOME=/home/agent \
         npm install --prefix /home/agent/.config/opencode --save-exact --ignore-scripts \
         --no-audit --no-fund --loglevel=error \

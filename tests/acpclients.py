@@ -51,6 +51,9 @@ class Editor:
     answer: Answer = allow_once
     form_answers: dict[str, Any] | None = None
     """The content an elicitation form is accepted with (None: declined)."""
+    hold: bool = False
+    """Permission requests and forms are shown and never answered (the user is away until
+    the connection drops)."""
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permissions: list[Any] = field(default_factory=list)
     forms: list[Any] = field(default_factory=list)
@@ -66,6 +69,8 @@ class Editor:
         request = _Asked(options=options, session_id=session_id, tool_call=tool_call, meta=kwargs)
         self.permissions.append(request)
         self.arrived.set()
+        if self.hold:
+            await asyncio.Event().wait()
         chosen = self.answer(request)
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -76,6 +81,8 @@ class Editor:
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.forms.append((message, mode, kwargs))
         self.arrived.set()
+        if self.hold:
+            await asyncio.Event().wait()
         if self.form_answers is None:
             return DeclineElicitationResponse(action="decline")
         return AcceptElicitationResponse(action="accept", content=self.form_answers)
@@ -86,7 +93,11 @@ class Editor:
 
     def seqs(self) -> list[int]:
         """The event seq of each update (from ``_meta.agentGateway``)."""
-        return [u.field_meta["agentGateway"]["seq"] for _, u in self.updates if u.field_meta]
+        return [
+            u.field_meta["agentGateway"]["seq"]
+            for _, u in self.updates
+            if u.field_meta and "seq" in u.field_meta["agentGateway"]
+        ]
 
     async def wait_for(self, condition: Callable[[], Any], limit_s: float = 30.0) -> Any:
         """Until ``condition()`` is truthy, woken by each update or request."""
@@ -121,10 +132,12 @@ async def connected(
     token: str = TOKEN,
     forms: bool = False,
     initialize: bool = True,
+    via: str | None = None,
 ) -> AsyncIterator[ClientSideConnection]:
-    """The SDK's client connected to the gateway's ``/v1/acp`` (and initialized)."""
+    """The SDK's client connected to the gateway's ``/v1/acp`` (and initialized); ``via``:
+    another ``ws://host:port`` that leads to it (a proxy)."""
     transport = await create_websocket_stream(
-        f"{gateway.ws_url}/v1/acp", headers={"Authorization": f"Bearer {token}"}
+        f"{via or gateway.ws_url}/v1/acp", headers={"Authorization": f"Bearer {token}"}
     )
     # The SDK's Client protocol, as far as these tests answer it.
     client = cast(Client, editor)

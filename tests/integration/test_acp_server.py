@@ -190,6 +190,56 @@ async def test_a_reconnect_mid_turn_loses_and_doubles_no_update(
     assert not set(first.seqs()) & set(second.seqs())
 
 
+@pytest.mark.parametrize(
+    ("prompt", "asked", "ran"),
+    [
+        ("ask:echo hi", "permissions", "ran: echo hi"),
+        ("question:Proceed?", "forms", 'answered: {"Proceed?": "Yes"}'),
+    ],
+)
+async def test_what_a_dropped_client_left_unanswered_is_asked_again_on_load(
+    fake_gateway: FakeGateway, prompt: str, asked: str, ran: str
+) -> None:
+    """The connection drops while the editor shows a permission request or a form; the
+    editor that loads the session is asked it again, with the same id, and its answer
+    settles the turn."""
+    first = Editor(hold=True)
+    async with connected(fake_gateway, first, forms=True) as connection:
+        created = await connection.new_session(cwd=str(fake_gateway.workspace), mcp_servers=[])
+        sid = created.session_id
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block(prompt)])
+        )
+        await first.wait_for(lambda: getattr(first, asked))
+        prompting.cancel()
+    assert created.field_meta is not None
+    seen = max([created.field_meta["agentGateway"]["seq"], *first.seqs()])
+    second = Editor(form_answers={"question_0": "Yes"})
+    async with connected(fake_gateway, second, forms=True) as connection:
+        await connection.load_session(
+            cwd=str(fake_gateway.workspace),
+            session_id=sid,
+            mcp_servers=[],
+            agentGateway={"after": seen},
+        )
+        await second.wait_for(lambda: getattr(second, asked))
+        with rest(fake_gateway) as client:
+            turn_id = client.get(f"/v1/sessions/{sid}/turns").json()["turns"][0]["id"]
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": turn_id}
+        )
+    if asked == "permissions":
+        (before,), (again,) = first.permissions, second.permissions
+        assert again.meta["agentGateway"] == before.meta["agentGateway"]
+        assert again.tool_call.tool_call_id == before.tool_call.tool_call_id
+    else:
+        ((_, _, before),), ((message, _, again),) = first.forms, second.forms
+        assert again["agentGateway"] == before["agentGateway"]
+        assert message == "Proceed?"
+    assert ended["stopReason"] == "end_turn"
+    assert second.texts().endswith(ran)
+
+
 async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
     first = Editor()
     async with connected(fake_gateway, first) as connection:

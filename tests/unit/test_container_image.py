@@ -217,6 +217,8 @@ def test_cli_versions_come_only_from_the_lockfile(final_stage: list[Instruction]
     workdirs = [i.value for i in final_stage if i.keyword in {"WORKDIR", "RUN"}]
     install = workdirs.index(prefix) + 1  # the RUN right after entering the prefix
     assert "npm install --no-save --no-audit --no-fund" in workdirs[install]
+    # The dev dependencies (acpx, a client the tests drive the gateway with) stay out.
+    assert "--omit=dev" in workdirs[install]
     runs = " ".join(i.value for i in final_stage if i.keyword == "RUN")
     assert "npm ci" not in runs
     assert " -g " not in runs

@@ -37,9 +37,10 @@ from app.api.acp.interaction import (
 from app.api.acp.options import GATEWAY_META
 from app.api.acp.updates import UpdateTranslator
 from app.errors import GatewayError
-from app.events.interaction import ApprovalRequested, QuestionAsked
+from app.events.interaction import ApprovalOption, ApprovalRequested, QuestionAsked
 from app.records import ApprovalRecord
 from app.runtime import reads
+from app.runtime.approvals import OPTION_LABELS
 from app.runtime.commands import Answer, Issuer, Respond
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
@@ -337,11 +338,17 @@ class AttachedSession:
 
 
 def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
+    """The ``approval.requested`` a pending row was announced with (the row keeps only the
+    decisions offered; their labels are the ones the approval was asked with)."""
     return ApprovalRequested(
         approval_id=row.id,
         tool=row.tool,
         input=row.input,
-        options=row.options,
+        options=[
+            ApprovalOption(decision=decision, label=OPTION_LABELS[decision])
+            for decision in row.options
+            if isinstance(decision, str) and decision in OPTION_LABELS
+        ],
         expires_at=row.expires_at,
         title=row.title,
         tool_id=row.tool_id,
