@@ -3,8 +3,8 @@
 
 Small modules with one concern each are how this code base stays readable (see the style
 notes in README.md), so ``make lint`` holds the size: no module of ``app/``, ``scripts/``,
-``docker/`` or ``benchmarks/`` over 500 lines, no module of ``tests/`` over 600 (a test
-module repeats its setup more than code does). Lines are counted as the file has them:
+``docker/``, ``benchmarks/`` or ``clients/`` over 500 lines, no module of ``tests/`` over 600
+(a test module repeats its setup more than code does). Lines are counted as the file has them:
 blank lines, comments and docstrings included, because a reader scrolls past them too.
 
 Exit status: 0 every module within its budget, 1 one or more over it.
@@ -22,6 +22,7 @@ BUDGETS: Mapping[str, int] = {
     "scripts": 500,
     "docker": 500,
     "benchmarks": 500,
+    "clients": 500,
     "tests": 600,
 }
 """The most lines a module may have, by the top-level directory it lives in."""
