@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from agent_gateway_sdk.events import (
     TURN_END_TYPES,
@@ -28,9 +28,10 @@ class ApprovalAnswer:
     updated_input: Mapping[str, Any] | None = None
 
 
-ApprovalReply = Decision | ApprovalAnswer | None
-"""What an approval callback returns: a decision, a fuller answer, or ``None`` to leave the
-approval pending (another client answers it, or it expires)."""
+ApprovalReply = Decision | str | ApprovalAnswer | None
+"""What an approval callback returns: a decision (``"allow"``, ``"deny"``,
+``"allow_session"``), a fuller answer, or ``None`` to leave the approval pending (another
+client answers it, or it expires). Any other string is a ``ValueError``, raised by ``run()``."""
 QuestionReply = Sequence[Answer | Mapping[str, Any]] | None
 """What a question callback returns: one answer per question, in order, or ``None``."""
 
@@ -41,12 +42,12 @@ def approval_answer(reply: object) -> ApprovalAnswer | None:
     """A callback's reply as an ``ApprovalAnswer`` (``None``: leave it pending)."""
     if reply is None or isinstance(reply, ApprovalAnswer):
         return reply
-    if isinstance(reply, str) and reply in _DECISIONS:
-        return ApprovalAnswer(decision=reply)  # type: ignore[arg-type]  # checked above
-    raise TypeError(
-        f"an approval callback returns allow, deny, allow_session, an "
-        f"ApprovalAnswer or None, not {reply!r}"
-    )
+    wanted = "allow, deny, allow_session, an ApprovalAnswer or None"
+    if isinstance(reply, str):
+        if reply not in _DECISIONS:
+            raise ValueError(f"an approval callback returns {wanted}, not {reply!r}")
+        return ApprovalAnswer(decision=cast(Decision, reply))
+    raise TypeError(f"an approval callback returns {wanted}, not {reply!r}")
 
 
 def ends_turn(event: Event, turn_id: str) -> bool:
