@@ -25,6 +25,7 @@ from agent_gateway_sdk import (
     Recovered,
     ResyncRequired,
     Shutdown,
+    UnexpectedResponse,
     UnknownEvent,
 )
 from agent_gateway_sdk.events import Event, MessageDeltaEvent, TurnCompletedEvent
@@ -328,3 +329,20 @@ def test_an_evicted_frame_is_told_before_the_reconnect(kind: str) -> None:
     ):
         collect(kind, server, session_events(on_control=frames.append))
     assert frames == [Evicted(last_seq_sent=1, reason="key_retired")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_event_of_another_shape_is_an_unexpected_response(kind: str) -> None:
+    malformed = event(1, kind="turn.completed", no_final_text=True)
+    with serve([CONNECTED, malformed, END]) as server, pytest.raises(UnexpectedResponse):
+        collect(kind, server, session_events())
+
+
+def test_an_answer_of_another_shape_is_an_unexpected_response() -> None:
+    html = Status(200, b"<html>a proxy's page</html>", {"Content-Type": "text/html"})
+    with (
+        serve(html) as server,
+        Client(server.url, token="key") as client,
+        pytest.raises(UnexpectedResponse, match="GET /v1/sessions/ses_1 answered 200"),
+    ):
+        client.sessions.get("ses_1")

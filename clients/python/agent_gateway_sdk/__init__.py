@@ -37,6 +37,7 @@ from agent_gateway_sdk.errors import (
     RateLimited,
     ServerError,
     ServiceUnavailable,
+    UnexpectedResponse,
     UnprocessableEntity,
 )
 from agent_gateway_sdk.events import Event, EventPage, UnknownEvent, parse_event
@@ -95,6 +96,7 @@ __all__ = [
     "Shutdown",
     "Turn",
     "TurnOutcome",
+    "UnexpectedResponse",
     "UnknownEvent",
     "UnprocessableEntity",
     "UsageReport",

@@ -114,12 +114,15 @@ def revert_session(session_id: str, *, to_turn: str) -> Call[Revert]:
     return Call("POST", path, TypeAdapter(Revert), body=body(to_turn=to_turn))
 
 
-def changes(
-    session_id: str, *, from_: str | None, to: str | None, patch: bool = False
-) -> Call[Any]:
-    params = query(**{"from": from_, "to": to, "format": "patch" if patch else None})
-    reads: TypeAdapter[Any] = _text if patch else TypeAdapter(Changes)
-    return Call("GET", session_path(session_id, "changes"), reads, params=params, text=patch)
+def changes(session_id: str, *, from_: str | None, to: str | None) -> Call[Changes]:
+    params = query(**{"from": from_, "to": to})
+    return Call("GET", session_path(session_id, "changes"), TypeAdapter(Changes), params=params)
+
+
+def patch(session_id: str, *, from_: str | None, to: str | None) -> Call[str]:
+    params = query(**{"from": from_, "to": to, "format": "patch"})
+    path = session_path(session_id, "changes")
+    return Call("GET", path, _text, params=params, text=True)
 
 
 def interrupt(session_id: str) -> Call[InterruptAccepted]:

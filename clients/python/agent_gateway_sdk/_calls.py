@@ -13,7 +13,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from agent_gateway_sdk._version import __version__
-from agent_gateway_sdk.errors import ConnectionFailed, error_for
+from agent_gateway_sdk.errors import UnexpectedResponse, error_for
 
 T = TypeVar("T")
 
@@ -91,16 +91,18 @@ def result(call: Call[T], response: httpx.Response) -> T:
     """The call's result from a read answer, or the ``ApiError`` it stands for."""
     if response.status_code >= 400 and response.status_code not in call.accept:
         raise error_for(response.status_code, response.content, dict(response.headers))
-    if call.text:
-        return call.reads.validate_python(response.text)
-    value = response.json()
-    if call.unwrap is not None:
-        value = value[call.unwrap]
-    return call.reads.validate_python(value)
-
-
-def unreachable(exc: httpx.TransportError, base_url: httpx.URL) -> ConnectionFailed:
-    return ConnectionFailed(f"could not reach the gateway at {base_url}: {exc!r}")
+    try:
+        if call.text:
+            return call.reads.validate_python(response.text)
+        value = response.json()
+        if call.unwrap is not None:
+            value = value[call.unwrap]
+        return call.reads.validate_python(value)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise UnexpectedResponse(
+            f"{call.method} {call.path} answered {response.status_code} with what this SDK "
+            f"cannot read: {exc}"
+        ) from exc
 
 
 def headers(token: str | None) -> dict[str, str]:

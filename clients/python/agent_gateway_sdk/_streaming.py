@@ -27,7 +27,7 @@ from agent_gateway_sdk.controls import (
     Shutdown,
     parse_control,
 )
-from agent_gateway_sdk.errors import EventsSkipped
+from agent_gateway_sdk.errors import EventsSkipped, UnexpectedResponse
 from agent_gateway_sdk.events import Event, parse_event_json
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
@@ -130,7 +130,10 @@ class StreamState:
         return None
 
     def _event(self, message: SseMessage) -> Step:
-        event = parse_event_json(message.data)
+        try:
+            event = parse_event_json(message.data)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise UnexpectedResponse(f"an event this SDK cannot read: {exc}") from exc
         if self.cursor is not None and event.seq <= self.cursor:
             return None
         self.cursor = event.seq

@@ -95,7 +95,7 @@ class AsyncClient:
         try:
             response = await self.http.send(build(self.http, call))
         except httpx.TransportError as exc:
-            raise ConnectionFailed(f"could not reach {self.http.base_url}: {exc!r}") from exc
+            raise ConnectionFailed(f"no answer from {self.http.base_url}: {exc!r}") from exc
         return result(call, response)
 
     def stream(
@@ -260,13 +260,11 @@ class AsyncSession:
     async def changes(self, *, from_: str | None = None, to: str | None = None) -> Changes:
         """What changed between ``from_`` (``start`` or a turn id: its start) and ``to``
         (``now`` or a turn id: its end)."""
-        found: Changes = await self._client.send(_api.changes(self.id, from_=from_, to=to))
-        return found
+        return await self._client.send(_api.changes(self.id, from_=from_, to=to))
 
     async def patch(self, *, from_: str | None = None, to: str | None = None) -> str:
         """The same changes as a patch ``git apply`` takes (binary files included)."""
-        text: str = await self._client.send(_api.changes(self.id, from_=from_, to=to, patch=True))
-        return text
+        return await self._client.send(_api.patch(self.id, from_=from_, to=to))
 
     def events(
         self, after: int | None = None, *, on_control: OnControl | None = None

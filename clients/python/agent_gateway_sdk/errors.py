@@ -16,6 +16,7 @@ AgentGatewayError            the root: anything this SDK raises on purpose
 │       └── ServiceUnavailable  503  see ``retry_after``
 ├── ConnectionFailed         the gateway could not be reached, or a stream could not be resumed
 │                            within its reconnect timeout
+├── UnexpectedResponse       an answer or an event this SDK cannot read (not the API it speaks)
 └── EventsSkipped            a stream's cursor was older than the events the gateway keeps
                              (``resync_required``) and no ``on_control`` handler was given
 """
@@ -109,6 +110,11 @@ class ServiceUnavailable(ServerError):
 
 class ConnectionFailed(AgentGatewayError):
     """The gateway could not be reached (or a stream not resumed within its timeout)."""
+
+
+class UnexpectedResponse(AgentGatewayError):
+    """An answer or an event that does not have the shape of the API this SDK speaks (a
+    gateway of another API version, or something else at the URL)."""
 
 
 class EventsSkipped(AgentGatewayError):
