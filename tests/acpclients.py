@@ -51,6 +51,9 @@ class Editor:
     answer: Answer = allow_once
     form_answers: dict[str, Any] | None = None
     """The content an elicitation form is accepted with (None: declined)."""
+    decided: asyncio.Event | None = None
+    """When given, permissions and forms are answered only once it is set (a user who has
+    not decided yet)."""
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permissions: list[Any] = field(default_factory=list)
     forms: list[Any] = field(default_factory=list)
@@ -66,6 +69,8 @@ class Editor:
         request = _Asked(options=options, session_id=session_id, tool_call=tool_call, meta=kwargs)
         self.permissions.append(request)
         self.arrived.set()
+        if self.decided is not None:
+            await self.decided.wait()
         chosen = self.answer(request)
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -76,6 +81,8 @@ class Editor:
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.forms.append((message, mode, kwargs))
         self.arrived.set()
+        if self.decided is not None:
+            await self.decided.wait()
         if self.form_answers is None:
             return DeclineElicitationResponse(action="decline")
         return AcceptElicitationResponse(action="accept", content=self.form_answers)

@@ -190,6 +190,70 @@ async def test_a_reconnect_mid_turn_loses_and_doubles_no_update(
     assert not set(first.seqs()) & set(second.seqs())
 
 
+async def test_a_pending_permission_is_asked_again_of_a_client_that_loads_the_session(
+    fake_gateway: FakeGateway,
+) -> None:
+    first = Editor(decided=asyncio.Event())  # never answers
+    async with connected(fake_gateway, first) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("ask:echo later")])
+        )
+        await first.wait_for(lambda: first.permissions)
+        prompting.cancel()
+    (asked,) = first.permissions
+    approval_id = asked.meta["agentGateway"]["approvalId"]
+    turn_id = asked.meta["agentGateway"]["turnId"]
+    with rest(fake_gateway) as client:
+        last_seq = client.get(f"/v1/sessions/{sid}").json()["last_seq"]  # waiting: no new events
+    second = Editor()
+    async with connected(fake_gateway, second) as connection:
+        loaded = await connection.load_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        assert loaded.field_meta == {"agentGateway": {"seq": last_seq}}
+        await second.wait_for(lambda: second.permissions)
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": turn_id}
+        )
+    assert ended["stopReason"] == "end_turn"
+    (again,) = second.permissions
+    assert again.meta["agentGateway"] == {"approvalId": approval_id, "turnId": turn_id}
+    assert [o.option_id for o in again.options] == [o.option_id for o in asked.options]
+    assert again.tool_call.tool_call_id == asked.tool_call.tool_call_id
+    assert second.texts().endswith("ran: echo later")
+
+
+async def test_a_pending_question_is_asked_again_of_a_client_that_loads_the_session(
+    fake_gateway: FakeGateway,
+) -> None:
+    first = Editor(decided=asyncio.Event())
+    async with connected(fake_gateway, first, forms=True) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("question:Proceed?")])
+        )
+        await first.wait_for(lambda: first.forms)
+        prompting.cancel()
+    ((message, mode, meta),) = first.forms
+    second = Editor(form_answers={"question_0": "No"})
+    async with connected(fake_gateway, second, forms=True) as connection:
+        await connection.load_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        await second.wait_for(lambda: second.forms)
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn",
+            {"sessionId": sid, "turnId": meta["agentGateway"]["turnId"]},
+        )
+    assert ended["stopReason"] == "end_turn"
+    ((again_message, again_mode, again_meta),) = second.forms
+    assert again_meta == meta
+    assert again_message == message
+    assert again_mode.requested_schema == mode.requested_schema
+    assert second.texts().endswith('answered: {"Proceed?": "No"}')
+
+
 async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
     first = Editor()
     async with connected(fake_gateway, first) as connection:

@@ -38,8 +38,8 @@ from app.api.acp.options import GATEWAY_META
 from app.api.acp.updates import UpdateTranslator
 from app.errors import GatewayError
 from app.events.interaction import ApprovalRequested, QuestionAsked
-from app.records import ApprovalRecord
 from app.runtime import reads
+from app.runtime.approvals import asked, requested
 from app.runtime.commands import Answer, Issuer, Respond
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
@@ -235,9 +235,9 @@ class AttachedSession:
             if row.id in self._asks:
                 continue
             if row.kind == "question":
-                self._ask_question(_question_of(row), row.turn_id)
+                self._ask_question(asked(row), row.turn_id)
             else:
-                self._ask_approval(_approval_of(row), row.turn_id)
+                self._ask_approval(requested(row), row.turn_id)
 
     def _ask_approval(self, data: ApprovalRequested, turn_id: str | None) -> None:
         self._track(data.approval_id, self._permission(data, turn_id))
@@ -334,24 +334,3 @@ class AttachedSession:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
-    return ApprovalRequested(
-        approval_id=row.id,
-        tool=row.tool,
-        input=row.input,
-        options=row.options,
-        expires_at=row.expires_at,
-        title=row.title,
-        tool_id=row.tool_id,
-    )
-
-
-def _question_of(row: ApprovalRecord) -> QuestionAsked:
-    return QuestionAsked(
-        question_id=row.id,
-        questions=row.input.get("questions"),
-        expires_at=row.expires_at,
-        tool_id=row.tool_id,
-    )
