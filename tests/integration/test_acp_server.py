@@ -17,7 +17,7 @@ from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.acpclients import Editor, capabilities, choose, connected
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
-from tests.gateway import TOKEN, wait_until
+from tests.gateway import TOKEN, log_lines, wait_until
 from tests.integration.callers import ALICE, BOB, KEYS
 
 pytestmark = pytest.mark.timeout(120)
@@ -252,6 +252,29 @@ async def test_a_pending_question_is_asked_again_of_a_client_that_loads_the_sess
     assert again_message == message
     assert again_mode.requested_schema == mode.requested_schema
     assert second.texts().endswith('answered: {"Proceed?": "No"}')
+
+
+async def test_a_client_that_leaves_mid_prompt_is_no_error_of_the_gateways(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+    prompting.cancel()
+
+    def errors() -> list[str]:
+        return [line["msg"] for line in log_lines(fake_gateway) if line["level"] == "error"]
+
+    # The prompt's answer (the turn's end is unknown to a connection that closed) finds the
+    # socket closed: a client that left, not an error of the gateway's.
+    wait_until(lambda: "left before its request" in fake_gateway.log() or errors())
+    assert errors() == []
+    with rest(fake_gateway) as client:
+        assert client.get(f"/v1/sessions/{sid}").json()["status"] == "running"
 
 
 async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
