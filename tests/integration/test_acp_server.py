@@ -324,6 +324,27 @@ async def test_a_second_prompt_while_one_runs_is_refused(fake_gateway: FakeGatew
         assert (await prompting).stop_reason == "cancelled"
 
 
+async def test_a_refused_prompt_hides_no_later_turn_with_the_same_text(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+        with pytest.raises(RequestError):
+            await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        await connection.cancel(session_id=sid)
+        assert (await prompting).stop_reason == "cancelled"
+        with rest(fake_gateway) as client:  # someone else asks the same
+            started = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hello"})
+            assert started.status_code == 202
+        await editor.wait_for(lambda: editor.texts().endswith("fake reply"))
+    assert editor.texts("user_message_chunk") == "hello"
+
+
 @pytest.mark.parametrize(
     ("cwd", "servers", "expected"),
     [

@@ -365,10 +365,14 @@ class GatewayAgent:
 
         async def start() -> str:
             attached.expect_echo(text)
-            async with self._call():
-                turn = await self._manager.execute(
-                    StartTurn(session_id=session_id, prompt=text), self._issuer
-                )
+            try:
+                async with self._call():
+                    turn = await self._manager.execute(
+                        StartTurn(session_id=session_id, prompt=text), self._issuer
+                    )
+            except BaseException:
+                attached.forget_echo(text)
+                raise
             return turn.id
 
         if prompt_id is None:

@@ -161,6 +161,12 @@ class AttachedSession:
         ``user_message_chunk`` is not sent back."""
         self._echoes.append(prompt)
 
+    def forget_echo(self, prompt: str) -> None:
+        """``prompt`` started no turn (it was refused): a later turn with the same text,
+        from another client, is shown."""
+        if prompt in self._echoes:
+            self._echoes.remove(prompt)
+
     async def _on_event(self, event: dict[str, Any]) -> None:
         seq = event["seq"]
         live = seq > self._boundary
