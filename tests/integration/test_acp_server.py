@@ -305,6 +305,23 @@ async def test_sessions_are_listed_and_closed(fake_gateway: FakeGateway) -> None
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "closed"
 
 
+async def test_a_fork_answers_with_the_seq_it_follows_from(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        forked = await connection.fork_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        with rest(fake_gateway) as client:
+            fork = client.get(f"/v1/sessions/{forked.session_id}").json()
+        assert forked.field_meta == {"agentGateway": {"seq": fork["last_seq"]}}
+        answered = await connection.prompt(
+            session_id=forked.session_id, prompt=[text_block("again")]
+        )
+    assert answered.stop_reason == "end_turn"
+
+
 # --- refusals ---------------------------------------------------------------------------------
 
 

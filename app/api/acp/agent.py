@@ -265,7 +265,12 @@ class GatewayAgent:
             row = await self._manager.execute(Fork(session_id=session_id), self._issuer)
         await self._attach(row, after=row.last_seq)
         modes, options = await self._choices(row)
-        return ForkSessionResponse(session_id=row.id, modes=modes, config_options=options)
+        return ForkSessionResponse(
+            session_id=row.id,
+            modes=modes,
+            config_options=options,
+            field_meta={GATEWAY_META: {"seq": row.last_seq}},
+        )
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
