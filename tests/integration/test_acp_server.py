@@ -277,6 +277,33 @@ async def test_a_client_that_leaves_mid_prompt_is_no_error_of_the_gateways(
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "running"
 
 
+async def test_await_turn_of_an_ended_turn_answers_as_its_prompt_did(
+    fake_gateway: FakeGateway,
+) -> None:
+    """The answer a dropped connection lost comes the same through ``awaitTurn`` (or a
+    prompt sent again under its ``promptId``) as it came to ``session/prompt``."""
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        completed = await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        with pytest.raises(RequestError) as failed:
+            await connection.prompt(session_id=sid, prompt=[text_block("fail-auth")])
+        assert completed.field_meta is not None
+        assert failed.value.data is not None
+        ended = [completed.field_meta["agentGateway"]["turnId"], failed.value.data["turn_id"]]
+        again = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": ended[0]}
+        )
+        with pytest.raises(RequestError) as failed_again:
+            await connection.ext_method(
+                "agentGateway/awaitTurn", {"sessionId": sid, "turnId": ended[1]}
+            )
+    assert again == completed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert failed_again.value.code == failed.value.code
+    assert str(failed_again.value) == str(failed.value)
+    assert failed_again.value.data == failed.value.data
+
+
 async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
     first = Editor()
     async with connected(fake_gateway, first) as connection:

@@ -8,7 +8,7 @@
         is answered, ``ask_pending``)
       later events: live updates; an ``approval.requested`` is a ``session/request_permission``,
         a ``question.asked`` an ``elicitation/create`` form (a message to a client that
-        cannot show forms); the turn's end answers its ``session/prompt`` (``turn_end``)
+        cannot show forms); the turn's end answers its ``session/prompt`` (``answer``)
 
 A subscription that ends early (the follower fell behind, a replica moved) is opened again
 after the last seq sent: nothing is lost or sent twice. A dropped connection never touches
@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from acp import RequestError
 from acp.schema import AgentMessageChunk, ElicitationFormSessionMode, TextContentBlock
 
+from app.api.acp.answers import answer_of, ended
 from app.api.acp.interaction import (
     answers_from,
     decision_for,
@@ -54,6 +55,9 @@ from app.runtime.subscription import (
 log = logging.getLogger(__name__)
 
 TURN_ENDS = frozenset({"turn.completed", "turn.failed", "turn.interrupted"})
+TURN_DONE = frozenset({"completed", "failed", "interrupted"})
+END_LOGGED_S = 5.0
+"""How long an ended turn's end event may take to be logged before its row answers for it."""
 ENDED_KEPT = 64
 """Turn ends a follower remembers for ``turn_end`` (a prompt awaits its own at once)."""
 PENDING_PAGE = 100
@@ -221,6 +225,22 @@ class AttachedSession:
         if waiter is None:
             waiter = self._waiters[turn_id] = asyncio.get_running_loop().create_future()
         return await asyncio.shield(waiter)
+
+    async def answer(self, turn_id: str) -> dict[str, Any]:
+        """What ``session/prompt`` answers for ``turn_id`` once it has ended (at once when
+        it has): from its end event, followed or read from the log; from the turn's row when
+        the log no longer holds its end."""
+        turn = await reads.get_turn(self._manager, self.session_id, turn_id, owner=self._owner)
+        if turn.status not in TURN_DONE or turn_id in self._ended:
+            return answer_of(await self.turn_end(turn_id))
+        logged = await reads.turn_end(self._manager, self.session_id, turn_id)
+        if logged is not None:
+            return answer_of(json.loads(logged.json))
+        try:  # a turn's row says it ended just before its end event is logged
+            async with asyncio.timeout(END_LOGGED_S):
+                return answer_of(await self.turn_end(turn_id))
+        except TimeoutError:
+            return ended(turn)
 
     # --- approvals and questions ----------------------------------------------------------
 
