@@ -43,6 +43,7 @@ BENCHMARKS = (
     "peer",
     "coalescing",
     "snapshots",
+    "acp_latency",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

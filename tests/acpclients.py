@@ -54,6 +54,9 @@ class Editor:
     hold: bool = False
     """Permission requests and forms are shown and never answered (the user is away until
     the connection drops)."""
+    decided: asyncio.Event | None = None
+    """When given, permissions and forms are answered only once it is set (a user who has
+    not decided yet)."""
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permissions: list[Any] = field(default_factory=list)
     forms: list[Any] = field(default_factory=list)
@@ -71,6 +74,8 @@ class Editor:
         self.arrived.set()
         if self.hold:
             await asyncio.Event().wait()
+        if self.decided is not None:
+            await self.decided.wait()
         chosen = self.answer(request)
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -83,6 +88,8 @@ class Editor:
         self.arrived.set()
         if self.hold:
             await asyncio.Event().wait()
+        if self.decided is not None:
+            await self.decided.wait()
         if self.form_answers is None:
             return DeclineElicitationResponse(action="decline")
         return AcceptElicitationResponse(action="accept", content=self.form_answers)

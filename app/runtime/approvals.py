@@ -20,12 +20,13 @@ import asyncio
 import dataclasses
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from app.errors import ApprovalNotPending, InvalidRequest, NotFound, QuestionNotPending
 from app.events import (
+    ApprovalDecision,
     ApprovalOption,
     ApprovalRequested,
     ApprovalResolved,
@@ -49,7 +50,11 @@ from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
 
-OPTION_LABELS = {"allow": "Allow", "deny": "Deny", "allow_session": "Allow for this session"}
+OPTION_LABELS: dict[ApprovalDecision, str] = {
+    "allow": "Allow",
+    "deny": "Deny",
+    "allow_session": "Allow for this session",
+}
 EXPIRED_MESSAGE = "The approval request expired before anyone answered it."
 
 A = TypeVar("A")
@@ -148,9 +153,7 @@ class ApprovalBroker:
                 approval_id=approval_id,
                 tool=request.tool,
                 input=request.input,
-                options=[
-                    ApprovalOption(decision=d, label=OPTION_LABELS[d]) for d in request.options
-                ],
+                options=offered(request.options),
                 expires_at=expires_at,
                 title=request.title,
                 tool_id=request.tool_id,
@@ -380,6 +383,37 @@ class ApprovalBroker:
             ApprovalResolved(approval_id=approval_id, decision="deny", by="gateway", reason=reason)
         )
         log.info("approval %s of session %s %s", approval_id, self._session_id, reason)
+
+
+def offered(decisions: Iterable[object]) -> list[ApprovalOption]:
+    """The options of an approval offering ``decisions`` (as its row keeps them), in their
+    order, as ``approval.requested`` carries them."""
+    options = {d: ApprovalOption(decision=d, label=label) for d, label in OPTION_LABELS.items()}
+    return [options[d] for d in decisions if isinstance(d, str) and d in options]
+
+
+def requested(row: ApprovalRecord) -> ApprovalRequested:
+    """The ``approval.requested`` that announced the pending approval ``row``, rebuilt from
+    it (to ask it again)."""
+    return ApprovalRequested(
+        approval_id=row.id,
+        tool=row.tool,
+        input=row.input,
+        options=offered(row.options),
+        expires_at=row.expires_at,
+        title=row.title,
+        tool_id=row.tool_id,
+    )
+
+
+def asked(row: ApprovalRecord) -> QuestionAsked:
+    """The ``question.asked`` that announced the pending question ``row``, rebuilt from it."""
+    return QuestionAsked(
+        question_id=row.id,
+        questions=asked_questions(row.input),
+        expires_at=row.expires_at,
+        tool_id=row.tool_id,
+    )
 
 
 def edit_refusal(

@@ -16,6 +16,7 @@ from app.records import (
     ApprovalStatus,
     SessionRecord,
     SessionStatus,
+    StoredEvent,
     TurnRecord,
     UsageGroup,
     UsageTotals,
@@ -89,6 +90,26 @@ async def list_approvals(
     return await manager.store.list_approvals(
         session_id, status=status, limit=limit, before=before, max_bytes=_page_bytes(manager)
     )
+
+
+TURN_ENDS = ("turn.completed", "turn.failed", "turn.interrupted")
+END_PAGE = 50
+
+
+async def turn_end(manager: Sessions, session_id: str, turn_id: str) -> StoredEvent | None:
+    """The event that ended ``turn_id`` (the caller has read the turn: it is the caller's),
+    or None when the log no longer holds it (retention) or the turn has not ended."""
+    before = await manager.store.last_event_seq(session_id) + 1
+    while True:
+        ends = await manager.store.events_before(
+            session_id, before=before, types=TURN_ENDS, limit=END_PAGE
+        )
+        for end in ends:
+            if end.turn_id == turn_id:
+                return end
+        if len(ends) < END_PAGE:
+            return None
+        before = ends[-1].seq
 
 
 async def turn_started_at(manager: Sessions, session_id: str, *, at_or_before: int) -> int | None:

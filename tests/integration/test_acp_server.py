@@ -17,7 +17,7 @@ from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.acpclients import Editor, capabilities, choose, connected
 from tests.fakes.gateway import FakeGateway, FakeGatewayFactory
-from tests.gateway import TOKEN, wait_until
+from tests.gateway import TOKEN, log_lines, wait_until
 from tests.integration.callers import ALICE, BOB, KEYS
 
 pytestmark = pytest.mark.timeout(120)
@@ -240,6 +240,120 @@ async def test_what_a_dropped_client_left_unanswered_is_asked_again_on_load(
     assert second.texts().endswith(ran)
 
 
+async def test_a_pending_permission_is_asked_again_of_a_client_that_loads_the_session(
+    fake_gateway: FakeGateway,
+) -> None:
+    first = Editor(decided=asyncio.Event())  # never answers
+    async with connected(fake_gateway, first) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("ask:echo later")])
+        )
+        await first.wait_for(lambda: first.permissions)
+        prompting.cancel()
+    (asked,) = first.permissions
+    approval_id = asked.meta["agentGateway"]["approvalId"]
+    turn_id = asked.meta["agentGateway"]["turnId"]
+    with rest(fake_gateway) as client:
+        last_seq = client.get(f"/v1/sessions/{sid}").json()["last_seq"]  # waiting: no new events
+    second = Editor()
+    async with connected(fake_gateway, second) as connection:
+        loaded = await connection.load_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        assert loaded.field_meta == {"agentGateway": {"seq": last_seq}}
+        await second.wait_for(lambda: second.permissions)
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": turn_id}
+        )
+    assert ended["stopReason"] == "end_turn"
+    (again,) = second.permissions
+    assert again.meta["agentGateway"] == {"approvalId": approval_id, "turnId": turn_id}
+    assert [o.option_id for o in again.options] == [o.option_id for o in asked.options]
+    assert again.tool_call.tool_call_id == asked.tool_call.tool_call_id
+    assert second.texts().endswith("ran: echo later")
+
+
+async def test_a_pending_question_is_asked_again_of_a_client_that_loads_the_session(
+    fake_gateway: FakeGateway,
+) -> None:
+    first = Editor(decided=asyncio.Event())
+    async with connected(fake_gateway, first, forms=True) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("question:Proceed?")])
+        )
+        await first.wait_for(lambda: first.forms)
+        prompting.cancel()
+    ((message, mode, meta),) = first.forms
+    second = Editor(form_answers={"question_0": "No"})
+    async with connected(fake_gateway, second, forms=True) as connection:
+        await connection.load_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        await second.wait_for(lambda: second.forms)
+        ended = await connection.ext_method(
+            "agentGateway/awaitTurn",
+            {"sessionId": sid, "turnId": meta["agentGateway"]["turnId"]},
+        )
+    assert ended["stopReason"] == "end_turn"
+    ((again_message, again_mode, again_meta),) = second.forms
+    assert again_meta == meta
+    assert again_message == message
+    assert again_mode.requested_schema == mode.requested_schema
+    assert second.texts().endswith('answered: {"Proceed?": "No"}')
+
+
+async def test_a_client_that_leaves_mid_prompt_is_no_error_of_the_gateways(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+    prompting.cancel()
+
+    def errors() -> list[str]:
+        return [line["msg"] for line in log_lines(fake_gateway) if line["level"] == "error"]
+
+    # The prompt's answer (the turn's end is unknown to a connection that closed) finds the
+    # socket closed: a client that left, not an error of the gateway's.
+    wait_until(lambda: "left before its request" in fake_gateway.log() or errors())
+    assert errors() == []
+    with rest(fake_gateway) as client:
+        assert client.get(f"/v1/sessions/{sid}").json()["status"] == "running"
+
+
+async def test_await_turn_of_an_ended_turn_answers_as_its_prompt_did(
+    fake_gateway: FakeGateway,
+) -> None:
+    """The answer a dropped connection lost comes the same through ``awaitTurn`` (or a
+    prompt sent again under its ``promptId``) as it came to ``session/prompt``."""
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        completed = await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        with pytest.raises(RequestError) as failed:
+            await connection.prompt(session_id=sid, prompt=[text_block("fail-auth")])
+        assert completed.field_meta is not None
+        assert failed.value.data is not None
+        ended = [completed.field_meta["agentGateway"]["turnId"], failed.value.data["turn_id"]]
+        again = await connection.ext_method(
+            "agentGateway/awaitTurn", {"sessionId": sid, "turnId": ended[0]}
+        )
+        with pytest.raises(RequestError) as failed_again:
+            await connection.ext_method(
+                "agentGateway/awaitTurn", {"sessionId": sid, "turnId": ended[1]}
+            )
+    assert again == completed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert failed_again.value.code == failed.value.code
+    assert str(failed_again.value) == str(failed.value)
+    assert failed_again.value.data == failed.value.data
+
+
 async def test_load_replays_the_history_then_goes_live(fake_gateway: FakeGateway) -> None:
     first = Editor()
     async with connected(fake_gateway, first) as connection:
@@ -268,6 +382,23 @@ async def test_sessions_are_listed_and_closed(fake_gateway: FakeGateway) -> None
         assert client.get(f"/v1/sessions/{sid}").json()["status"] == "closed"
 
 
+async def test_a_fork_answers_with_the_seq_it_follows_from(fake_gateway: FakeGateway) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        forked = await connection.fork_session(
+            cwd=str(fake_gateway.workspace), session_id=sid, mcp_servers=[]
+        )
+        with rest(fake_gateway) as client:
+            fork = client.get(f"/v1/sessions/{forked.session_id}").json()
+        assert forked.field_meta == {"agentGateway": {"seq": fork["last_seq"]}}
+        answered = await connection.prompt(
+            session_id=forked.session_id, prompt=[text_block("again")]
+        )
+    assert answered.stop_reason == "end_turn"
+
+
 # --- refusals ---------------------------------------------------------------------------------
 
 
@@ -285,6 +416,27 @@ async def test_a_second_prompt_while_one_runs_is_refused(fake_gateway: FakeGatew
         assert str((refused.value.data or {})["type"]).endswith("turn_in_progress")
         await connection.cancel(session_id=sid)
         assert (await prompting).stop_reason == "cancelled"
+
+
+async def test_a_refused_prompt_hides_no_later_turn_with_the_same_text(
+    fake_gateway: FakeGateway,
+) -> None:
+    editor = Editor()
+    async with connected(fake_gateway, editor) as connection:
+        sid = await new_session(connection, fake_gateway)
+        prompting = asyncio.ensure_future(
+            connection.prompt(session_id=sid, prompt=[text_block("slow")])
+        )
+        await editor.wait_for(editor.texts)
+        with pytest.raises(RequestError):
+            await connection.prompt(session_id=sid, prompt=[text_block("hello")])
+        await connection.cancel(session_id=sid)
+        assert (await prompting).stop_reason == "cancelled"
+        with rest(fake_gateway) as client:  # someone else asks the same
+            started = client.post(f"/v1/sessions/{sid}/turns", json={"prompt": "hello"})
+            assert started.status_code == 202
+        await editor.wait_for(lambda: editor.texts().endswith("fake reply"))
+    assert editor.texts("user_message_chunk") == "hello"
 
 
 @pytest.mark.parametrize(

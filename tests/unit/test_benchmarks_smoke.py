@@ -1,9 +1,11 @@
-"""The benchmark report renderer turns a run's JSON into the Markdown page."""
+"""The benchmark report renderer turns a run's JSON into the Markdown page; the benchmarks' own
+clients speak their protocols right."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.acpreaders import client_frame
 from benchmarks.report import render, table
 
 SAMPLE: dict[str, Any] = {
@@ -77,3 +79,19 @@ def test_render_lists_the_machine_targets_tables_and_failures() -> None:
 def test_table_takes_columns_in_order_of_first_appearance() -> None:
     lines = table([{"a": 1}, {"b": float("nan"), "a": None}])
     assert lines == ["| a | b |", "|---|---|", "| 1 | - |", "| - | - |"]
+
+
+def test_the_raw_acp_reader_sends_masked_text_frames() -> None:
+    for size in (5, 126, 70_000):
+        text = "x" * (size - 1) + "é"
+        frame = client_frame(text)
+        assert frame[0] == 0x81  # FIN, text
+        assert frame[1] & 0x80  # masked
+        length, at = frame[1] & 0x7F, 2
+        if length == 126:
+            length, at = int.from_bytes(frame[2:4], "big"), 4
+        elif length == 127:
+            length, at = int.from_bytes(frame[2:10], "big"), 10
+        mask, payload = frame[at : at + 4], frame[at + 4 :]
+        assert length == len(payload) == len(text.encode())
+        assert bytes(b ^ mask[i % 4] for i, b in enumerate(payload)).decode() == text

@@ -56,9 +56,8 @@ from acp.schema import (
 from starlette.requests import HTTPConnection
 
 from app import __version__
-from app.api.acp.answers import Refusals, after_of, ended, prompt_response, title_of
+from app.api.acp.answers import Refusals, after_of, answer_of, title_of
 from app.api.acp.attached import AttachedSession, Client
-from app.api.acp.endings import stop_reason
 from app.api.acp.options import (
     DEFAULT_MODEL,
     GATEWAY_META,
@@ -265,7 +264,12 @@ class GatewayAgent:
             row = await self._manager.execute(Fork(session_id=session_id), self._issuer)
         await self._attach(row, after=row.last_seq)
         modes, options = await self._choices(row)
-        return ForkSessionResponse(session_id=row.id, modes=modes, config_options=options)
+        return ForkSessionResponse(
+            session_id=row.id,
+            modes=modes,
+            config_options=options,
+            field_meta={GATEWAY_META: {"seq": row.last_seq}},
+        )
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -365,21 +369,23 @@ class GatewayAgent:
 
         async def start() -> str:
             attached.expect_echo(text)
-            async with self._call():
-                turn = await self._manager.execute(
-                    StartTurn(session_id=session_id, prompt=text), self._issuer
-                )
+            try:
+                async with self._call():
+                    turn = await self._manager.execute(
+                        StartTurn(session_id=session_id, prompt=text), self._issuer
+                    )
+            except BaseException:
+                attached.forget_echo(text)
+                raise
             return turn.id
 
         if prompt_id is None:
-            turn_id = await start()
-        else:
-            turn_id, fresh = await self._prompts.turn_for(session_id, prompt_id, start)
-            if not fresh:  # sent again: the turn it started, ended or not
-                ended = await self._await_turn(attached, session_id, turn_id)
-                return PromptResponse.model_validate(ended)
-        end = await attached.turn_end(turn_id)
-        return prompt_response(stop_reason(end), turn_id, end["seq"])
+            answer = answer_of(await attached.turn_end(await start()))
+        else:  # sent again under its id: the turn it started, ended or not
+            turn_id, _ = await self._prompts.turn_for(session_id, prompt_id, start)
+            async with self._call():
+                answer = await attached.answer(turn_id)
+        return PromptResponse.model_validate(answer)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:
@@ -396,21 +402,8 @@ class GatewayAgent:
         session_id, turn_id = params.get("sessionId"), params.get("turnId")
         if not isinstance(session_id, str) or not isinstance(turn_id, str):
             raise invalid_params({"detail": "give sessionId and turnId (strings)"})
-        return await self._await_turn(self._followed(session_id), session_id, turn_id)
-
-    async def _await_turn(
-        self, attached: AttachedSession, session_id: str, turn_id: str
-    ) -> dict[str, Any]:
-        """What ``session/prompt`` answers for ``turn_id`` once it ends (at once when it has)."""
         async with self._call():
-            turn = await reads.get_turn(
-                self._manager, session_id, turn_id, owner=self._principal.owner_filter
-            )
-        if turn.status in ("completed", "interrupted", "failed"):
-            return ended(turn)
-        end = await attached.turn_end(turn_id)
-        response = prompt_response(stop_reason(end), turn_id, end["seq"])
-        return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+            return await self._followed(session_id).answer(turn_id)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.info("ignored ACP notification _%s", method[:64])

@@ -8,7 +8,7 @@ from typing import Any
 from acp import RequestError
 from acp.schema import PromptResponse, StopReason
 
-from app.api.acp.endings import TurnFailure
+from app.api.acp.endings import TurnFailure, stop_reason
 from app.api.acp.options import GATEWAY_META, invalid_params
 from app.errors import GatewayError, problem_for
 from app.masking import SecretMask
@@ -64,8 +64,16 @@ def prompt_response(reason: StopReason | TurnFailure, turn_id: str, seq: int) ->
     )
 
 
+def answer_of(end: dict[str, Any]) -> dict[str, Any]:
+    """The result ``session/prompt`` answers for the turn that ``end`` (its end event, in
+    its wire form) ended; raises the error of a failed turn."""
+    response = prompt_response(stop_reason(end), end["turn_id"], end["seq"])
+    return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 def ended(turn: TurnRecord) -> dict[str, Any]:
-    """The answer to ``awaitTurn`` for a turn that has ended, from its record."""
+    """The answer to ``awaitTurn`` for a turn that has ended, from its record (when the log
+    no longer holds its end)."""
     if turn.status == "failed":
         error = turn.error or {}
         raise RequestError(

@@ -8,7 +8,7 @@
         is answered, ``ask_pending``)
       later events: live updates; an ``approval.requested`` is a ``session/request_permission``,
         a ``question.asked`` an ``elicitation/create`` form (a message to a client that
-        cannot show forms); the turn's end answers its ``session/prompt`` (``turn_end``)
+        cannot show forms); the turn's end answers its ``session/prompt`` (``answer``)
 
 A subscription that ends early (the follower fell behind, a replica moved) is opened again
 after the last seq sent: nothing is lost or sent twice. A dropped connection never touches
@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from acp import RequestError
 from acp.schema import AgentMessageChunk, ElicitationFormSessionMode, TextContentBlock
 
+from app.api.acp.answers import answer_of, ended
 from app.api.acp.interaction import (
     answers_from,
     decision_for,
@@ -37,10 +38,9 @@ from app.api.acp.interaction import (
 from app.api.acp.options import GATEWAY_META
 from app.api.acp.updates import UpdateTranslator
 from app.errors import GatewayError
-from app.events.interaction import ApprovalOption, ApprovalRequested, QuestionAsked
-from app.records import ApprovalRecord
+from app.events.interaction import ApprovalRequested, QuestionAsked
 from app.runtime import reads
-from app.runtime.approvals import OPTION_LABELS
+from app.runtime.approvals import asked, requested
 from app.runtime.commands import Answer, Issuer, Respond
 from app.runtime.sessions import Sessions
 from app.runtime.subscription import (
@@ -55,6 +55,9 @@ from app.runtime.subscription import (
 log = logging.getLogger(__name__)
 
 TURN_ENDS = frozenset({"turn.completed", "turn.failed", "turn.interrupted"})
+TURN_DONE = frozenset({"completed", "failed", "interrupted"})
+END_LOGGED_S = 5.0
+"""How long an ended turn's end event may take to be logged before its row answers for it."""
 ENDED_KEPT = 64
 """Turn ends a follower remembers for ``turn_end`` (a prompt awaits its own at once)."""
 PENDING_PAGE = 100
@@ -162,6 +165,12 @@ class AttachedSession:
         ``user_message_chunk`` is not sent back."""
         self._echoes.append(prompt)
 
+    def forget_echo(self, prompt: str) -> None:
+        """``prompt`` started no turn (it was refused): a later turn with the same text,
+        from another client, is shown."""
+        if prompt in self._echoes:
+            self._echoes.remove(prompt)
+
     async def _on_event(self, event: dict[str, Any]) -> None:
         seq = event["seq"]
         live = seq > self._boundary
@@ -217,6 +226,22 @@ class AttachedSession:
             waiter = self._waiters[turn_id] = asyncio.get_running_loop().create_future()
         return await asyncio.shield(waiter)
 
+    async def answer(self, turn_id: str) -> dict[str, Any]:
+        """What ``session/prompt`` answers for ``turn_id`` once it has ended (at once when
+        it has): from its end event, followed or read from the log; from the turn's row when
+        the log no longer holds its end."""
+        turn = await reads.get_turn(self._manager, self.session_id, turn_id, owner=self._owner)
+        if turn.status not in TURN_DONE or turn_id in self._ended:
+            return answer_of(await self.turn_end(turn_id))
+        logged = await reads.turn_end(self._manager, self.session_id, turn_id)
+        if logged is not None:
+            return answer_of(json.loads(logged.json))
+        try:  # a turn's row says it ended just before its end event is logged
+            async with asyncio.timeout(END_LOGGED_S):
+                return answer_of(await self.turn_end(turn_id))
+        except TimeoutError:
+            return ended(turn)
+
     # --- approvals and questions ----------------------------------------------------------
 
     def ask_pending(self) -> None:
@@ -236,9 +261,9 @@ class AttachedSession:
             if row.id in self._asks:
                 continue
             if row.kind == "question":
-                self._ask_question(_question_of(row), row.turn_id)
+                self._ask_question(asked(row), row.turn_id)
             else:
-                self._ask_approval(_approval_of(row), row.turn_id)
+                self._ask_approval(requested(row), row.turn_id)
 
     def _ask_approval(self, data: ApprovalRequested, turn_id: str | None) -> None:
         self._track(data.approval_id, self._permission(data, turn_id))
@@ -335,30 +360,3 @@ class AttachedSession:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-def _approval_of(row: ApprovalRecord) -> ApprovalRequested:
-    """The ``approval.requested`` a pending row was announced with (the row keeps only the
-    decisions offered; their labels are the ones the approval was asked with)."""
-    return ApprovalRequested(
-        approval_id=row.id,
-        tool=row.tool,
-        input=row.input,
-        options=[
-            ApprovalOption(decision=decision, label=OPTION_LABELS[decision])
-            for decision in row.options
-            if isinstance(decision, str) and decision in OPTION_LABELS
-        ],
-        expires_at=row.expires_at,
-        title=row.title,
-        tool_id=row.tool_id,
-    )
-
-
-def _question_of(row: ApprovalRecord) -> QuestionAsked:
-    return QuestionAsked(
-        question_id=row.id,
-        questions=row.input.get("questions"),
-        expires_at=row.expires_at,
-        tool_id=row.tool_id,
-    )

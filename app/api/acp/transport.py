@@ -77,6 +77,18 @@ class WebSocketTransport:
         self._closed = False
 
     async def send(self, message: dict[str, Any]) -> None:
+        """Send ``message``; ``ConnectionError`` once the client has gone, except for an
+        answer: the answer to a request of a client that has gone is dropped (the client
+        left; a reconnecting one learns the outcome from the session)."""
+        try:
+            await self._send(message)
+        except ConnectionError:
+            if "method" in message:
+                raise
+            request_id = str(message.get("id"))[:64]
+            log.info("an ACP client left before its request %s was answered", request_id)
+
+    async def _send(self, message: dict[str, Any]) -> None:
         if self._closed:
             raise ConnectionError("the client's connection is closed")
         text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
