@@ -12,7 +12,8 @@ run: setup
 
 ## Python packages into .venv, the pinned agent CLIs into agents/node_modules, the TypeScript
 ## SDK (clients/typescript) built, and the web console (console/) built into app/console/.
-setup: $(VENV)/.installed agents/node_modules/.installed clients/typescript/dist/index.js
+setup: $(VENV)/.installed agents/node_modules/.installed clients/typescript/dist/index.js \
+	app/console/index.html
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +35,16 @@ clients/typescript/node_modules/.installed: clients/typescript/package.json clie
 
 clients/typescript/dist/index.js: clients/typescript/node_modules/.installed clients/typescript/tsconfig.json $(wildcard clients/typescript/src/*.ts)
 	cd clients/typescript && npm run --silent build
+	touch $@
+
+console/node_modules/.installed: console/package.json console/package-lock.json
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Vite writes index.html, app.js and app.css into app/console/ (served at /console/).
+app/console/index.html: console/node_modules/.installed clients/typescript/dist/index.js \
+		console/vite.config.ts console/tsconfig.json $(shell find console/src -type f 2>/dev/null)
+	cd console && npm run --silent build
 	touch $@
 
 ## Ruff (lint and format), mypy --strict, the layers contract (import-linter) and the line
@@ -81,4 +92,5 @@ openapi: setup
 
 clean:
 	rm -rf $(VENV) agents/node_modules clients/typescript/node_modules clients/typescript/dist \
+		console/node_modules app/console \
 		.mypy_cache .ruff_cache .pytest_cache

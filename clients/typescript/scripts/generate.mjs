@@ -15,7 +15,7 @@ const HEADER =
 
 /** The types file as the contract makes it today. */
 export async function generatedTypes() {
-  const ast = await openapiTS(CONTRACT, { alphabetize: false, exportType: false, defaultNonNullable: false });
+  const ast = await openapiTS(CONTRACT, { alphabetize: false, exportType: false });
   return HEADER + astToString(ast);
 }
 

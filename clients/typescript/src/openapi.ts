@@ -611,7 +611,7 @@ export interface components {
              * Exploring
              * @default false
              */
-            exploring?: boolean;
+            exploring: boolean;
             /** Provider */
             provider: string;
             /** Score */
@@ -631,7 +631,7 @@ export interface components {
              * Fork
              * @default false
              */
-            fork?: boolean;
+            fork: boolean;
             /** Interrupt */
             interrupt: boolean;
             /** Model Choice */
@@ -681,7 +681,7 @@ export interface components {
              * Diff Truncated
              * @default false
              */
-            diff_truncated?: boolean;
+            diff_truncated: boolean;
             /** Files */
             files: components["schemas"]["ChangedFile"][];
             /** From */
@@ -775,7 +775,7 @@ export interface components {
              * @default interrupting
              * @constant
              */
-            status?: "interrupting";
+            status: "interrupting";
             /** Turn Id */
             turn_id: string;
         };
@@ -1031,19 +1031,19 @@ export interface components {
              * Free Text
              * @default true
              */
-            free_text?: boolean;
+            free_text: boolean;
             /** Header */
             header?: string | null;
             /**
              * Multi Select
              * @default false
              */
-            multi_select?: boolean;
+            multi_select: boolean;
             /**
              * Options
              * @default []
              */
-            options?: components["schemas"]["QuestionOption"][];
+            options: components["schemas"]["QuestionOption"][];
             /** Prompt */
             prompt: string;
         };
@@ -1056,7 +1056,7 @@ export interface components {
              * Selected
              * @default []
              */
-            selected?: string[];
+            selected: string[];
             /** Text */
             text?: string | null;
         };
@@ -1071,7 +1071,7 @@ export interface components {
              * Selected
              * @default []
              */
-            selected?: string[];
+            selected: string[];
             /** Text */
             text?: string | null;
         };
@@ -1231,7 +1231,7 @@ export interface components {
              * Reasons
              * @default []
              */
-            reasons?: string[];
+            reasons: string[];
             /**
              * Status
              * @enum {string}
@@ -1420,7 +1420,7 @@ export interface components {
              * Requires
              * @default []
              */
-            requires?: ("text_deltas" | "approvals" | "interrupt" | "resume" | "usage" | "cost" | "shared_process" | "approval_edits" | "model_choice" | "fork")[];
+            requires: ("text_deltas" | "approvals" | "interrupt" | "resume" | "usage" | "cost" | "shared_process" | "approval_edits" | "model_choice" | "fork")[];
             retry?: components["schemas"]["RetryPolicyIn"] | null;
             /** Scenario */
             scenario?: string | null;
@@ -1470,7 +1470,7 @@ export interface components {
              * Fallback
              * @default false
              */
-            fallback?: boolean;
+            fallback: boolean;
             /**
              * Reason
              * @enum {string}
@@ -1480,25 +1480,25 @@ export interface components {
              * Requires
              * @default []
              */
-            requires?: string[];
+            requires: string[];
             /** Scenario */
             scenario?: string | null;
             /**
              * Scores
              * @default []
              */
-            scores?: components["schemas"]["CandidateScore"][];
+            scores: components["schemas"]["CandidateScore"][];
             /**
              * Skipped
              * @default []
              */
-            skipped?: components["schemas"]["SkippedCandidate"][];
+            skipped: components["schemas"]["SkippedCandidate"][];
             /**
              * Strategy
              * @default ordered
              * @enum {string}
              */
-            strategy?: "ordered" | "lowest_latency" | "lowest_cost" | "balanced" | "round_robin" | "least_loaded";
+            strategy: "ordered" | "lowest_latency" | "lowest_cost" | "balanced" | "round_robin" | "least_loaded";
         };
         /** SessionClosed */
         SessionClosed: {
@@ -1559,7 +1559,7 @@ export interface components {
              * Requires
              * @default []
              */
-            requires?: ("text_deltas" | "approvals" | "interrupt" | "resume" | "usage" | "cost" | "shared_process" | "approval_edits" | "model_choice" | "fork")[];
+            requires: ("text_deltas" | "approvals" | "interrupt" | "resume" | "usage" | "cost" | "shared_process" | "approval_edits" | "model_choice" | "fork")[];
             retry?: components["schemas"]["RetryPolicyIn"] | null;
             /** Scenario */
             scenario?: string | null;
@@ -1677,18 +1677,18 @@ export interface components {
              * Scores
              * @default []
              */
-            scores?: components["schemas"]["CandidateScore"][];
+            scores: components["schemas"]["CandidateScore"][];
             /**
              * Skipped
              * @default []
              */
-            skipped?: components["schemas"]["SkippedProvider"][];
+            skipped: components["schemas"]["SkippedProvider"][];
             /**
              * Strategy
              * @default ordered
              * @enum {string}
              */
-            strategy?: "ordered" | "lowest_latency" | "lowest_cost" | "balanced" | "round_robin" | "least_loaded";
+            strategy: "ordered" | "lowest_latency" | "lowest_cost" | "balanced" | "round_robin" | "least_loaded";
         };
         /** SessionProviderSelectedEvent */
         SessionProviderSelectedEvent: {
@@ -2029,7 +2029,7 @@ export interface components {
              * Retryable
              * @default false
              */
-            retryable?: boolean;
+            retryable: boolean;
             /** Stderr Tail */
             stderr_tail?: string | null;
         };
@@ -2171,24 +2171,24 @@ export interface components {
              * Cache Creation Input Tokens
              * @default 0
              */
-            cache_creation_input_tokens?: number;
+            cache_creation_input_tokens: number;
             /**
              * Cached Input Tokens
              * @default 0
              */
-            cached_input_tokens?: number;
+            cached_input_tokens: number;
             /** Cost Usd */
             cost_usd?: number | null;
             /**
              * Input Tokens
              * @default 0
              */
-            input_tokens?: number;
+            input_tokens: number;
             /**
              * Output Tokens
              * @default 0
              */
-            output_tokens?: number;
+            output_tokens: number;
         };
         /** UsageEvent */
         UsageEvent: {
@@ -2256,29 +2256,29 @@ export interface components {
              * Cache Creation Input Tokens
              * @default 0
              */
-            cache_creation_input_tokens?: number;
+            cache_creation_input_tokens: number;
             /**
              * Cached Input Tokens
              * @default 0
              */
-            cached_input_tokens?: number;
+            cached_input_tokens: number;
             /** Cost Usd */
             cost_usd?: number | null;
             /**
              * Input Tokens
              * @default 0
              */
-            input_tokens?: number;
+            input_tokens: number;
             /**
              * Output Tokens
              * @default 0
              */
-            output_tokens?: number;
+            output_tokens: number;
             /**
              * Turns
              * @default 0
              */
-            turns?: number;
+            turns: number;
         };
         /**
          * ValidationProblem
@@ -2292,7 +2292,7 @@ export interface components {
              * Errors
              * @default []
              */
-            errors?: components["schemas"]["FieldProblem"][];
+            errors: components["schemas"]["FieldProblem"][];
             /** Status */
             status: number;
             /** Title */

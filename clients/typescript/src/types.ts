@@ -3,24 +3,30 @@ import type { components, operations } from "./openapi.js";
 
 type Schemas = components["schemas"];
 
+/**
+ * A request body: the contract gives every field with a default as present in answers, which
+ * a caller may leave out; `Required` names the fields it must send.
+ */
+type Body<T, Required extends keyof T = never> = Partial<T> & Pick<T, Required>;
+
 export type Session = Schemas["SessionPublic"];
-export type SessionCreate = Schemas["SessionCreate"];
+export type SessionCreate = Body<Schemas["SessionCreate"]>;
 export type SessionList = Schemas["SessionList"];
 export type SessionStatus = Session["status"];
-export type SessionForkCreate = Schemas["SessionForkCreate"];
+export type SessionForkCreate = Body<Schemas["SessionForkCreate"]>;
 export type Turn = Schemas["TurnPublic"];
-export type TurnCreate = Schemas["TurnCreate"];
+export type TurnCreate = Body<Schemas["TurnCreate"], "prompt">;
 export type TurnStatus = Turn["status"];
 export type Approval = Schemas["ApprovalPublic"];
-export type ApprovalRespond = Schemas["ApprovalRespond"];
+export type ApprovalRespond = Body<Schemas["ApprovalRespond"], "decision">;
 export type Question = Schemas["QuestionPublic"];
-export type QuestionReply = Schemas["QuestionReply"];
+export type QuestionReply = { answers: Body<Schemas["QuestionAnswerIn"]>[] };
 export type Provider = Schemas["ProviderPublic"];
 export type Changes = Schemas["ChangesPublic"];
 export type ChangedFile = Schemas["ChangedFile"];
 export type Revert = Schemas["RevertPublic"];
-export type RevertCreate = Schemas["RevertCreate"];
-export type RunCreate = Schemas["RunCreate"];
+export type RevertCreate = Body<Schemas["RevertCreate"], "to_turn">;
+export type RunCreate = Body<Schemas["RunCreate"], "workspace" | "prompt">;
 export type RunResult = Schemas["RunResult"];
 export type UsageReport = Schemas["UsageReport"];
 export type Usage = Schemas["Usage"];
