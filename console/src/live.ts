@@ -16,7 +16,7 @@ export interface LiveState {
   transcript: Transcript;
   stream: StreamState;
   /** A line about the stream the reader should know (a gap, the gateway stopping). */
-  streamNote: string | null;
+  streamNote: { control: ControlFrame["type"]; text: string } | null;
   error: string | null;
 }
 
@@ -112,17 +112,26 @@ export class LiveSession {
     switch (frame.type) {
       case "resync_required":
         this.#patch({
-          streamNote: `Events ${frame.after + 1}–${frame.first_seq - 1} are no longer kept; the log goes on from ${frame.first_seq}.`,
+          streamNote: {
+            control: frame.type,
+            text: `Events ${frame.after + 1}–${frame.first_seq - 1} are no longer kept; the log goes on from ${frame.first_seq}.`,
+          },
         });
         break;
       case "shutdown":
-        this.#patch({ stream: "reconnecting", streamNote: "The gateway is shutting down; reconnecting when it is back." });
+        this.#patch({
+          stream: "reconnecting",
+          streamNote: { control: frame.type, text: "The gateway is shutting down; reconnecting when it is back." },
+        });
         break;
       case "evicted":
         this.#patch({ stream: "reconnecting" });
         break;
       case "degraded":
-        this.#patch({ stream: "delayed", streamNote: "Events arrive late (read from the store) until the gateway recovers." });
+        this.#patch({
+          stream: "delayed",
+          streamNote: { control: frame.type, text: "Events arrive late (read from the store) until the gateway recovers." },
+        });
         break;
       case "recovered":
         this.#patch({ stream: "live", streamNote: null });

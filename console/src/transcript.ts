@@ -130,6 +130,10 @@ export interface Transcript {
   head: Item[];
   turns: Turn[];
   plan: Data<"plan.updated">["entries"] | null;
+  /** This session's origin, when it is a fork (from its `session.forked` event). */
+  forkedFrom: { parent: string; turnNumber: number } | null;
+  /** The first prompt, which names a session without a title. */
+  firstPrompt: string | null;
   usage: Usage;
   lastSeq: number;
   /** Approvals and questions waiting for an answer, oldest first. */
@@ -147,6 +151,8 @@ export function emptyTranscript(): Transcript {
     head: [],
     turns: [],
     plan: null,
+    forkedFrom: null,
+    firstPrompt: null,
     usage: { input: 0, output: 0, cached: 0, cost: null },
     lastSeq: 0,
     pending: [],
@@ -361,6 +367,7 @@ export class TranscriptBuilder {
         const d = event.data;
         const how = d.conversation === "native" ? "the agent's own fork" : "a hand-off of the conversation";
         if (d.child_id === event.session_id) {
+          t.forkedFrom = { parent: d.parent_id, turnNumber: d.turn_number };
           this.notice(event, "forked", `Forked from ${d.parent_id} at turn ${d.turn_number} (${how}).`, d.parent_id);
         } else {
           this.notice(event, "forked", `Forked at turn ${d.turn_number} into ${d.child_id} (${how}).`, d.child_id);
@@ -380,6 +387,7 @@ export class TranscriptBuilder {
         return;
       }
       case "turn.started":
+        t.firstPrompt ??= event.data.prompt;
         this.place(event, { kind: "prompt", key: `p${event.seq}`, seq: event.seq, text: event.data.prompt, v: 0 });
         return;
       case "message.delta": {

@@ -128,8 +128,11 @@ function Main() {
             Admin
           </a>
         </nav>
+        <button type="button" class="new-top" aria-label="New session" onClick={() => setDialog(true)}>
+          +
+        </button>
         <Theme />
-        <button type="button" class="secondary" onClick={() => signOut()}>
+        <button type="button" class="secondary signout" onClick={() => signOut()}>
           Sign out
         </button>
       </header>

@@ -153,7 +153,7 @@ export function NewSessionDialog({
           </label>
         </div>
         <label>
-          First prompt (optional)
+          First message (optional)
           <textarea rows={3} value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
         </label>
         <button type="button" class="link" aria-expanded={more} onClick={() => setMore(!more)}>

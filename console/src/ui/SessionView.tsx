@@ -144,12 +144,18 @@ export function SessionView({ live, onOpen }: { live: LiveSession; onOpen: (id: 
   const { session, transcript } = state;
   const log = useRef<HTMLDivElement>(null);
   const follow = useRef(true);
+  const placed = useRef(0); // where this view last scrolled the log to
   const [closeError, setCloseError] = useState<string | null>(null);
 
-  // Follows the end unless the reader scrolled up; measured before the new content lands.
+  // Follows the end unless the reader scrolled up: a log above where this view put it was
+  // moved by the reader, even before its scroll event arrives.
   useLayoutEffect(() => {
     const element = log.current;
-    if (element && follow.current) element.scrollTop = element.scrollHeight;
+    if (!element) return;
+    if (element.scrollTop < placed.current - 2) follow.current = false;
+    if (!follow.current) return;
+    element.scrollTop = element.scrollHeight;
+    placed.current = element.scrollTop;
   });
 
   // A new approval with an empty prompt box: focus its first button (Enter allows it).
@@ -191,14 +197,16 @@ export function SessionView({ live, onOpen }: { live: LiveSession; onOpen: (id: 
   const usage = transcript.usage;
   const spent = usage.input + usage.output > 0 ? usageText(usage) : "";
   const tree = session.repository
-    ? `${session.repository} · branch ${session.branch ?? "?"} · base ${(session.base ?? "").slice(0, 12)}`
+    ? `repository ${session.repository} · branch ${session.branch ?? "?"} · base ${(session.base ?? "").slice(0, 12)}`
     : session.workspace;
+  const origin = transcript.forkedFrom;
+  const parent = origin?.parent ?? session.forked_from ?? null;
   return (
     <LiveContext.Provider value={live}>
       <section class="session" aria-labelledby="chat-title">
         <header class="session-head">
           <div class="session-heading">
-            <h2 id="chat-title">{sessionTitle(session)}</h2>
+            <h2 id="chat-title">{sessionTitle(session, transcript.firstPrompt)}</h2>
             <p class="session-meta">
               <span id="session-status" class={`status ${session.status}`}>
                 {session.status}
@@ -210,15 +218,16 @@ export function SessionView({ live, onOpen }: { live: LiveSession; onOpen: (id: 
                 {STREAM_TEXT[state.stream]}
               </span>
             </p>
-            <p class="session-place mono" title={tree}>
+            <p id="session-place" class="session-place mono" title={tree}>
               {tree}
             </p>
-            {session.forked_from && (
-              <p class="session-fork">
+            {parent && (
+              <p id="session-origin" class="session-fork">
                 forked from{" "}
-                <a href={`#session=${session.forked_from}`} onClick={(e) => { e.preventDefault(); onOpen(session.forked_from ?? ""); }}>
-                  {session.forked_from}
+                <a href={`#session=${parent}`} onClick={(e) => { e.preventDefault(); onOpen(parent); }}>
+                  {parent}
                 </a>
+                {origin ? ` at turn ${origin.turnNumber}` : ""}
               </p>
             )}
           </div>
@@ -235,8 +244,8 @@ export function SessionView({ live, onOpen }: { live: LiveSession; onOpen: (id: 
         </header>
         {closeError && <p class="error" role="alert">{closeError}</p>}
         {state.streamNote && (
-          <p class="stream-note" role="status" data-control>
-            {state.streamNote}
+          <p class="stream-note" role="status" data-control={state.streamNote.control}>
+            {state.streamNote.text}
           </p>
         )}
         {state.error && <p class="error" role="alert">{state.error}</p>}
@@ -251,6 +260,7 @@ export function SessionView({ live, onOpen }: { live: LiveSession; onOpen: (id: 
           onScroll={(e) => {
             const el = e.currentTarget;
             follow.current = el.scrollHeight - el.scrollTop - el.clientHeight < AT_END_PX;
+            if (follow.current) placed.current = el.scrollTop;
           }}
         >
           <TranscriptView transcript={transcript} onOpen={onOpen} />

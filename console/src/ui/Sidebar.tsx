@@ -199,7 +199,13 @@ export function Sidebar({
                 <span class={`status ${session.status}`}>{session.status.replace(/_/g, " ")}</span>
                 <span>{session.provider}</span>
                 <span>{ago(session.created_at)}</span>
-                {session.forked_from && <span>fork</span>}
+              </span>
+              <span class="row-place">
+                {session.forked_from
+                  ? `fork of ${session.forked_from}`
+                  : session.repository
+                    ? `${session.repository} @ ${session.branch ?? ""}`
+                    : session.workspace}
               </span>
             </a>
           </li>

@@ -11,8 +11,8 @@ export function metadataTitle(session: Session): string | null {
 }
 
 /** What a person calls the session: its title, else its first prompt, else where it works. */
-export function sessionTitle(session: Session): string {
-  const title = metadataTitle(session) ?? firstPrompts.value.get(session.id);
+export function sessionTitle(session: Session, firstPrompt: string | null = null): string {
+  const title = metadataTitle(session) ?? firstPrompt ?? firstPrompts.value.get(session.id);
   if (title) return oneLine(title);
   const place = session.repository ?? session.workspace ?? "";
   return `New session in ${place.split("/").filter(Boolean).pop() ?? "a workspace"}`;
