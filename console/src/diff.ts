@@ -67,12 +67,13 @@ export function diffTexts(path: string, before: string | null, after: string | n
         ops.push(["same", midA[i] ?? ""]);
         i++;
         j++;
-      } else if (j < m && (i >= n || (table[i * (m + 1) + j + 1] ?? 0) >= (table[(i + 1) * (m + 1) + j] ?? 0))) {
-        ops.push(["added", midB[j] ?? ""]);
-        j++;
-      } else {
+      } else if (i < n && (j >= m || (table[(i + 1) * (m + 1) + j] ?? 0) >= (table[i * (m + 1) + j + 1] ?? 0))) {
+        // Removed lines before the added ones that replace them, as diff tools show it.
         ops.push(["removed", midA[i] ?? ""]);
         i++;
+      } else {
+        ops.push(["added", midB[j] ?? ""]);
+        j++;
       }
     }
   }

@@ -1,7 +1,8 @@
 /**
- * The agent's markdown as safe HTML: marked parses, highlight.js colours code blocks (a few
- * common languages), DOMPurify removes anything that could run or load (scripts, event
- * handlers, `javascript:` links, images from elsewhere — the CSP would refuse them anyway).
+ * The agent's markdown as safe HTML: marked parses (raw HTML in the text stays text),
+ * highlight.js colours code blocks (a few common languages), DOMPurify removes anything that
+ * could run or load (scripts, event handlers, `javascript:` links, images from elsewhere —
+ * the CSP would refuse them anyway).
  */
 import DOMPurify from "dompurify";
 import hljs from "highlight.js/lib/core";
@@ -61,6 +62,12 @@ const marked = new Marked({
       const language = (lang ?? "").trim().split(/\s+/)[0] ?? "";
       const label = language ? `<span class="code-lang">${escape(language)}</span>` : "";
       return `<pre class="code">${label}<code class="hljs">${highlight(text, language)}</code></pre>\n`;
+    },
+    // Raw HTML in the agent's text is shown as the text it is, never parsed: an agent has no
+    // reason to send markup, and a hostile attribute never reaches a parser (DOMPurify below
+    // stays as the second line).
+    html({ text }: Tokens.HTML | Tokens.Tag): string {
+      return escape(text);
     },
     image({ href, text }: Tokens.Image): string {
       // Shown as a link: the page loads nothing from elsewhere.

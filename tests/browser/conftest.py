@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    ViewportSize,
+    expect,
+    sync_playwright,
+)
 from playwright.sync_api import Error as PlaywrightError
 
 from app.settings import PINNED_CLI_BIN
@@ -84,20 +91,21 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-WIDE = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
+WIDE: ViewportSize = {"width": 1440, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 """The two screens the console is checked on: a laptop and a phone (CSS pixels)."""
 
 
 @pytest.fixture
-def viewport() -> dict[str, int]:
+def viewport(request: pytest.FixtureRequest) -> ViewportSize:
     """The page's size; a test parametrizes it (indirectly) to run on the phone too."""
-    return WIDE
+    size: ViewportSize = getattr(request, "param", WIDE)
+    return size
 
 
 @pytest.fixture
 def page(
-    browser: Browser, request: pytest.FixtureRequest, viewport: dict[str, int]
+    browser: Browser, request: pytest.FixtureRequest, viewport: ViewportSize
 ) -> Iterator[Page]:
     """A fresh tab (1440x900 unless the test asks for the phone); fails the test on a script
     error or a CSP violation."""

@@ -122,7 +122,7 @@ def test_the_sources_write_html_only_from_the_sanitizer() -> None:
     """Agent, tool and gateway text is placed as text by Preact; the one exception is the
     agent's markdown, rendered by marked and sanitized by DOMPurify (console/src/markdown.ts)
     before ui/Markdown.tsx sets it."""
-    writers = {}
+    writers: dict[str, list[str]] = {}
     for path in SOURCES.rglob("*.ts*"):
         text = path.read_text()
         for sink in (
