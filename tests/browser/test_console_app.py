@@ -280,7 +280,7 @@ def test_nothing_scrolls_sideways_on_a_phone(
 
 @BOTH
 def test_no_serious_accessibility_violation(
-    page: Page, gateway: GatewayProcess, workspace: Path
+    page: Page, gateway: GatewayProcess, workspace: Path, viewport: ViewportSize
 ) -> None:
     page.goto(gateway.base_url + "/console/")
     expect(page.get_by_label("Gateway key")).to_be_visible()
@@ -294,9 +294,12 @@ def test_no_serious_accessibility_violation(
     turn_end(page, "completed")
     page.get_by_role("link", name="Admin").click()
     expect(page.locator("#providers li").first).to_be_visible()
+    expect(page.locator("#usage-total")).to_be_visible()
     assert serious_violations(page) == [], "admin"
     page.emulate_media(color_scheme="dark")
     assert serious_violations(page) == [], "admin, dark"
+    name = "admin-dark" if viewport == PHONE else "admin"
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def test_time_to_first_render(page: Page, gateway: GatewayProcess, workspace: Path) -> None:
