@@ -71,6 +71,18 @@ function Main() {
   const list = useMemo(() => new SessionList(), []);
   const sessions = useValue(list.store).sessions;
 
+  // Esc closes the session drawer first (before it would interrupt a turn).
+  useEffect(() => {
+    if (!drawer) return;
+    const onKey = (event: KeyboardEvent): void => {
+      if (event.key !== "Escape") return;
+      event.preventDefault();
+      setDrawer(false);
+    };
+    addEventListener("keydown", onKey, { capture: true });
+    return () => removeEventListener("keydown", onKey, { capture: true });
+  }, [drawer]);
+
   useEffect(() => {
     const onHash = (): void => setRoute(readRoute());
     addEventListener("hashchange", onHash);
