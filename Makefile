@@ -92,5 +92,5 @@ openapi: setup
 
 clean:
 	rm -rf $(VENV) agents/node_modules clients/typescript/node_modules clients/typescript/dist \
-		console/node_modules app/console \
+		clients/typescript/build-test console/node_modules console/build-test app/console \
 		.mypy_cache .ruff_cache .pytest_cache

@@ -10,6 +10,7 @@ import { NewSessionDialog } from "./NewSession";
 import { SessionView } from "./SessionView";
 import { SessionList, Sidebar } from "./Sidebar";
 import { Theme } from "./Theme";
+import { firstPrompts } from "./titles";
 
 type Route = { view: "session"; id: string | null } | { view: "admin" };
 
@@ -57,8 +58,14 @@ function SignIn({ initialError }: { initialError: string | null }) {
 
 /** Keeps the open session's row in the list in step with its status. */
 function RowSync({ live, list }: { live: LiveSession; list: SessionList }) {
-  const { session } = useValue(live.store);
+  const { session, transcript } = useValue(live.store);
   useEffect(() => list.upsert({ ...session }), [session.status, session.id]);
+  const first = transcript.firstPrompt;
+  useEffect(() => {
+    if (!first || firstPrompts.value.get(session.id) === first) return;
+    firstPrompts.value.set(session.id, first); // the row is named like the header
+    firstPrompts.notify();
+  }, [first, session.id]);
   return null;
 }
 
