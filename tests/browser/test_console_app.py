@@ -326,3 +326,26 @@ def test_time_to_first_render(page: Page, gateway: GatewayProcess, workspace: Pa
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=2))
     assert 0 < timings["first_render_ms"] < 5_000, timings
+
+
+def test_the_session_list_reads_older_pages_as_it_scrolls(
+    page: Page, gateway: GatewayProcess, workspace: Path
+) -> None:
+    with gateway.client() as client:
+        made = []
+        for number in range(55):  # more than a page (50)
+            response = client.post(
+                "/v1/sessions",
+                json={"workspace": str(workspace), "metadata": {"title": f"Scroll {number:02d}"}},
+            )
+            assert response.status_code == 201, response.text
+            made.append(response.json()["id"])
+            assert client.delete(f"/v1/sessions/{made[-1]}").status_code == 200
+    sign_in(page, gateway)
+    oldest = page.locator(f'#sessions [data-session-id="{made[0]}"]')
+    newest = page.locator(f'#sessions [data-session-id="{made[-1]}"]')
+    expect(newest).to_be_visible()
+    expect(oldest).to_have_count(0)  # not on the first page
+    page.locator("#sessions li").last.scroll_into_view_if_needed()
+    expect(oldest).to_have_count(1)
+    expect(oldest).to_contain_text("Scroll 00")
