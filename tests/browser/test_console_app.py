@@ -290,6 +290,9 @@ def test_no_serious_accessibility_violation(
     send(page, "[[tool:bash echo axe > axe.txt]]")
     expect(page.locator("#log .approval.pending")).to_be_visible(timeout=30_000)
     assert serious_violations(page) == [], "a session with an approval"
+    page.emulate_media(color_scheme="dark")
+    assert serious_violations(page) == [], "a session with an approval, dark"
+    page.emulate_media(color_scheme="light")
     allow_pending(page)
     turn_end(page, "completed")
     page.get_by_role("link", name="Admin").click()
