@@ -6,6 +6,19 @@
 # overrides, migrations, the server and the CLIs it spawns) runs as `agent` through setpriv.
 ARG PYTHON_IMAGE=python:3.11-slim-trixie
 
+# --- the web console: the TypeScript SDK and console/ built with Vite from their lockfiles ----
+FROM ${PYTHON_IMAGE} AS console
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends nodejs npm \
+    && rm -rf /var/lib/apt/lists/*
+COPY docs/openapi.json /src/docs/openapi.json
+COPY clients/typescript /src/clients/typescript
+COPY console /src/console
+WORKDIR /src/clients/typescript
+RUN npm ci --no-audit --no-fund && npm run build
+WORKDIR /src/console
+RUN npm ci --no-audit --no-fund && npm run build
+
 # --- the Python environment ------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS venv
 ENV PIP_NO_CACHE_DIR=1 \
@@ -15,6 +28,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 # The editor's ACP relay, in the gateway's package too (`agent-gateway acp`).
 COPY clients/acp/agent_gateway_acp ./clients/acp/agent_gateway_acp
+COPY --from=console /src/app/console ./app/console
 COPY migrations ./migrations
 # Editable, so `app` stays in /opt/agent-gateway next to migrations/ and agents/package.json,
 # which it finds relative to itself (`agent-gateway migrate`, the pinned versions).

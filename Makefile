@@ -10,8 +10,10 @@ BIN := $(VENV)/bin
 run: setup
 	$(BIN)/agent-gateway serve
 
-## Python packages into .venv, the pinned agent CLIs into agents/node_modules.
-setup: $(VENV)/.installed agents/node_modules/.installed
+## Python packages into .venv, the pinned agent CLIs into agents/node_modules, the TypeScript
+## SDK (clients/typescript) built, and the web console (console/) built into app/console/.
+setup: $(VENV)/.installed agents/node_modules/.installed clients/typescript/dist/index.js \
+	app/console/index.html
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +26,25 @@ $(VENV)/.installed: pyproject.toml
 # out of sync. The versions still come from package.json (exact) and the lockfile.
 agents/node_modules/.installed: agents/package.json agents/package-lock.json
 	cd agents && npm install --no-save --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The SDK and the console install exactly their lockfiles (`npm ci`: registry packages only).
+clients/typescript/node_modules/.installed: clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clients/typescript/dist/index.js: clients/typescript/node_modules/.installed clients/typescript/tsconfig.json $(wildcard clients/typescript/src/*.ts)
+	cd clients/typescript && npm run --silent build
+	touch $@
+
+console/node_modules/.installed: console/package.json console/package-lock.json
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Vite writes index.html, app.js and app.css into app/console/ (served at /console/).
+app/console/index.html: console/node_modules/.installed clients/typescript/dist/index.js \
+		console/vite.config.ts console/tsconfig.json $(shell find console/src -type f 2>/dev/null)
+	cd console && npm run --silent build
 	touch $@
 
 ## Ruff (lint and format), mypy --strict, the layers contract (import-linter) and the line
@@ -70,4 +91,6 @@ openapi: setup
 	$(BIN)/python scripts/export_openapi.py
 
 clean:
-	rm -rf $(VENV) agents/node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) agents/node_modules clients/typescript/node_modules clients/typescript/dist \
+		clients/typescript/build-test console/node_modules console/build-test app/console \
+		.mypy_cache .ruff_cache .pytest_cache

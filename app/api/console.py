@@ -1,10 +1,12 @@
 """The web console: three static files under ``/console/``, served without a key.
 
-The files hold no data (the page asks for the key and sends it on every API call), so these
-routes are open, like ``/healthz``. Only the files named in ``FILES`` are served, read from
-the package once; any other name is a 404. Every answer carries a strict
-Content-Security-Policy: the page may load only its own script and style and talk only to
-this gateway.
+The files are the build of the console's sources (``console/``, TypeScript with Vite; ``make
+setup`` writes them into ``app/console/``). They hold no data (the page asks for the key and
+sends it on every API call), so these routes are open, like ``/healthz``. Only the files named
+in ``FILES`` are served, read from the package once; any other name is a 404, and a checkout
+where the console was never built answers 503 saying how to build it. Every answer carries a
+strict Content-Security-Policy: the page may load only its own script and style and talk only
+to this gateway.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from importlib.resources import files
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse, Response
 
-from app.errors import NotFound
+from app.errors import NotFound, Unavailable
 
 FILES = {
     "index.html": "text/html; charset=utf-8",
@@ -37,9 +39,15 @@ SECURITY_HEADERS = {
 router = APIRouter(tags=["console"], include_in_schema=False)
 
 
+NOT_BUILT = "the console is not built here: run `make setup` (it builds console/ into app/console/)"
+
+
 @cache
 def _read(name: str) -> bytes:
-    return files("app").joinpath("console", name).read_bytes()
+    try:
+        return files("app").joinpath("console", name).read_bytes()
+    except FileNotFoundError:
+        raise Unavailable(NOT_BUILT) from None
 
 
 def _file(name: str) -> Response:

@@ -2,7 +2,8 @@
 stub model, as in tests/e2e) and a headless Chromium driven by Playwright.
 
 Chromium is Debian's ``/usr/bin/chromium`` (``make test`` installs it when it runs as root);
-Playwright's own browser downloads are never used. Each test gets a fresh browser context (its
+Playwright's own browser downloads are never used. The console is the build in app/console/
+(``make setup``). Each test gets a fresh browser context (its
 own sessionStorage) and leaves a screenshot in ``test-artifacts/browser/``.
 """
 
@@ -15,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    ViewportSize,
+    expect,
+    sync_playwright,
+)
 from playwright.sync_api import Error as PlaywrightError
 
 from app.settings import PINNED_CLI_BIN
@@ -83,10 +91,30 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
+WIDE: ViewportSize = {"width": 1440, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+"""The two screens the console is checked on: a laptop and a phone (CSS pixels)."""
+
+
 @pytest.fixture
-def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh tab at 1280x800; fails the test on a script error or a CSP violation."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
+def viewport(request: pytest.FixtureRequest) -> ViewportSize:
+    """The page's size; a test parametrizes it (indirectly) to run on the phone too."""
+    size: ViewportSize = getattr(request, "param", WIDE)
+    return size
+
+
+@pytest.fixture
+def page(
+    browser: Browser, request: pytest.FixtureRequest, viewport: ViewportSize
+) -> Iterator[Page]:
+    """A fresh tab (1440x900 unless the test asks for the phone); fails the test on a script
+    error or a CSP violation."""
+    context = browser.new_context(
+        viewport=viewport,
+        color_scheme="light",
+        is_mobile=viewport == PHONE,
+        has_touch=viewport == PHONE,
+    )
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     # Assertions wait as long as actions: on a loaded two-core machine a page that waits on

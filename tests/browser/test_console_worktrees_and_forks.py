@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.test_console import (
     assert_rendered_exactly_once,
     create_session,
+    open_new_session_dialog,
     send,
     sign_in,
     turns,
@@ -48,22 +49,22 @@ def test_a_session_on_a_repository_shows_its_branch_and_base(
     git(repo, "commit", "-qm", "first")
     head = git(repo, "rev-parse", "HEAD")
     sign_in(page, gateway)
-    form = page.locator("#new-session")
-    expect(page.get_by_label("Repository")).to_be_hidden()
+    form = open_new_session_dialog(page)
+    expect(form.get_by_label("Repository")).to_be_hidden()
 
     form.get_by_label("Git worktree").check()
-    expect(page.get_by_label("Workspace")).to_be_hidden()
-    page.get_by_label("Repository").fill(str(repo))
-    page.get_by_label("Ref").fill("no-such-ref")
-    page.get_by_role("button", name="Create session").click()
+    expect(form.get_by_label("Workspace")).to_be_hidden()
+    form.get_by_label("Repository").fill(str(repo))
+    form.get_by_label("Ref").fill("no-such-ref")
+    form.get_by_role("button", name="Create session").click()
     expect(page.locator("#create-error")).not_to_be_empty()  # the gateway's problem, shown
-    expect(page.locator("#chat-title")).to_have_text("No session open")
+    expect(page.locator("#session-id")).to_have_count(0)
 
-    page.get_by_label("Ref").fill("main")
-    page.get_by_label("Branch").fill("console/try")
-    page.get_by_role("button", name="Create session").click()
-    expect(page.locator("#chat-title")).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
-    session_id = page.locator("#chat-title").inner_text()
+    form.get_by_label("Ref").fill("main")
+    form.get_by_label("Branch").fill("console/try")
+    form.get_by_role("button", name="Create session").click()
+    expect(page.locator("#session-id")).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
+    session_id = page.locator("#session-id").inner_text()
     place = page.locator("#session-place")
     expect(place).to_have_text(f"repository {repo} · branch console/try · base {head[:12]}")
     expect(page.locator(f'#sessions [data-session-id="{session_id}"]')).to_contain_text(
@@ -79,13 +80,12 @@ def test_a_session_on_a_repository_shows_its_branch_and_base(
     tree = Path(session["workspace"])
     assert tree != repo
     assert git(tree, "rev-parse", "--abbrev-ref", "HEAD") == "console/try"
-    expect(page.locator('#log [data-type="session.created"]')).to_contain_text(
-        f"a worktree of {repo} on console/try at {head[:12]}"
-    )
 
+    form = open_new_session_dialog(page)  # it remembers the worktree choice
+    expect(form.get_by_label("Repository")).to_have_value(str(repo))
     form.get_by_label("Directory").check()  # back to a plain workspace: the repository hides
-    expect(page.get_by_label("Repository")).to_be_hidden()
-    expect(page.get_by_label("Workspace")).to_be_visible()
+    expect(form.get_by_label("Repository")).to_be_hidden()
+    expect(form.get_by_label("Workspace")).to_be_visible()
 
 
 def test_fork_at_turn_1_of_2_opens_a_session_with_turn_1s_files(
@@ -109,16 +109,14 @@ def test_fork_at_turn_1_of_2_opens_a_session_with_turn_1s_files(
     expect(completed.nth(1).get_by_role("button", name="Fork from this turn")).to_be_visible()
     fork.click()
 
-    title = page.locator("#chat-title")
+    title = page.locator("#session-id")
     expect(title).not_to_have_text(parent)
     expect(title).to_have_text(re.compile(r"^ses_[0-9a-f]+$"))
     child = title.inner_text()
     assert page.url.endswith(f"#session={child}")
     expect(page.locator("#stream-state")).to_have_text("stream: live")
     expect(page.locator("#session-origin")).to_have_text(f"forked from {parent} at turn 1")
-    expect(page.locator("#log .notice.forked")).to_contain_text(
-        f"Forked from {parent} at turn 1 (conversation: "
-    )
+    expect(page.locator("#log .notice.forked")).to_contain_text(f"Forked from {parent} at turn 1 (")
     expect(page.locator(f'#sessions [data-session-id="{child}"]')).to_contain_text(
         f"fork of {parent}"
     )
