@@ -43,6 +43,7 @@ BENCHMARKS = (
     "peer",
     "coalescing",
     "snapshots",
+    "tracing",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

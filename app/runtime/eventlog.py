@@ -261,7 +261,9 @@ class EventLog:
         if wait:
             done = asyncio.get_running_loop().create_future()
             done.add_done_callback(_retrieve)
-        trace = self.tracer.context() if self.tracer.on else None
+        # Its write's trace (tracing on): that of an appender who waits, or of a batch's first.
+        traced = self.tracer.on and (done is not None or not self._pending)
+        trace = self.tracer.context() if traced else None
         pending = _Pending(channel=channel, record=record, event=event, done=done, trace=trace)
         self._pending.append(pending)
         self._wake.set()

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect as ws_connect
 
 from tests.dbservers import PostgresServer, RedisServer
 from tests.fakes.gateway import FakeGateway, fake_gateway_at
@@ -21,11 +22,14 @@ from tests.gateway import TOKEN, SseReader, log_lines
 from tests.integration.callers import create
 from tests.integration.replicas import first_turn_on, two_replicas
 from tests.integration.streams import (
+    AUTH,
     envelopes,
     is_end,
     read_frames,
     sse_headers,
     turn_events,
+    ws_frames,
+    ws_url,
 )
 from tests.otlp import OtlpReceiver, ReceivedSpan, by_name
 
@@ -194,6 +198,24 @@ def test_a_stream_opened_with_the_key_in_its_query_is_traced_without_it(
     )
     assert "access_token=" in stream.attributes["url.query"]
     assert TOKEN not in json.dumps(stream.attributes)
+
+
+def test_a_turn_started_over_the_websocket_is_under_the_connections_span(
+    traced: FakeGateway, receiver: OtlpReceiver
+) -> None:
+    trace_id, parent, headers = client_span()
+    with traced.client() as client:
+        sid = create(client, traced)
+    with ws_connect(ws_url(traced, sid), additional_headers={**AUTH, **headers}) as ws:
+        ws.send(json.dumps({"type": "turn.start", "prompt": "hi"}))
+        done = ws_frames(ws, lambda f: f.get("type") == "turn.completed")
+    connection_name = "WS /v1/sessions/{session_id}/ws"
+    spans = spans_of(receiver, trace_id, connection_name, "turn", "attempt")
+    connection = one(spans, connection_name)
+    assert (connection.kind, connection.parent_id) == ("server", parent)
+    turn = one(spans, "turn")
+    assert turn.parent_id == connection.span_id
+    assert turn.attributes["gateway.turn_id"] == done[-1]["turn_id"]
 
 
 def test_an_approval_wait_and_a_retry_are_spans_of_their_turn(
