@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -317,6 +319,50 @@ def test_the_standard_variables_turn_tracing_on_and_then_the_sdk_is_loaded(
     assert {span.resource["service.name"] for span in spans} == {"from-the-environment"}
     modules = loaded_modules(gateway)
     assert {"opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http"} <= set(modules)
+
+
+def test_a_collector_that_never_answers_holds_up_neither_the_turns_nor_the_stop(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as silent:  # it listens and never reads: every export waits it out
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        gateway = fake_gateway_at(tmp_path, telemetry={"otlp_endpoint": endpoint, "timeout_s": 1})
+        gateway.extra_env = dict(FAST_EXPORT)
+        gateway.start()
+        try:
+            with gateway.client() as client:
+                sid = create(client, gateway)
+                for _ in range(3):  # exports time out behind them, one after the other
+                    _, events = run_turn(client, sid, "hi", client_span()[2])
+                    assert events[-1]["type"] == "turn.completed"
+        finally:
+            began = time.monotonic()
+            assert gateway.stop() == 0
+        # The last spans get telemetry.timeout_s (and a second) at the exit, not more.
+        assert time.monotonic() - began < 8, gateway.log()[-3000:]
+
+
+def test_doctor_says_where_spans_go_and_an_export_the_gateway_cannot_make_stops_the_start(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    def tracing_row(doctor: str) -> list[str]:
+        return next(
+            x.split() for x in doctor.splitlines() if x.split()[:2] == ["gateway", "tracing"]
+        )
+
+    gateway = fake_gateway_at(tmp_path, telemetry={"otlp_endpoint": receiver.endpoint})
+    gateway.data_dir.mkdir(parents=True)
+    doctor = gateway.command("doctor", check=False)
+    assert tracing_row(doctor.stdout)[2:5] == ["ok", "spans", "to"], doctor.stdout
+    assert f"{receiver.endpoint}/v1/traces" in doctor.stdout
+    gateway.extra_env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    doctor = gateway.command("doctor", check=False)
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    assert tracing_row(doctor.stdout)[2] == "FAIL"
+    with pytest.raises(RuntimeError, match="http/protobuf"):
+        gateway.start()
 
 
 def test_a_turn_forwarded_to_the_replica_holding_its_session_stays_in_the_clients_trace(
