@@ -32,7 +32,7 @@ from app.providers.catalog import described
 from app.providers.registry import cli_version
 from app.providers.sandboxing import status_of
 from app.settings import ProviderSettings, Settings
-from app.telemetry_settings import TelemetryRefused, export_of
+from app.telemetry_settings import TelemetryRefused, export_of, shown
 
 Status = Literal["ok", "warn", "FAIL"]
 CONNECT_TIMEOUT_S = 3.0
@@ -278,7 +278,7 @@ async def telemetry_check(settings: Settings, environ: Mapping[str, str]) -> Che
         return Check(
             provider="gateway", name="tracing", status="ok", detail="off (no collector named)"
         )
-    detail = f"spans to {export.endpoint} as {export.service_name}"
+    detail = f"spans to {shown(export.endpoint)} as {export.service_name}"
     unreachable = await reachable(export.endpoint)
     if unreachable is not None:
         return Check(

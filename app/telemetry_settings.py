@@ -124,6 +124,16 @@ def _from_environment(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+def shown(url: str) -> str:
+    """``url`` as logs and ``doctor`` show it: without a user, password or query."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
 def _traces_url(base: str) -> str:
     trimmed = base.rstrip("/")
     return trimmed if trimmed.endswith(TRACES_PATH) else trimmed + TRACES_PATH

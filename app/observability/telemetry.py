@@ -26,7 +26,7 @@ from app.observability.logs import TraceIds
 from app.observability.tracing import OFF, Tracer
 from app.redaction import Redactor, SecretMask
 from app.settings import ConfigError, Settings
-from app.telemetry_settings import Export, TelemetryRefused, export_of
+from app.telemetry_settings import Export, TelemetryRefused, export_of, shown
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -98,7 +98,7 @@ def start_telemetry(
 
     log.info(
         "tracing: spans go to %s as %s",
-        export.endpoint,
+        shown(export.endpoint),
         export.service_name,
         extra={"event": "telemetry.started"},
     )

@@ -20,7 +20,7 @@ from app.observability.telemetry import TELEMETRY_OFF, start_telemetry
 from app.observability.tracing import NO_SPAN, OFF, Tracer
 from app.redaction import SecretMask, secrets_of
 from app.settings import ConfigError, Settings
-from app.telemetry_settings import TelemetryRefused, TelemetrySettings, export_of
+from app.telemetry_settings import TelemetryRefused, TelemetrySettings, export_of, shown
 
 COLLECTOR = "http://127.0.0.1:4318"
 
@@ -75,6 +75,13 @@ def test_an_export_the_gateway_cannot_make_stops_the_start_saying_why() -> None:
         export_of(TelemetrySettings(), {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"})
     with pytest.raises(ValueError, match="not an http"):
         TelemetrySettings(otlp_endpoint="grpc://collector:4317")
+
+
+def test_a_collector_url_is_shown_without_its_credentials() -> None:
+    assert shown("https://user:pa55@collector:4318/v1/traces?k=v") == (
+        "https://collector:4318/v1/traces"
+    )
+    assert shown("http://[::1]:4318/v1/traces") == "http://[::1]:4318/v1/traces"
 
 
 def test_export_headers_are_secrets_of_the_gateway() -> None:
