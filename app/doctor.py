@@ -32,6 +32,7 @@ from app.providers.catalog import described
 from app.providers.registry import cli_version
 from app.providers.sandboxing import status_of
 from app.settings import ProviderSettings, Settings
+from app.telemetry_settings import TelemetryRefused, export_of, shown
 
 Status = Literal["ok", "warn", "FAIL"]
 CONNECT_TIMEOUT_S = 3.0
@@ -208,7 +209,11 @@ async def run_doctor(
         )
     finally:
         await runner.aclose()
-    gateway = [limits_check(settings), await snapshots_check(settings)]
+    gateway = [
+        limits_check(settings),
+        await snapshots_check(settings),
+        await telemetry_check(settings, env),
+    ]
     checks = [*gateway, *(check for group in results for check in group)]
     if any(check.status == "FAIL" for check in gateway):
         return checks, 1
@@ -260,6 +265,29 @@ async def snapshots_check(settings: Settings) -> Check:
         detail=f"{found}; records in {settings.snapshots_dir} (at most "
         f"{section.max_files} files, {section.max_bytes} bytes a workspace)",
     )
+
+
+async def telemetry_check(settings: Settings, environ: Mapping[str, str]) -> Check:
+    """Where traces go (``[telemetry]`` and the ``OTEL_*`` variables), and whether the
+    collector takes connections; an export the gateway cannot make fails the start."""
+    try:
+        export = export_of(settings.telemetry, environ)
+    except TelemetryRefused as exc:
+        return Check(provider="gateway", name="tracing", status="FAIL", detail=str(exc))
+    if export is None:
+        return Check(
+            provider="gateway", name="tracing", status="ok", detail="off (no collector named)"
+        )
+    detail = f"spans to {shown(export.endpoint)} as {export.service_name}"
+    unreachable = await reachable(export.endpoint)
+    if unreachable is not None:
+        return Check(
+            provider="gateway",
+            name="tracing",
+            status="warn",
+            detail=f"{detail}; {unreachable} (spans are dropped until it answers)",
+        )
+    return Check(provider="gateway", name="tracing", status="ok", detail=detail)
 
 
 def render(checks: list[Check], settings: Settings) -> str:

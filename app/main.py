@@ -35,6 +35,9 @@ from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
 from app.observability.observer import EventObserver
+from app.observability.storespans import traced_storage
+from app.observability.telemetry import Telemetry, start_telemetry
+from app.observability.tracing import OFF, Tracer
 from app.process.snapshots import git_problem
 from app.process.watchdog import supervised_runner
 from app.providers.base import Provider
@@ -83,7 +86,9 @@ def begin_shutdown(app: FastAPI) -> None:
         begin()
 
 
-def _cluster(redis: Redis, settings: Settings, store: Store, metrics: GatewayMetrics) -> Cluster:
+def _cluster(
+    redis: Redis, settings: Settings, store: Storage, metrics: GatewayMetrics, tracer: Tracer
+) -> Cluster:
     """This replica's part in the cluster; refused commands are counted by reason."""
     refusals = metrics.cluster_refused
     return Cluster(
@@ -92,7 +97,25 @@ def _cluster(redis: Redis, settings: Settings, store: Store, metrics: GatewayMet
         store,
         refused=lambda reason: refusals.labels(reason=reason).inc(),
         metrics=metrics,
+        tracer=tracer,
     )
+
+
+def _stores(
+    engine: AsyncEngine,
+    redis: Redis | None,
+    settings: Settings,
+    metrics: GatewayMetrics,
+    tracer: Tracer,
+) -> tuple[Store, Storage, Cluster | None]:
+    """The store (with replicas every write a session's owner makes is fenced by its claim),
+    the same store as the runtime sees it (its calls spans inside a trace, with tracing on),
+    and this replica's part in the cluster."""
+    store = Store(engine, holder=None if redis is None else settings.cluster.replica_id)
+    system = "sqlite" if settings.storage.database_url.startswith("sqlite") else "postgresql"
+    traced = traced_storage(store, tracer, system=system)
+    cluster = None if redis is None else _cluster(redis, settings, traced, metrics, tracer)
+    return store, traced, cluster
 
 
 def _redis(settings: Settings) -> Redis | None:
@@ -116,6 +139,7 @@ def create_app(
     configured = settings.server.token.get_secret_value() if settings.server.token else None
     token, _ = load_or_create_token(configured, settings.storage.data_dir)
     mask, token_file = _secrets(settings, token, mask, from_file=not configured)
+    telemetry = start_telemetry(settings, mask)
     # Several replicas: the one Redis client (it connects on first use) of the limits and
     # the cluster.
     redis = _redis(settings)
@@ -124,9 +148,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.storage.database_url, timeout_s=settings.storage.timeout_s)
         runner, watchdog = await supervised_runner(settings, metrics=gateway_metrics)
-        # With replicas every write a session's owner makes is fenced by its claim.
-        store = Store(engine, holder=None if redis is None else settings.cluster.replica_id)
-        cluster = None if redis is None else _cluster(redis, settings, store, gateway_metrics)
+        store, traced, cluster = _stores(engine, redis, settings, gateway_metrics, telemetry.tracer)
         try:
             await _check_start(engine, settings)
             providers = build_providers(settings, runner)
@@ -137,10 +159,12 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
-            event_log = _event_log(settings, store, clock, gateway_metrics, mask, cluster)
+            event_log = _event_log(
+                settings, traced, clock, gateway_metrics, mask, cluster, telemetry.tracer
+            )
             local = LocalSessions(
                 settings=settings,
-                store=store,
+                store=traced,
                 events=event_log,
                 providers=providers,
                 registry=registry,
@@ -185,7 +209,7 @@ def create_app(
                 await checkpoint(engine)
             except Exception:
                 log.exception("could not checkpoint the database's write-ahead log")
-            await engine.dispose()
+            await _dispose(engine, telemetry)
 
     app = FastAPI(
         title="Agent Gateway",
@@ -197,6 +221,8 @@ def create_app(
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
+        # Every request a span, under the client's traceparent, when tracing is on.
+        telemetry=telemetry.fastapi,
     )
     app.state.settings, app.state.mask = settings, mask
     app.state.metrics = gateway_metrics = GatewayMetrics()
@@ -281,6 +307,7 @@ def _event_log(
     metrics: GatewayMetrics,
     mask: SecretMask,
     cluster: Cluster | None = None,
+    tracer: Tracer = OFF,
 ) -> EventLog:
     """The event log; configured secrets (keys, provider credentials) masked in payloads."""
     return EventLog(
@@ -296,6 +323,7 @@ def _event_log(
         metrics=metrics,
         mask=mask,
         cluster=cluster,
+        tracer=tracer,
     )
 
 
@@ -325,6 +353,12 @@ class _Stopper:
             log.warning("sessions did not stop within server.shutdown_grace_s; cutting them")
         except Exception:
             log.exception("stopping the sessions failed")
+
+
+async def _dispose(engine: AsyncEngine, telemetry: Telemetry) -> None:
+    """Close the database's connections, then export the last spans (the last turns')."""
+    await engine.dispose()
+    await telemetry.aclose()
 
 
 async def _check_start(engine: AsyncEngine, settings: Settings) -> None:

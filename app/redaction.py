@@ -96,6 +96,7 @@ def secrets_of(
         values.extend(v for name, v in provider.env.items() if SECRET_NAME.search(name))
     values.extend(cli_secrets)
     values.extend(settings.cluster.secrets())
+    values.extend(settings.telemetry.secrets())
     return values
 
 

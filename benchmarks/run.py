@@ -44,6 +44,7 @@ BENCHMARKS = (
     "coalescing",
     "snapshots",
     "acp_latency",
+    "tracing",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

@@ -81,6 +81,9 @@ class GatewayProcess:
     umask: int = -1
     """The umask ``serve`` starts with (-1: this process's)."""
     """The configuration file written into ``data_dir`` (two gateways sharing one need two)."""
+    entry: tuple[str, ...] = ("-m", "app")
+    """What the interpreter runs, given ``serve`` (a ``-c`` wrapper that also reports on the
+    process, say)."""
     _log_file: Any = None
 
     @property
@@ -103,7 +106,9 @@ class GatewayProcess:
         return path
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+        # Neither the developer's settings nor their collector (OTEL_*): a test gateway sends
+        # nothing past loopback, and traces only when its test asks.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "OTEL_"))}
         env["GATEWAY_CONFIG"] = str(self._write_config())
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.extra_env)
@@ -134,7 +139,7 @@ class GatewayProcess:
         self.log_path = self.data_dir / f"gateway-{time.time_ns()}.log"
         self._log_file = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve"],
+            [sys.executable, *self.entry, "serve"],
             cwd=ROOT,
             env=self._env(),
             stdout=self._log_file,

@@ -4,10 +4,12 @@ once; and it runs it as the key that asked.
 
     on the wire:  v1.<HMAC-SHA256, hex>.<payload: the exact bytes signed, JSON>
 
-    command  {id, op, args, issuer: {name, admin}, to, issued_at, deadline}
+    command  {id, op, args, issuer: {name, admin}, to, issued_at, deadline, trace}
     answer   {id, result} | {id, error}
 
-(``op`` and ``args``: the command's kind and fields as app/runtime/commands.py encodes them.)
+(``op`` and ``args``: the command's kind and fields as app/runtime/commands.py encodes them;
+``trace``: the sender's span as W3C ``traceparent``/``tracestate`` headers, empty when it does
+not trace. A command without it, or with one that is not such headers, runs untraced.)
 
 The HMAC covers a purpose (``command`` or ``answer``) as well as the payload, so an answer is
 never taken for a command. The ``issuer`` is the key the forwarding replica authenticated:
@@ -31,7 +33,7 @@ import hmac
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 VERSION = b"v1"
@@ -81,6 +83,9 @@ class Command:
     """When it was signed, by the sender's clock (seconds since the epoch)."""
     deadline: float
     """When its sender stops waiting for the answer."""
+    trace: dict[str, str] = field(default_factory=dict)
+    """The span that sent it (W3C trace context headers), so its holder's spans join the
+    sender's trace."""
 
 
 class Signer:
@@ -125,6 +130,7 @@ def encode_command(command: Command, default: Callable[[Any], Any]) -> bytes:
         "to": command.to,
         "issued_at": command.issued_at,
         "deadline": command.deadline,
+        "trace": command.trace,
     }
     return json.dumps(body, default=default, separators=(",", ":")).encode()
 
@@ -141,6 +147,7 @@ def _decode_command(payload: bytes) -> Command:
             to=body["to"],
             issued_at=float(body["issued_at"]),
             deadline=float(body["deadline"]),
+            trace=_trace_headers(body.get("trace")),
         )
     except (ValueError, TypeError, KeyError):
         raise Refused("malformed") from None
@@ -150,6 +157,22 @@ def _decode_command(payload: bytes) -> Command:
     if not isinstance(command.args, dict) or not isinstance(command.issuer.admin, bool):
         raise Refused("malformed")
     return command
+
+
+TRACE_HEADERS = frozenset({"traceparent", "tracestate"})
+MAX_TRACE_HEADER = 512
+"""The W3C limit of ``tracestate`` (``traceparent`` is 55 characters)."""
+
+
+def _trace_headers(value: object) -> dict[str, str]:
+    """The trace context headers of a command; those that are not (or none) are dropped."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        k: v
+        for k, v in value.items()
+        if k in TRACE_HEADERS and isinstance(v, str) and len(v) <= MAX_TRACE_HEADER
+    }
 
 
 class Inbox:

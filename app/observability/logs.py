@@ -7,6 +7,9 @@ add an ``event`` name and their fields through ``extra=`` (see ``observer``). Va
 redacted like the message (``app.redaction``): ``extra`` fields are set after the record
 factory ran, so the formatter cleans them itself.
 
+With tracing on (app/observability/telemetry.py), ``TraceIds`` adds the ``trace_id`` and
+``span_id`` of the span a line was written in, so a line and its trace find each other.
+
 ``log_format = "text"`` keeps the classic one-line form for a terminal.
 """
 
@@ -20,6 +23,8 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from opentelemetry import trace
 
 from app.redaction import Redactor
 
@@ -65,6 +70,17 @@ class _IdsFilter(logging.Filter):
         return True
 
 
+class TraceIds(logging.Filter):
+    """Stamps the ids of the span being recorded where a line is logged (W3C hex form)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid and not hasattr(record, "trace_id"):
+            record.trace_id = trace.format_trace_id(context.trace_id)
+            record.span_id = trace.format_span_id(context.span_id)
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """``{"ts", "level", "logger", "msg", <ids>, "event"?, <fields>, "exc"?}`` on one line."""
 
@@ -104,7 +120,8 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        ids = " ".join(f"{n}={getattr(record, n)}" for n in IDS if hasattr(record, n))
+        names = (*IDS, "trace_id")
+        ids = " ".join(f"{n}={getattr(record, n)}" for n in names if hasattr(record, n))
         return f"{text} [{ids}]" if ids else text
 
 

@@ -45,6 +45,7 @@ from app.cluster.redis import connect
 from app.cluster_settings import ClusterSettings
 from app.errors import NotFound, StorageUnavailable
 from app.observability.metrics import GatewayMetrics
+from app.observability.tracing import OFF, Tracer
 from app.runtime.forwarding import Forwarder, Received, Refusals
 from app.store.interface import Storage
 from app.store.ownership import HeldBy
@@ -79,6 +80,7 @@ class Cluster:
         refused: Refusals | None = None,
         metrics: GatewayMetrics | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        tracer: Tracer = OFF,
     ) -> None:
         self.redis = redis
         self._waiting = waiting or connect(
@@ -109,7 +111,10 @@ class Cluster:
             alive=self._alive,
             refused=refused,
             metrics=metrics,
+            tracer=tracer,
         )
+        self.tracer = tracer
+        """Where a command forwarded here is traced, under the span that sent it."""
 
     # --- ownership ------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from typing import Any, TypeVar, cast
 
 from app.errors import (
     ClusterUnavailable,
+    GatewayError,
     NotFound,
     SessionClosed,
     StorageUnavailable,
@@ -256,12 +257,18 @@ class ClusteredSessions:
 
     async def _answer(self, received: Received) -> None:
         command = received.command
-        try:
-            result = await self._serve(command.op, command.args, command.issuer)
-        except Exception as exc:  # answered, as the error or (unexpected) its id only
-            await self.cluster.answer(received, error=exc)
-        else:
-            await self.cluster.answer(received, result=result)
+        # Under the span that forwarded it: what runs here joins the sender's trace.
+        attributes = {"gateway.command": command.op, "gateway.replica": self.cluster.replica_id}
+        with self.cluster.tracer.span(
+            f"command {command.op}", attributes, kind="server", carrier=command.trace
+        ) as span:
+            try:
+                result = await self._serve(command.op, command.args, command.issuer)
+            except Exception as exc:  # answered, as the error or (unexpected) its id only
+                span.fail(exc.type if isinstance(exc, GatewayError) else type(exc).__name__)
+                await self.cluster.answer(received, error=exc)
+            else:
+                await self.cluster.answer(received, result=result)
 
     async def _lost(self, lost: Lost) -> None:
         """Another replica took the session over: stop its CLI here at once, write nothing."""

@@ -51,7 +51,9 @@ from pydantic import JsonValue
 
 from app.errors import InvalidRequest
 from app.events import FailureKind, RetryScheduled, TurnError, Usage, spent
+from app.observability.tracing import OFF, Attributes, Tracer
 from app.providers.base import ProviderSession, TurnHooks, TurnOutcome
+from app.runtime.spans import ended
 from app.settings import RetrySettings, UsageLimitAction
 
 log = logging.getLogger(__name__)
@@ -237,10 +239,15 @@ class TurnCoordinator:
         interrupt_grace_s: float = INTERRUPT_GRACE_S,
         first_attempt: int = 1,
         resume_at: datetime | None = None,
+        tracer: Tracer = OFF,
+        traced: Attributes | None = None,
     ) -> None:
         """``first_attempt`` numbers the first attempt this coordinator runs (a turn moved to
         another provider goes on counting); ``resume_at`` resumes a stored wait for a usage
-        limit's reset, after which the continuation prompt runs."""
+        limit's reset, after which the continuation prompt runs. Each attempt and each wait
+        is a span of ``tracer`` (``traced``: more attributes of every attempt's)."""
+        self._tracer = tracer
+        self._traced = traced or {}
         self.resume_at = resume_at
         """While the turn waits for a usage limit's reset: when the wait ends. A turn stopped
         by a shutdown during the wait keeps it (stored) and resumes after the restart."""
@@ -363,10 +370,12 @@ class TurnCoordinator:
                 delay,
                 extra={"attempt": attempt, "kind": error.kind, "delay_s": delay},
             )
-            if not await self._wait(delay):
-                return CoordinatedTurn(
-                    outcome=_interrupted("while waiting to retry"), attempts=attempt
-                )
+            waiting = {"gateway.attempt": attempt + 1, "gateway.retry.kind": error.kind}
+            with self._tracer.span("retry.wait", {**waiting, "gateway.retry.delay_s": delay}):
+                if not await self._wait(delay):
+                    return CoordinatedTurn(
+                        outcome=_interrupted("while waiting to retry"), attempts=attempt
+                    )
 
     async def _wait_for_reset(self, resume_at: datetime) -> float | None:
         """Wait until ``resume_at`` (kept in ``self.resume_at`` meanwhile); the seconds waited,
@@ -374,7 +383,9 @@ class TurnCoordinator:
         ``resume_at`` set: the stored schedule outlives this process."""
         self.resume_at = resume_at
         delay = max(0.0, (resume_at - self._clock()).total_seconds())
-        if not await self._wait(delay):
+        with self._tracer.span("usage_limit.wait", {"gateway.retry.delay_s": round(delay, 3)}):
+            waited = await self._wait(delay)
+        if not waited:
             self.resume_at = None
             return None
         self.resume_at = None
@@ -395,6 +406,13 @@ class TurnCoordinator:
         return not self._interrupted.is_set()
 
     async def _attempt(self, text: str, attempt: int, deadline: float) -> TurnOutcome:
+        """One attempt as a span, current in the task that runs it (the provider's)."""
+        with self._tracer.span("attempt", {**self._traced, "gateway.attempt": attempt}) as span:
+            outcome = await self._try(text, attempt, deadline)
+            ended(span, outcome.status, outcome.error, outcome.usage)
+            return outcome
+
+    async def _try(self, text: str, attempt: int, deadline: float) -> TurnOutcome:
         """One attempt, stopped through the provider's interrupt at the turn's deadline."""
         task = asyncio.ensure_future(self.handle.run_turn(text, self.reporter.hooks(attempt)))
         self._attempt_running = True

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from app.errors import SessionFenced, StorageUnavailable
 from app.events import EventData, StreamedText, encode_event, stored_time
 from app.observability.metrics import GatewayMetrics
+from app.observability.tracing import OFF, Tracer
 from app.records import EventRecord
 from app.redaction import SecretMask
 from app.runtime.cluster import Cluster
@@ -28,6 +29,7 @@ from app.runtime.commands import Issuer
 from app.runtime.delivery import Delivery, catch_up_from_store
 from app.runtime.replicas import Replicas
 from app.runtime.shares import SharedCap
+from app.runtime.spans import written
 from app.runtime.subscription import (
     Channel,
     Evicted,
@@ -55,6 +57,8 @@ class _Pending:
     event: LoggedEvent
     done: asyncio.Future[LoggedEvent] | None
     """Resolved once stored (None: the appender did not wait)."""
+    trace: object | None = None
+    """The appender's trace context (tracing on, inside a trace): its write is a span there."""
 
 
 def _retrieve(future: asyncio.Future[LoggedEvent]) -> None:
@@ -93,8 +97,11 @@ class EventLog:
         mask: SecretMask | None = None,
         cluster: Cluster | None = None,
         coalesce_s: float = 0.0,
+        tracer: Tracer = OFF,
     ) -> None:
         self._store = store
+        self.tracer = tracer
+        """Traces the log's writes, and the turns that append to it."""
         self._coalescer: Coalescer[Channel] = Coalescer(coalesce_s, self._release)
         self._cluster = cluster
         self._delivery = Delivery(
@@ -254,7 +261,11 @@ class EventLog:
         if wait:
             done = asyncio.get_running_loop().create_future()
             done.add_done_callback(_retrieve)
-        self._pending.append(_Pending(channel=channel, record=record, event=event, done=done))
+        # Its write's trace (tracing on): that of an appender who waits, or of a batch's first.
+        traced = self.tracer.on and (done is not None or not self._pending)
+        trace = self.tracer.context() if traced else None
+        pending = _Pending(channel=channel, record=record, event=event, done=done, trace=trace)
+        self._pending.append(pending)
         self._wake.set()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_loop(), name="event-log-writer")
@@ -316,9 +327,10 @@ class EventLog:
                 token = self._cluster.token(item.record.session_id)
                 fences[item.record.session_id] = token if token is not None else 0
         try:
-            await self._store.insert_events(
-                [item.record for item in batch], prune_through=prunes, fences=fences
-            )
+            with written(self.tracer, [item.trace for item in batch], len(batch)):
+                await self._store.insert_events(
+                    [item.record for item in batch], prune_through=prunes, fences=fences
+                )
         except Exception as exc:
             channels = {id(item.channel) for item in batch}
             if len(channels) > 1:  # one session's failure must not fail the others
@@ -362,7 +374,8 @@ class EventLog:
             first_seq=None if prune_through is None else prune_through + 1,
         )
         if self._observer is not None:
-            self._observer([item.record for item in items])
+            with self.tracer.within(items[0].trace):  # its lines name the appender's trace
+                self._observer([item.record for item in items])
         if self._replicas is not None:
             self._replicas.publish(session_id, [(i.record.seq, i.event.json) for i in items])
         for item in items:

@@ -49,6 +49,7 @@ from app.cluster.commands import (
 from app.cluster.redis import REDIS_TIMEOUT_S, cluster_errors
 from app.errors import ClusterUnavailable, GatewayError, internal_error
 from app.observability.metrics import GatewayMetrics
+from app.observability.tracing import OFF, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,11 @@ class Forwarder:
         alive: Alive,
         refused: Refusals | None = None,
         metrics: GatewayMetrics | None = None,
+        tracer: Tracer = OFF,
     ) -> None:
         self._redis = redis
+        self._tracer = tracer
+        """A forwarded command carries the span that sent it (``Command.trace``)."""
         self._waiting = waiting
         """For waiting on answers longer than ``redis``'s read deadline allows."""
         self._replica_id = replica_id
@@ -121,6 +125,13 @@ class Forwarder:
     ) -> Any:
         """Run the command ``kind`` with ``fields`` on ``replica_id``, as the key ``issuer``:
         its answer, or its error raised; ``OwnerGone`` when that replica died before it began."""
+        attributes = {"gateway.command": kind, "gateway.replica": replica_id}
+        with self._tracer.span(f"forward {kind}", attributes, kind="client"):
+            return await self._forward_counted(replica_id, kind, fields, issuer=issuer)
+
+    async def _forward_counted(
+        self, replica_id: str, kind: str, fields: Mapping[str, Any], *, issuer: Issuer
+    ) -> Any:
         began = time.monotonic()
         try:
             result = await self._forward(replica_id, kind, fields, issuer=issuer)
@@ -150,6 +161,7 @@ class Forwarder:
             to=replica_id,
             issued_at=now,
             deadline=now + self._timeout_s,
+            trace=self._tracer.inject(),
         )
         sealed = self._signer.seal("command", encode_command(command, _json_default))
         loop = asyncio.get_running_loop()

@@ -46,6 +46,7 @@ from app.runtime.commands import Issuer
 from app.runtime.coordinator import AttemptReporter, RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.failover import Moved
 from app.runtime.live import TurnContext
+from app.runtime.spans import ended
 from app.runtime.turns import (
     GATEWAY_SHUTDOWN,
     STORAGE_RETRY_S,
@@ -227,6 +228,8 @@ class SessionHost:
         services = self._services
         return TurnCoordinator(
             handle=self._context.handle,
+            tracer=services.turns.events.tracer,
+            traced={"gateway.provider": self._context.provider},
             policy=policy,
             continuation_prompt=services.settings.retry.continuation_prompt,
             turn_timeout_s=services.settings.sessions.turn_timeout_s,
@@ -268,6 +271,22 @@ class SessionHost:
         self.launch(turn, policy)
 
     async def _run(self, turn: TurnRecord, coordinator: TurnCoordinator, *, resumed: bool) -> None:
+        """The turn as a span: under the span that started it (a request's, a forwarded
+        command's), or a trace of its own (a wait resumed after a restart)."""
+        live = self._context
+        attributes = {
+            "gateway.session_id": live.session_id,
+            "gateway.turn_id": turn.id,
+            "gateway.provider": live.provider,
+            "gen_ai.request.model": live.model,
+            "gateway.resumed": resumed,
+        }
+        with self._services.turns.events.tracer.span("turn", attributes):
+            await self._drive(turn, coordinator, resumed=resumed)
+
+    async def _drive(
+        self, turn: TurnRecord, coordinator: TurnCoordinator, *, resumed: bool
+    ) -> None:
         """Drive the turn, then record how it ended; never raises except cancellation."""
         live = self._context
         attempt = max(turn.attempts, 1)
@@ -338,6 +357,9 @@ class SessionHost:
         changes: ChangesSummary | None = None,
     ) -> None:
         live, services = self._context, self._services
+        span = services.turns.events.tracer.current()  # the turn's
+        span.set({"gateway.attempts": attempt, "gateway.provider": live.provider})
+        ended(span, outcome.status, outcome.error, outcome.usage)
         terminal: EventData = await record_end(services.turns, live, turn, outcome, changes)
         # The session is idle before clients learn that the turn ended, so a client reacting
         # to the terminal event can start the next turn at once. The append's task is

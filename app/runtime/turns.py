@@ -36,6 +36,7 @@ from app.events import (
     spent,
 )
 from app.observability.metrics import GatewayMetrics
+from app.observability.tracing import NO_SPAN, Span
 from app.providers.base import (
     Answers,
     ApprovalAnswer,
@@ -50,6 +51,7 @@ from app.runtime.eventlog import EventLog
 from app.runtime.figures import FigureBook, TurnTiming
 from app.runtime.history import WorkspaceHistory
 from app.runtime.live import TurnContext
+from app.runtime.spans import failing, traced, waited
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
@@ -130,6 +132,11 @@ class Hooks:
     turn_id: str
     attempt: int = 1
     budget: EventBudget | None = None
+    span: Span = field(init=False, default=NO_SPAN)
+    """The attempt's span (or the turn's): the one current where the hooks are made."""
+
+    def __post_init__(self) -> None:
+        self.span = self.services.events.tracer.current()
 
     @property
     def joins_deltas(self) -> bool:
@@ -140,6 +147,7 @@ class Hooks:
             timing = self.live.timing  # the one per-delta cost of measuring: a None check
             if timing is not None and timing.first_text is None and isinstance(data, MessageDelta):
                 timing.first_text = self.services.figures.monotonic()
+                self.span.event("first_text")
             # Deltas are joined before they are encoded: charge the size this one adds.
             if self.budget is not None and not self.budget.charge(encoded_size(data)):
                 return
@@ -155,9 +163,11 @@ class Hooks:
             timing = self.live.timing
             if timing is not None and timing.first_text is None:
                 timing.first_text = self.services.figures.monotonic()
+                self.span.event("first_text")
         encoded = data.model_dump_json()  # measured here, stored as it is by the event log
         if self.budget is not None and not self.budget.charge(len(encoded)):
             return
+        traced(self.span, data)
         await self.services.events.append(
             self.live.session_id,
             data,
@@ -185,10 +195,12 @@ class Hooks:
             await self.emit(SessionThreadBound(thread_id=thread_id))
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
-        return await self.live.approvals.request(request, turn_id=self.turn_id, emit=self.emit)
+        asked = self.live.approvals.request(request, turn_id=self.turn_id, emit=self.emit)
+        return await waited(self.span.child("approval", {"gen_ai.tool.name": request.tool}), asked)
 
     async def ask_question(self, request: QuestionRequest) -> Answers:
-        return await self.live.approvals.ask(request, turn_id=self.turn_id, emit=self.emit)
+        asked = self.live.approvals.ask(request, turn_id=self.turn_id, emit=self.emit)
+        return await waited(self.span.child("question", {"gen_ai.tool.name": request.tool}), asked)
 
 
 @dataclass(eq=False)
@@ -281,7 +293,9 @@ async def drive_turn(
         tried = [live.provider]
         while outcome.status == "failed" and outcome.error is not None and fail_over:
             failed_on, timing = live.provider, live.timing
-            moved = await fail_over(turn, outcome.error, result.attempts, tried)
+            with services.events.tracer.span("failover", failing(failed_on, outcome.error)) as span:
+                moved = await fail_over(turn, outcome.error, result.attempts, tried)
+                span.set({"gateway.failover.to": None if moved is None else live.provider})
             if moved is None:
                 break
             coordinator, prompt = moved  # the same turn goes on with the hand-off

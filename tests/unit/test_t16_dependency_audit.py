@@ -55,7 +55,7 @@ def test_t16_floors_are_above_every_advisory_of_the_http_stack() -> None:
         for spec in requirement.specifier:
             if spec.operator == ">=":
                 floors[canonicalize_name(requirement.name)] = Version(spec.version)
-    for name in ("starlette", "fastapi", "uvicorn", "h11"):
+    for name in ("starlette", "fastapi", "uvicorn", "h11", "protobuf", "requests", "urllib3"):
         assert name in floors, f"pyproject.toml must set a floor for {name}"
         hits = audit_deps.audit({name: str(floors[name])}, audit_deps.load_advisories())
         assert hits == [], f"the floor of {name} still admits {hits}"
