@@ -38,6 +38,7 @@ from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
 from app.settingsenv import EnvSource
 from app.snapshot_settings import SnapshotSettings
+from app.webhook_settings import WebhookSettings
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
@@ -374,6 +375,7 @@ class Settings(BaseSettings):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     sandbox: SandboxSettings = SandboxSettings()
     snapshots: SnapshotSettings = SnapshotSettings()
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from app.errors import SessionFenced, StorageUnavailable
 from app.events import EventData, StreamedText, encode_event, stored_time
@@ -36,6 +37,7 @@ from app.runtime.subscription import (
     Subscription,
 )
 from app.store.interface import Storage
+from app.store.outbox import OutboxMessage
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,15 @@ MAX_BATCH = 500
 """Events stored in one transaction at most."""
 MAX_PENDING = 5000
 """Queued events beyond which every appender waits for its commit."""
+
+
+class Outbox(Protocol):
+    """The webhook messages a batch of events makes, stored in the events' own transaction
+    (app/webhooks/outbox.py); ``stored`` is told once they are committed."""
+
+    def messages(self, records: Sequence[EventRecord]) -> list[OutboxMessage]: ...
+
+    def stored(self, messages: Sequence[OutboxMessage]) -> None: ...
 
 
 @dataclass(eq=False)
@@ -93,8 +104,10 @@ class EventLog:
         mask: SecretMask | None = None,
         cluster: Cluster | None = None,
         coalesce_s: float = 0.0,
+        outbox: Outbox | None = None,
     ) -> None:
         self._store = store
+        self._outbox = outbox
         self._coalescer: Coalescer[Channel] = Coalescer(coalesce_s, self._release)
         self._cluster = cluster
         self._delivery = Delivery(
@@ -315,9 +328,11 @@ class EventLog:
             for item in batch:
                 token = self._cluster.token(item.record.session_id)
                 fences[item.record.session_id] = token if token is not None else 0
+        records = [item.record for item in batch]
+        messages = self._outbox.messages(records) if self._outbox is not None else []
         try:
             await self._store.insert_events(
-                [item.record for item in batch], prune_through=prunes, fences=fences
+                records, prune_through=prunes, fences=fences, outbox=messages
             )
         except Exception as exc:
             channels = {id(item.channel) for item in batch}
@@ -327,6 +342,8 @@ class EventLog:
                 return
             self._fail(batch, exc)
             return
+        if messages and self._outbox is not None:
+            self._outbox.stored(messages)
         by_session: dict[str, list[_Pending]] = {}
         for item in batch:
             by_session.setdefault(item.record.session_id, []).append(item)
