@@ -203,7 +203,7 @@ class WebhookStore(Transactions):
             owners: dict[str, str | None] = {}
             if sessions:
                 query = select(SessionRow.id, SessionRow.owner).where(SessionRow.id.in_(sessions))
-                owners = dict((await db.execute(query)).tuples().all())
+                owners = {sid: owner for sid, owner in (await db.execute(query)).all()}
             now_s = float(await db.scalar(select(self._now_s())) or 0.0)
             made: list[dict[str, object]] = []
             unwanted: list[str] = []
@@ -254,7 +254,7 @@ class WebhookStore(Transactions):
         """The endpoints with deliveries due now (and not leased), and how many each."""
         query = select(D.endpoint_id, func.count()).where(self._due()).group_by(D.endpoint_id)
         async with self._read() as db:
-            return {e: int(n) for e, n in (await db.execute(query)).tuples().all()}
+            return {e: int(n) for e, n in (await db.execute(query)).all()}
 
     @uninterrupted
     async def claim(
@@ -287,7 +287,7 @@ class WebhookStore(Transactions):
                     .where(D.id.in_(taken))
                     .order_by(D.next_attempt_s)
                 )
-            ).tuples()
+            ).all()
             return [
                 ClaimedDelivery(
                     id=delivery_id,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import signal
 
 from tests.fakes.gateway import FakeGatewayFactory
-from tests.gateway import metric, scrape, wait_until
+from tests.gateway import follow, metric, scrape, wait_until
+from tests.integration.streams import create, start_turn
 from tests.integration.webhooks import (
     FAST_RETRIES,
     deliveries,
@@ -98,6 +99,35 @@ def test_only_the_event_types_and_keys_an_endpoint_names_are_sent(
         assert sorted(r.type for r in both) == ["turn.completed", "turn.completed"]
         assert sorted(r.type for r in mine) == ["turn.completed", "turn.failed"]
         assert {r.data["session_id"] for r in mine} == {sid}
+
+
+def test_session_idle_follows_an_interrupted_turn_but_not_a_deleted_session(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    kinds = ("turn.interrupted", "session.idle", "session.closed")
+    with WebhookReceiver() as receiver:
+        gateway = make_fake_gateway(
+            webhooks=webhooks_section(endpoint(receiver.url, *kinds, id="receiver"))
+        ).start()
+        with gateway.client() as client:
+            kept, gone = create(client, gateway), create(client, gateway)
+            for sid in (kept, gone):
+                start_turn(client, sid, "slow")
+                follow(client, sid, lambda e: e["type"] == "message.delta")  # it is running
+            assert client.post(f"/v1/sessions/{kept}/interrupt").status_code == 202
+            assert client.delete(f"/v1/sessions/{gone}").status_code == 200
+            # Every message made by then is delivered once the log has nothing pending.
+            wait_until(
+                lambda: (
+                    len(logged := deliveries(client, "receiver")) >= 4
+                    and all(d["status"] == "succeeded" for d in logged)
+                )
+            )
+        by_session: dict[str, list[str]] = {kept: [], gone: []}
+        for received in receiver.received:
+            by_session[received.data["session_id"]].append(received.type)
+        assert sorted(by_session[kept]) == ["session.idle", "turn.interrupted"]
+        assert sorted(by_session[gone]) == ["session.closed", "turn.interrupted"]
 
 
 def test_a_receiver_failing_three_times_gets_the_same_id_until_it_answers_200(
