@@ -43,6 +43,7 @@ BENCHMARKS = (
     "peer",
     "coalescing",
     "snapshots",
+    "webhooks",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

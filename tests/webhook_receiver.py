@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +35,8 @@ class Received:
     body: str
     status: int
     path: str
+    arrived: float
+    """When it arrived (``time.time()``)."""
 
     @property
     def type(self) -> str:
@@ -132,6 +135,7 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = self.rfile.read(length).decode()
+                arrived = time.time()
                 if receiver._hold.is_set():
                     receiver._hold.clear()
                     receiver.held_id = self.headers.get("webhook-id")
@@ -155,6 +159,7 @@ class WebhookReceiver:
                     body=body,
                     status=200,
                     path=self.path,
+                    arrived=arrived,
                 )
                 if receiver.redirect_to is not None and self.path == "/hook":
                     status = 307

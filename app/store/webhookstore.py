@@ -14,10 +14,10 @@ and lease are the database's clock (seconds since the epoch), as the replicas' h
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, delete, func, insert, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, Row, delete, func, insert, literal_column, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.store.calls import uninterrupted
@@ -71,6 +71,63 @@ def _delivery(row: WebhookDeliveryRow, now_s: float) -> DeliveryRecord:
         updated_at=row.updated_at,
         finished_at=row.finished_at,
     )
+
+
+def _deliveries(
+    taken: Sequence[Row[str, str, str | None, str | None, str]],
+    owners: Mapping[str, str | None],
+    choose: Callable[[MessageHead], Sequence[str]],
+    *,
+    now: datetime,
+    now_s: float,
+    holder: str,
+    free: Mapping[str, int],
+    lease_s: float,
+) -> tuple[list[dict[str, object]], list[ClaimedDelivery]]:
+    """The delivery rows of routed messages, and those of them leased to ``holder`` at once."""
+    slots = dict(free)
+    made: list[dict[str, object]] = []
+    leased: list[ClaimedDelivery] = []
+    for message_id, kind, session_id, endpoint_id, payload in taken:
+        head = MessageHead(
+            id=message_id,
+            type=kind,
+            session_id=session_id,
+            owner=owners.get(session_id) if session_id is not None else None,
+            endpoint_id=endpoint_id,
+        )
+        for endpoint in dict.fromkeys(choose(head)):
+            delivery_id = "dlv_" + secrets.token_hex(12)
+            holds = slots.get(endpoint, 0) > 0
+            if holds:
+                slots[endpoint] -= 1
+                leased.append(
+                    ClaimedDelivery(
+                        id=delivery_id,
+                        message_id=message_id,
+                        endpoint_id=endpoint,
+                        type=kind,
+                        payload=payload,
+                        attempts=0,
+                    )
+                )
+            made.append(
+                {
+                    "id": delivery_id,
+                    "message_id": message_id,
+                    "endpoint_id": endpoint,
+                    "type": kind,
+                    "session_id": session_id,
+                    "status": "pending",
+                    "attempts": 0,
+                    "next_attempt_s": now_s,
+                    "lease_holder": holder if holds else None,
+                    "lease_until_s": now_s + lease_s if holds else None,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+    return made, leased
 
 
 class WebhookStore(Transactions):
@@ -177,10 +234,25 @@ class WebhookStore(Transactions):
         return found is not None
 
     @uninterrupted
-    async def route(self, choose: Callable[[MessageHead], Sequence[str]], *, now: datetime) -> int:
+    async def route(
+        self,
+        choose: Callable[[MessageHead], Sequence[str]],
+        *,
+        now: datetime,
+        holder: str,
+        free: Mapping[str, int],
+        lease_s: float,
+    ) -> list[ClaimedDelivery]:
         """Give the oldest unrouted messages their deliveries (one to each endpoint ``choose``
-        names, due now) and mark them routed, in one transaction; a message no endpoint wants
-        is deleted. Returns how many deliveries were made."""
+        names, due now) and mark them routed, in one transaction (a message no endpoint wants
+        is left routed with none, for retention to delete). Deliveries to an endpoint with
+        slots in ``free`` are leased to ``holder`` at once, as many as it has: they are
+        returned, to be sent now (the others wait to be claimed).
+
+        On PostgreSQL the messages are taken by the transaction's first statement (``FOR
+        UPDATE SKIP LOCKED``: another replica routes others). A SQLite file has one gateway:
+        what to write is read first, so that the write lock is held for the writes alone
+        (the event log's writer waits for it meanwhile)."""
         oldest = (
             select(M.id)
             .where(M.routed.is_(False))
@@ -188,56 +260,45 @@ class WebhookStore(Transactions):
             .limit(ROUTE_BATCH)
             .with_for_update(skip_locked=True)
         )
+        columns = (M.id, M.type, M.session_id, M.endpoint_id, M.payload)
+        sqlite = self.engine.url.get_backend_name() == "sqlite"
         async with self._write() as db:
-            taken = (
-                await db.execute(
-                    update(M)
-                    .where(M.id.in_(oldest.scalar_subquery()))
-                    .values(routed=True)
-                    .returning(M.id, M.type, M.session_id, M.endpoint_id)
-                )
-            ).all()
+            if sqlite:
+                taken = (await db.execute(select(*columns).where(M.id.in_(oldest)))).all()
+            else:
+                taken = (
+                    await db.execute(
+                        update(M)
+                        .where(M.id.in_(oldest.scalar_subquery()))
+                        .values(routed=True)
+                        .returning(*columns)
+                    )
+                ).all()
             if not taken:
-                return 0
+                return []
             sessions = {row[2] for row in taken if row[2] is not None}
             owners: dict[str, str | None] = {}
             if sessions:
                 query = select(SessionRow.id, SessionRow.owner).where(SessionRow.id.in_(sessions))
                 owners = {sid: owner for sid, owner in (await db.execute(query)).all()}
             now_s = float(await db.scalar(select(self._now_s())) or 0.0)
-            made: list[dict[str, object]] = []
-            unwanted: list[str] = []
-            for message_id, kind, session_id, endpoint_id in taken:
-                head = MessageHead(
-                    id=message_id,
-                    type=kind,
-                    session_id=session_id,
-                    owner=owners.get(session_id) if session_id is not None else None,
-                    endpoint_id=endpoint_id,
-                )
-                chosen = list(dict.fromkeys(choose(head)))
-                if not chosen:
-                    unwanted.append(message_id)
-                made += [
-                    {
-                        "id": "dlv_" + secrets.token_hex(12),
-                        "message_id": message_id,
-                        "endpoint_id": endpoint,
-                        "type": kind,
-                        "session_id": session_id,
-                        "status": "pending",
-                        "attempts": 0,
-                        "next_attempt_s": now_s,
-                        "created_at": now,
-                        "updated_at": now,
-                    }
-                    for endpoint in chosen
-                ]
+            made, leased = _deliveries(
+                taken,
+                owners,
+                choose,
+                now=now,
+                now_s=now_s,
+                holder=holder,
+                free=free,
+                lease_s=lease_s,
+            )
             if made:
                 await db.execute(insert(D), made)
-            if unwanted:
-                await db.execute(delete(M).where(M.id.in_(unwanted)))
-        return len(made)
+            if sqlite:
+                await db.execute(
+                    update(M).where(M.id.in_([row[0] for row in taken])).values(routed=True)
+                )
+        return leased
 
     # --- deliveries -----------------------------------------------------------------------------
 
@@ -278,8 +339,9 @@ class WebhookStore(Transactions):
                     .returning(D.id)
                 )
             )
-            if not taken:
-                return []
+        if not taken:
+            return []
+        async with self._read() as db:  # the lease is ours: the rest is read without a lock
             rows = (
                 await db.execute(
                     select(D.id, D.message_id, D.type, D.attempts, M.payload)
@@ -288,17 +350,17 @@ class WebhookStore(Transactions):
                     .order_by(D.next_attempt_s)
                 )
             ).all()
-            return [
-                ClaimedDelivery(
-                    id=delivery_id,
-                    message_id=message_id,
-                    endpoint_id=endpoint_id,
-                    type=kind,
-                    payload=payload,
-                    attempts=attempts,
-                )
-                for delivery_id, message_id, kind, attempts, payload in rows
-            ]
+        return [
+            ClaimedDelivery(
+                id=delivery_id,
+                message_id=message_id,
+                endpoint_id=endpoint_id,
+                type=kind,
+                payload=payload,
+                attempts=attempts,
+            )
+            for delivery_id, message_id, kind, attempts, payload in rows
+        ]
 
     @uninterrupted
     async def finish_attempt(

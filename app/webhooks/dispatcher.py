@@ -93,9 +93,17 @@ class Dispatcher:
         self._sends: set[asyncio.Task[None]] = set()
         self._http: httpx.AsyncClient | None = None
         self._housekept = 0.0
+        self._refreshed = float("-inf")
+        self._known: Mapping[str, Endpoint] = {}
+        self._waiting = False
+        """Due deliveries were left for want of a free slot (a finished attempt wakes the
+        loop then)."""
 
-    def wake(self) -> None:
-        """Look for work now (messages were stored, or a slot freed)."""
+    def wake(self, *, endpoints_changed: bool = False) -> None:
+        """Look for work now (messages were stored, or a slot freed; ``endpoints_changed``:
+        read the endpoints again first)."""
+        if endpoints_changed:
+            self._refreshed = float("-inf")
         self._wake.set()
 
     async def run(self) -> None:
@@ -137,16 +145,37 @@ class Dispatcher:
         with contextlib.suppress(Exception):
             await self._store.release_leases(self._holder)
 
+    def _free(self, endpoint_id: str) -> int:
+        """Attempts this replica may start to the endpoint now."""
+        return self._settings.max_concurrency_per_endpoint - self._in_flight.get(endpoint_id, 0)
+
     async def _round(self) -> None:
-        endpoints = await self._endpoints()
-        now = self._clock()
+        """Route what is new (sending at once what has a free slot), then claim what is due;
+        the endpoints are read again once a poll interval (a change made here is known at
+        once)."""
+        if time.monotonic() - self._refreshed >= self._settings.poll_interval_s:
+            self._refreshed = time.monotonic()
+            self._known = await self._endpoints()
+        endpoints = self._known
+        self._waiting = False
         if await self._store.has_unrouted():
-            await self._store.route(lambda head: destinations(endpoints.values(), head), now=now)
+            leased = await self._store.route(
+                lambda head: destinations(endpoints.values(), head),
+                now=self._clock(),
+                holder=self._holder,
+                free={e.id: self._free(e.id) for e in endpoints.values() if e.enabled},
+                lease_s=self._settings.lease_s,
+            )
+            for delivery in leased:
+                self._launch(endpoints[delivery.endpoint_id], delivery)
+            self._waiting = any(self._free(e) <= 0 for e in endpoints)
         for endpoint_id, due in (await self._store.due_endpoints()).items():
             endpoint = endpoints.get(endpoint_id)
             if endpoint is None or not endpoint.enabled:
                 continue  # disabled (its deliveries were cancelled) or not known here
-            free = self._settings.max_concurrency_per_endpoint - self._in_flight.get(endpoint_id, 0)
+            free = self._free(endpoint_id)
+            if free < due:
+                self._waiting = True
             if free <= 0:
                 continue
             claimed = await self._store.claim(
@@ -168,8 +197,10 @@ class Dispatcher:
         task.add_done_callback(self._sent)
 
     def _sent(self, task: asyncio.Task[None]) -> None:
+        """An attempt ended: its slot is free, which matters when deliveries wait for one."""
         self._sends.discard(task)
-        self.wake()
+        if self._waiting:
+            self.wake()
 
     async def _send(self, endpoint: Endpoint, delivery: ClaimedDelivery) -> None:
         try:
@@ -209,6 +240,8 @@ class Dispatcher:
         )
         if recorded and status != "pending":
             self._metrics.deliveries.labels(endpoint=endpoint.id, status=status).inc()
+        if delay is not None and delay < self._settings.poll_interval_s:
+            asyncio.get_running_loop().call_later(delay, self.wake)  # due before the next poll
         if status == "succeeded":
             log.info(
                 "webhook %s (%s) delivered to %s", delivery.message_id, delivery.type, endpoint.id

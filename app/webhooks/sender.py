@@ -1,8 +1,9 @@
 """One delivery attempt: sign, POST, and say how it went (never raises for the endpoint's
 sake).
 
-The answer is read no further than its status line and headers: a slow or endless body never
-holds an attempt past ``timeout_s``, which bounds the whole attempt (connect, send, answer).
+An answer's body is read up to ``MAX_ANSWER_BYTES`` and dropped (its connection is then kept
+for the next attempt); ``timeout_s`` bounds the whole attempt (connect, send, answer), so a
+slow or endless body never holds it longer.
 Redirects are never followed (a 3xx fails the delivery, as the Standard Webhooks
 recommendation says: the endpoint's URL should be updated instead); a URL the settings no
 longer allow is refused before any connection.
@@ -27,6 +28,8 @@ from app.webhooks.signing import webhook_headers
 THROTTLING = frozenset({429, 502, 503, 504})
 """Statuses whose ``Retry-After`` is honoured (the endpoint is overloaded)."""
 MAX_RETRY_AFTER_S = 86400.0
+MAX_ANSWER_BYTES = 65536
+"""An answer's body is read (and dropped) up to this much, so its connection can be reused."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +86,14 @@ async def attempt(
                 "POST", endpoint.url, content=delivery.payload.encode(), headers=headers
             )
             response = await http.send(request, stream=True)
-            await response.aclose()  # the body is never read
+            try:  # read a short answer whole, so that its connection is kept for the next
+                read = 0
+                async for chunk in response.aiter_raw():
+                    read += len(chunk)
+                    if read > MAX_ANSWER_BYTES:
+                        break  # not worth reading: the connection is closed instead
+            finally:
+                await response.aclose()
     except TimeoutError:
         return Attempt(result="timeout", error=f"no answer within {policy.timeout_s:g} s")
     except httpx.HTTPError as exc:

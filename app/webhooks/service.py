@@ -184,6 +184,7 @@ class Webhooks:
         self._learn([endpoint])
         await self._store.add_endpoint(record)
         await self._refresh()
+        self._dispatcher.wake(endpoints_changed=True)
         log.info("webhook endpoint %s added for %s", record.id, ", ".join(record.events))
         return endpoint, secret if made else None
 
@@ -204,6 +205,7 @@ class Webhooks:
         if record is None:
             raise NotFound(f"no webhook endpoint {endpoint_id}")
         await self._refresh()
+        self._dispatcher.wake(endpoints_changed=True)
         log.info("webhook endpoint %s %s", endpoint_id, "enabled" if enabled else "disabled")
         return stored(record)
 
@@ -213,6 +215,7 @@ class Webhooks:
         why = "the endpoint answered 410 Gone"
         if endpoint.source == "api":
             await self._store.set_enabled(endpoint.id, enabled=False, reason=why, now=self._clock())
+            self._dispatcher.wake(endpoints_changed=True)
         else:
             await self._store.cancel_pending(endpoint.id, why=why, now=self._clock())
             log.warning(

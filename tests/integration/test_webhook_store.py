@@ -36,14 +36,17 @@ def _outbox(*wanted: str) -> WebhookOutbox:
     return outbox
 
 
-async def _route_all(webhooks: WebhookStore, *endpoints: str) -> list[MessageHead]:
+async def _route_all(
+    webhooks: WebhookStore, *endpoints: str, free: dict[str, int] | None = None
+) -> list[MessageHead]:
     seen: list[MessageHead] = []
 
     def choose(head: MessageHead) -> list[str]:
         seen.append(head)
         return list(endpoints) if head.type == "turn.completed" else []
 
-    await webhooks.route(choose, now=NOW)
+    leased = await webhooks.route(choose, now=NOW, holder="r0", free=free or {}, lease_s=60)
+    assert len(leased) == sum((free or {}).values())
     return seen
 
 
@@ -69,7 +72,7 @@ async def test_messages_are_written_with_their_events_or_not_at_all(
     await log.aclose()
 
 
-async def test_routing_makes_one_delivery_per_endpoint_and_forgets_unwanted_messages(
+async def test_routing_makes_one_delivery_per_endpoint_and_none_for_unwanted_messages(
     store: Store, webhooks: WebhookStore
 ) -> None:
     await store.update_session(SESSION, owner="alice")
@@ -86,6 +89,10 @@ async def test_routing_makes_one_delivery_per_endpoint_and_forgets_unwanted_mess
     assert await webhooks.backlog() == (0, 4)  # two messages to two endpoints; one dropped
     assert await _route_all(webhooks, "a") == []  # each message is routed once
     assert await webhooks.due_endpoints() == {"a": 2, "b": 2}
+    # With a free slot, the router leases a new delivery to itself at once.
+    await log.append(OTHER, TurnCompleted(final_text="more"), turn_id="t3")
+    await _route_all(webhooks, "a", "b", free={"b": 1})
+    assert await webhooks.due_endpoints() == {"a": 3, "b": 2}
     await log.aclose()
 
 
