@@ -3,7 +3,7 @@ covers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -42,6 +42,19 @@ class Endpoint:
     def masked(self) -> list[str]:
         """What no log, problem or delivery record may show: each secret, and its key."""
         return [part for s in self.secrets for part in (s, s[len(SECRET_PREFIX) :])]
+
+
+def unknown_keys(settings: WebhookSettings, key_names: Collection[str]) -> str | None:
+    """Why the configured endpoints cannot be served (a ``keys`` entry names no key of this
+    gateway: ``server.api_keys`` and ``admin``); None when they can."""
+    for entry in settings.endpoints:
+        unknown = sorted(set(entry.keys or ()) - set(key_names))
+        if unknown:
+            return (
+                f"webhooks.endpoints {entry.endpoint_id}: keys {unknown} name no key of this "
+                f"gateway (it has {sorted(key_names)}: the names of server.api_keys, and admin)"
+            )
+    return None
 
 
 def configured(settings: WebhookSettings) -> list[Endpoint]:

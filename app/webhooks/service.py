@@ -27,7 +27,7 @@ from app.store.webhookrecords import DeliveryRecord, DeliveryStatus, EndpointRec
 from app.store.webhookstore import WebhookStore
 from app.webhook_settings import TEST_EVENT_TYPE, WebhookSettings, secret_key, url_refusal
 from app.webhooks.dispatcher import Dispatcher
-from app.webhooks.endpoints import Endpoint, configured, stored, wanted_types
+from app.webhooks.endpoints import Endpoint, configured, stored, unknown_keys, wanted_types
 from app.webhooks.outbox import WebhookOutbox, body, message_id
 from app.webhooks.signing import new_secret
 
@@ -71,13 +71,9 @@ class Webhooks:
         self.outbox = WebhookOutbox(wake=self._dispatcher.wake, metrics=metrics)
         """What the event log stores with each batch (None of it while webhooks are off)."""
         self._task: asyncio.Task[None] | None = None
-        for endpoint in self._configured.values():
-            unknown = sorted(set(endpoint.keys or ()) - self._key_names)
-            if unknown:
-                raise ConfigError(
-                    f"webhooks.endpoints {endpoint.id}: keys {unknown} name no key of this "
-                    f"gateway (it has {sorted(self._key_names)}: server.api_keys and admin)"
-                )
+        refusal = unknown_keys(settings, self._key_names)
+        if refusal is not None:
+            raise ConfigError(refusal)
         self._learn(self._configured.values())
 
     @property

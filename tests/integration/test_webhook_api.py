@@ -8,6 +8,7 @@ import contextlib
 import sqlite3
 from typing import Any
 
+import pytest
 from standardwebhooks.webhooks import Webhook
 
 from tests.fakes.gateway import FakeGatewayFactory
@@ -230,3 +231,19 @@ def test_webhooks_turned_off_answer_409_and_store_nothing(
         assert receiver.received == []
         with contextlib.closing(sqlite3.connect(gateway.data_dir / "gateway.db")) as db:
             assert db.execute("SELECT count(*) FROM webhook_messages").fetchone() == (0,)
+
+
+def test_a_configured_endpoint_naming_no_key_of_the_gateway_stops_the_start(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    gateway = make_fake_gateway(
+        webhooks=webhooks_section(
+            endpoint("https://127.0.0.1/x", "turn.completed", id="ops", keys=["nobody"])
+        )
+    )
+    with pytest.raises(RuntimeError, match="exited early") as refused:
+        gateway.start()
+    assert "webhooks.endpoints ops: keys ['nobody'] name no key of this gateway" in str(
+        refused.value
+    )
+    assert "Traceback" not in gateway.log()
