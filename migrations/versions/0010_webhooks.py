@@ -1,6 +1,6 @@
 """Webhooks: the endpoints added through the API, the outbox and its deliveries.
 
-Revision ID: 0010_webhooks
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-01
 
@@ -16,7 +16,7 @@ from alembic import op
 
 from app.store.tables import UTCDateTime
 
-revision: str = "0010_webhooks"
+revision: str = "0010"
 down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
