@@ -110,10 +110,13 @@ class Dispatcher:
         """Give back this gateway's stale leases, then route and send until cancelled; a
         failing round is logged and the next one goes on."""
         self._http = client(self._settings.timeout_s)
+        released = False
         try:
-            await self._release()
             while True:
                 try:
+                    if not released:  # first: before this run takes any lease of its own
+                        await self._release()
+                        released = True
                     await self._round()
                 except StorageUnavailable as exc:
                     log.warning("webhooks: the database cannot be used now (%s)", exc)
