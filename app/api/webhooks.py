@@ -23,6 +23,8 @@ from app.api.webhookschemas import (
     WebhookEndpointCreated,
     WebhookEndpointList,
     WebhookEndpointPublic,
+    WebhookSecretRotate,
+    WebhookSecretRotated,
     WebhookTestAccepted,
 )
 from app.errors import Forbidden
@@ -84,6 +86,7 @@ async def list_webhooks(webhooks: Admin) -> WebhookEndpointList:
             "disableWebhook",
             "enableWebhook",
             "testWebhook",
+            "rotateWebhookSecret",
             "listWebhookDeliveries",
             webhook_id="id",
         ),
@@ -139,6 +142,33 @@ async def disable_webhook(webhook_id: str, webhooks: Admin) -> WebhookEndpointPu
 async def enable_webhook(webhook_id: str, webhooks: Admin) -> WebhookEndpointPublic:
     """Send to the endpoint again (events stored from now on)."""
     return _public(await webhooks.set_enabled(webhook_id, enabled=True))
+
+
+@router.post(
+    "/{webhook_id}/secret",
+    operation_id="rotateWebhookSecret",
+    responses=problems(
+        notes={
+            403: ADMIN_ONLY,
+            404: NO_ENDPOINT,
+            409: "The endpoint comes from the configuration (rotate it there: `secret`, "
+            "`previous_secrets`), or webhooks are off",
+            422: "Invalid request: a secret that is not `whsec_` and the base64 of 24 to 64 bytes",
+            503: STORAGE,
+        }
+    ),
+)
+async def rotate_webhook_secret(
+    webhook_id: str, body: WebhookSecretRotate, webhooks: Admin
+) -> WebhookSecretRotated:
+    """Sign with a new secret from now on, and (``keep_previous``) with the old ones too
+    until the receiver has the new one: a rotation without a refused delivery."""
+    endpoint, secret = await webhooks.rotate(
+        webhook_id, secret=body.secret, keep_previous=body.keep_previous
+    )
+    return WebhookSecretRotated(
+        id=endpoint.id, secret=secret, signing_secrets=len(endpoint.secrets)
+    )
 
 
 @router.post(

@@ -37,6 +37,28 @@ class WebhookEndpointCreate(_In):
     )
 
 
+class WebhookSecretRotate(_In):
+    secret: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The new secret (`whsec_` and the base64 of 24 to 64 random bytes); "
+        "unset: the gateway makes one and returns it in this response only",
+    )
+    keep_previous: bool = Field(
+        default=True,
+        description="Keep signing with the secrets the endpoint had (the newest two) until "
+        "the receiver has the new one; a later rotation with `false` drops them",
+    )
+
+
+class WebhookSecretRotated(BaseModel):
+    id: str
+    secret: str | None
+    """The secret the gateway made (shown this once); null when the request gave one."""
+    signing_secrets: int
+    """How many secrets sign each delivery now (one signature each)."""
+
+
 class WebhookEndpointPublic(BaseModel):
     """An endpoint; its secrets are never shown (but once, made by the gateway)."""
 

@@ -188,6 +188,21 @@ class WebhookStore(Transactions):
         assert row is not None
         return _endpoint(row)
 
+    @uninterrupted
+    async def set_secrets(
+        self, endpoint_id: str, secrets: Sequence[str], *, now: datetime
+    ) -> EndpointRecord | None:
+        """Replace a stored endpoint's secrets (the first signs first); None when there is no
+        such endpoint."""
+        async with self._write() as db:
+            await db.execute(
+                update(WebhookEndpointRow)
+                .where(WebhookEndpointRow.id == endpoint_id)
+                .values(secrets=list(secrets), updated_at=now)
+            )
+            row = await db.get(WebhookEndpointRow, endpoint_id, populate_existing=True)
+        return _endpoint(row) if row is not None else None
+
     async def _cancel(self, db: AsyncSession, endpoint_id: str, why: str, now: datetime) -> None:
         await db.execute(
             update(D)

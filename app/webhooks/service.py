@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -32,6 +33,9 @@ from app.webhooks.outbox import WebhookOutbox, body, message_id
 from app.webhooks.signing import new_secret
 
 log = logging.getLogger(__name__)
+
+MAX_PREVIOUS_SECRETS = 2
+"""Secrets a rotation keeps signing besides the new one."""
 
 
 class Webhooks:
@@ -156,13 +160,7 @@ class Webhooks:
             raise InvalidRequest(f"url: {refusal}", field="url")
         self._check_keys(keys)
         made = secret is None
-        if secret is None:
-            secret = new_secret()
-        else:
-            try:
-                secret_key(secret)
-            except ValueError as exc:
-                raise InvalidRequest(f"secret: {exc}", field="secret") from None
+        secret = self._secret(secret)
         now = self._clock()
         record = EndpointRecord(
             id="wh_" + secrets.token_hex(12),
@@ -204,6 +202,42 @@ class Webhooks:
         self._dispatcher.wake(endpoints_changed=True)
         log.info("webhook endpoint %s %s", endpoint_id, "enabled" if enabled else "disabled")
         return stored(record)
+
+    async def rotate(
+        self, endpoint_id: str, *, secret: str | None, keep_previous: bool
+    ) -> tuple[Endpoint, str | None]:
+        """Give an endpoint added through the API a new secret that signs from now on; with
+        ``keep_previous`` the ones it had sign too (at most ``MAX_PREVIOUS_SECRETS``), until a
+        rotation without it. Returns the endpoint, and the secret when the gateway made it."""
+        endpoint = await self.get(endpoint_id)
+        if endpoint.source == "config":
+            raise Conflict(
+                f"webhook endpoint {endpoint_id} comes from the configuration: rotate its "
+                "secret there (secret, previous_secrets)",
+                endpoint_id=endpoint_id,
+            )
+        new = self._secret(secret)
+        kept = list(endpoint.secrets[:MAX_PREVIOUS_SECRETS]) if keep_previous else []
+        signing = [new, *(s for s in kept if s != new)]
+        self._learn([dataclasses.replace(endpoint, secrets=tuple(signing))])
+        record = await self._store.set_secrets(endpoint_id, signing, now=self._clock())
+        if record is None:
+            raise NotFound(f"no webhook endpoint {endpoint_id}")
+        await self._refresh()
+        self._dispatcher.wake(endpoints_changed=True)
+        log.info("webhook endpoint %s: secret rotated (%d sign now)", endpoint_id, len(signing))
+        return stored(record), new if secret is None else None
+
+    @staticmethod
+    def _secret(secret: str | None) -> str:
+        """``secret`` checked, or a new one."""
+        if secret is None:
+            return new_secret()
+        try:
+            secret_key(secret)
+        except ValueError as exc:
+            raise InvalidRequest(f"secret: {exc}", field="secret") from None
+        return secret
 
     async def _gone(self, endpoint: Endpoint) -> None:
         """The endpoint answered 410 Gone: a stored one is disabled; a configured one keeps

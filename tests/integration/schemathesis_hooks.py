@@ -74,11 +74,12 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
     operation = case.operation.definition.raw.get("operationId")
-    if operation == "createWebhook" and isinstance(case.body, dict):
+    if operation in ("createWebhook", "rotateWebhookSecret") and isinstance(case.body, dict):
         # Which hosts an endpoint may be on, and which keys exist, are the deployment's facts
         # (the fuzzed gateway allows loopback only, where nothing listens on port 9); a
         # secret's byte count is a rule stated in words: the gateway makes one.
-        case.body["url"] = "http://127.0.0.1:9/hook"
+        if operation == "createWebhook":
+            case.body["url"] = "http://127.0.0.1:9/hook"
         case.body.pop("keys", None)
         case.body.pop("secret", None)
     if operation == "forkSession" and isinstance(case.body, dict):

@@ -9,12 +9,12 @@ import sqlite3
 from typing import Any
 
 import pytest
-from standardwebhooks.webhooks import Webhook
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from tests.fakes.gateway import FakeGatewayFactory
 from tests.gateway import wait_until
 from tests.integration.webhooks import deliveries, endpoint, run_turn, webhooks_section
-from tests.webhook_receiver import OTHER_SECRET, SECRET, WebhookReceiver
+from tests.webhook_receiver import OTHER_SECRET, SECRET, Received, WebhookReceiver
 
 BOB = {"name": "bob", "token": "bob-token-0123456789abcdefghijklmnopqrstuvwxyz"}
 TURN_DONE = {"events": ["turn.completed"]}
@@ -181,15 +181,60 @@ def test_a_rotated_secret_signs_with_the_old_and_the_new_one(
             run_turn(client, gateway, "hello")
         [received] = receiver.wait_for(lambda got: len(got) == 1)
         assert len(received.signatures) == 2
-        headers = {
-            "webhook-id": received.id,
-            "webhook-timestamp": str(received.timestamp),
-            "webhook-signature": " ".join(received.signatures),
-        }
-        Webhook(OTHER_SECRET).verify(received.body, headers)  # and the new secret verifies it
+        Webhook(OTHER_SECRET).verify(
+            received.body, _headers(received)
+        )  # and the new secret verifies it
         log = gateway.log()
         assert OTHER_SECRET not in log
         assert SECRET not in log
+
+
+def test_an_api_endpoint_s_secret_is_rotated_without_a_refused_delivery(
+    make_fake_gateway: FakeGatewayFactory,
+) -> None:
+    with WebhookReceiver(SECRET) as receiver:
+        gateway = make_fake_gateway(
+            webhooks=webhooks_section(endpoint(receiver.url, "turn.failed", id="ops"))
+        ).start()
+        with gateway.client() as client:
+            made = client.post(
+                "/v1/webhooks", json={"url": receiver.url, "secret": SECRET, **TURN_DONE}
+            )
+            hook = made.json()["id"]
+            rotated = client.post(f"/v1/webhooks/{hook}/secret", json={})
+            assert rotated.status_code == 200, rotated.text
+            new = rotated.json()["secret"]
+            assert new.startswith("whsec_")
+            assert rotated.json()["signing_secrets"] == 2
+            client.post(f"/v1/webhooks/{hook}/test")
+            [both] = receiver.wait_for(lambda got: len(got) == 1)  # verified with the old one
+            assert len(both.signatures) == 2
+            Webhook(new).verify(both.body, _headers(both))  # and the new one verifies it too
+            # The receiver has the new secret: the old one stops signing.
+            receiver.use_secret(new)
+            dropped = client.post(
+                f"/v1/webhooks/{hook}/secret", json={"secret": new, "keep_previous": False}
+            )
+            assert dropped.json() == {"id": hook, "secret": None, "signing_secrets": 1}
+            client.post(f"/v1/webhooks/{hook}/test")
+            _, only = receiver.wait_for(lambda got: len(got) == 2)
+            assert len(only.signatures) == 1
+            with pytest.raises(WebhookVerificationError):
+                Webhook(SECRET).verify(only.body, _headers(only))
+            assert client.post("/v1/webhooks/ops/secret", json={}).status_code == 409
+            bad = client.post(f"/v1/webhooks/{hook}/secret", json={"secret": "whsec_c2hvcnQ="})
+            assert bad.status_code == 422
+        assert not receiver.refused
+        for secret in (SECRET, new):
+            assert secret not in gateway.log()
+
+
+def _headers(received: Received) -> dict[str, str]:
+    return {
+        "webhook-id": received.id,
+        "webhook-timestamp": str(received.timestamp),
+        "webhook-signature": " ".join(received.signatures),
+    }
 
 
 BAD_ENDPOINTS: list[tuple[dict[str, Any], str]] = [
