@@ -34,6 +34,7 @@ def test_webhook_routes_are_for_admin_keys_only(make_fake_gateway: FakeGatewayFa
             ("POST", f"/v1/webhooks/{hook}/disable", None),
             ("POST", f"/v1/webhooks/{hook}/enable", None),
             ("POST", f"/v1/webhooks/{hook}/test", None),
+            ("POST", f"/v1/webhooks/{hook}/secret", {}),
             ("GET", f"/v1/webhooks/{hook}/deliveries", None),
         ):
             response = client.request(method, path, json=body)
