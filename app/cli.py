@@ -361,9 +361,11 @@ def exposure_refusal(settings: Settings) -> str | None:
 
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
+    from app.api.security import ADMIN
     from app.main import create_app, git_refusal
     from app.providers.catalog import cli_secrets
     from app.server import run
+    from app.webhooks.endpoints import unknown_keys
 
     if host is not None or port is not None:
         server = settings.server.model_copy(
@@ -382,6 +384,9 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     git = asyncio.run(git_refusal(settings))
     if git is not None:
         raise ConfigError(git)
+    hooks = unknown_keys(settings.webhooks, [ADMIN, *(k.name for k in settings.server.api_keys)])
+    if hooks is not None:
+        raise ConfigError(hooks)
     # Held until the process exits: no second gateway serves the same database (unless both
     # are replicas of a cluster).
     serving = hold_sole_server(  # noqa: F841

@@ -26,11 +26,18 @@ from app.api import (
     runs,
     sessions,
     usage,
+    webhooks,
 )
 from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.problemmask import ProblemMaskMiddleware
-from app.api.security import TokenFile, install_access_control, load_or_create_token, token_path
+from app.api.security import (
+    ADMIN,
+    TokenFile,
+    install_access_control,
+    load_or_create_token,
+    token_path,
+)
 from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
@@ -38,6 +45,7 @@ from app.observability.observer import EventObserver
 from app.observability.storespans import traced_storage
 from app.observability.telemetry import Telemetry, start_telemetry
 from app.observability.tracing import OFF, Tracer
+from app.observability.webhookmetrics import WebhookMetrics
 from app.process.snapshots import git_problem
 from app.process.watchdog import supervised_runner
 from app.providers.base import Provider
@@ -59,6 +67,8 @@ from app.store.db import checkpoint, create_engine
 from app.store.interface import Storage
 from app.store.repository import Store
 from app.store.schema import check_schema
+from app.store.webhookstore import WebhookStore
+from app.webhooks.service import Webhooks
 
 log = logging.getLogger(__name__)
 
@@ -159,8 +169,9 @@ def create_app(
                 ttl_s=settings.selection.probe_ttl_s,
                 clock=clock,
             )
+            hooks = _webhooks(settings, engine, app, clock)
             event_log = _event_log(
-                settings, traced, clock, gateway_metrics, mask, cluster, telemetry.tracer
+                settings, traced, clock, gateway_metrics, mask, cluster, telemetry.tracer, hooks
             )
             local = LocalSessions(
                 settings=settings,
@@ -173,8 +184,7 @@ def create_app(
             )
             # One gateway, or one replica of several (claims in the store say where sessions run).
             manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
-            await manager.recover()
-            await manager.start()
+            await _start(manager, hooks)
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
@@ -201,7 +211,7 @@ def create_app(
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                await _close(manager, event_log, cluster, providers.values())
+                await _close(manager, event_log, cluster, providers.values(), hooks)
         finally:
             await runner.aclose()
             await asyncio.to_thread(store.close)  # after the event log's last write
@@ -279,6 +289,7 @@ def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(events.router)
     app.include_router(runs.router)
     app.include_router(usage.router)
+    app.include_router(webhooks.router)
     app.include_router(metrics.build_router(public=settings.server.metrics_public))
     app.include_router(console.router)
     if settings.acp.enabled:
@@ -290,14 +301,25 @@ async def _close(
     event_log: EventLog,
     cluster: Cluster | None,
     providers: Iterable[Provider],
+    hooks: Webhooks,
 ) -> None:
-    """Stop the sessions, store their last events, give the sessions back, close the CLIs."""
+    """Stop the sessions, store their last events, give the sessions back, close the CLIs,
+    stop the webhook dispatcher (what it has not sent goes out after the next start)."""
     await manager.aclose()
     await event_log.aclose()
     if cluster is not None:  # after the last event is stored: the others take over at once
         await cluster.aclose()
     for provider in providers:
         await provider.aclose()
+    await hooks.aclose()
+
+
+async def _start(manager: Sessions, hooks: Webhooks) -> None:
+    """Webhooks first (the endpoints known before recovery records anything), then recover
+    what a previous run left and start the sessions' background work."""
+    await hooks.start()
+    await manager.recover()
+    await manager.start()
 
 
 def _event_log(
@@ -308,8 +330,10 @@ def _event_log(
     mask: SecretMask,
     cluster: Cluster | None = None,
     tracer: Tracer = OFF,
+    hooks: Webhooks | None = None,
 ) -> EventLog:
-    """The event log; configured secrets (keys, provider credentials) masked in payloads."""
+    """The event log; configured secrets (keys, provider credentials) masked in payloads;
+    with webhooks on, each batch's webhook messages stored with it."""
     return EventLog(
         store,
         queue_size=settings.server.subscriber_queue_size,
@@ -324,7 +348,25 @@ def _event_log(
         mask=mask,
         cluster=cluster,
         tracer=tracer,
+        outbox=hooks.outbox if hooks is not None and hooks.enabled else None,
     )
+
+
+def _webhooks(
+    settings: Settings, engine: AsyncEngine, app: FastAPI, clock: Callable[[], datetime]
+) -> Webhooks:
+    """The webhook endpoints, outbox and dispatcher (app/webhooks/); their secrets masked."""
+    app.state.webhooks = hooks = Webhooks(
+        settings.webhooks,
+        store=WebhookStore(engine),
+        metrics=WebhookMetrics(app.state.metrics.registry),
+        mask=app.state.mask,
+        clock=clock,
+        holder=settings.cluster.replica_id,
+        clustered=settings.cluster.redis_url is not None,
+        key_names=[ADMIN, *(key.name for key in settings.server.api_keys)],
+    )
+    return hooks
 
 
 class _Stopper:

@@ -89,14 +89,15 @@ def secrets_of(
     settings: Settings, admin_token: str, *, cli_secrets: Iterable[str] = ()
 ) -> list[str]:
     """Every value the log and the events must not show: the keys, secret-looking provider
-    variables, and ``cli_secrets`` (the credentials the CLIs get from the gateway's
-    environment)."""
+    variables, ``cli_secrets`` (the credentials the CLIs get from the gateway's
+    environment), the cluster's and the configured webhook endpoints' secrets."""
     values = [admin_token, *(k.token.get_secret_value() for k in settings.server.api_keys)]
     for provider in settings.providers.values():
         values.extend(v for name, v in provider.env.items() if SECRET_NAME.search(name))
     values.extend(cli_secrets)
     values.extend(settings.cluster.secrets())
     values.extend(settings.telemetry.secrets())
+    values.extend(settings.webhooks.secrets())
     return values
 
 

@@ -37,9 +37,12 @@ from app.acp_settings import AcpSettings
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
+from app.sandbox_settings import SandboxMode as SandboxMode  # noqa: PLC0414 - re-exported
+from app.sandbox_settings import SandboxSettings
 from app.settingsenv import EnvSource
 from app.snapshot_settings import SnapshotSettings
 from app.telemetry_settings import TelemetrySettings
+from app.webhook_settings import WebhookSettings
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """A name an operator gives in the configuration (a retry strategy) and requests repeat."""
@@ -207,29 +210,6 @@ class WorkspaceSettings(_Section):
         return root
 
 
-SandboxMode = Literal["bwrap", "none"]
-
-
-class SandboxSettings(_Section):
-    """How agent processes are confined (app/process/sandbox.py)."""
-
-    mode: Literal["auto", "bwrap", "none"] = "auto"
-    """``bwrap``: every agent process runs in a bubblewrap sandbox that shows it its own
-    workspace and home and none of the gateway's files; a provider whose sandbox cannot be
-    made is unavailable. ``none``: agents run as the gateway's user with its view of the
-    machine. ``auto`` (the default): ``bwrap`` where it works, else ``none``, with the reason
-    in ``doctor``, ``/readyz`` and ``GET /v1/providers``."""
-    bwrap: str = "bwrap"
-    """The bubblewrap executable (a path, or a name looked up on ``PATH``)."""
-    homes_dir: Path | None = None
-    """Where each session's own CLI home is created (default ``<data_dir>/homes``). Replicas
-    of one gateway must share it, as they share their CLIs' threads."""
-    read_only: list[Path] = []
-    """More paths a sandboxed agent may read (a toolchain outside ``/usr``, say)."""
-    read_write: list[Path] = []
-    """More paths a sandboxed agent may write (a cache shared by every session, say)."""
-
-
 class ProviderSettings(_Section):
     enabled: bool = True
     executable: str | None = None
@@ -378,6 +358,7 @@ class Settings(BaseSettings):
     snapshots: SnapshotSettings = SnapshotSettings()
     acp: AcpSettings = AcpSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""

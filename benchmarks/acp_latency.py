@@ -136,7 +136,7 @@ async def measure(
 
 async def run(config: RunConfig) -> Section:
     section = Section(
-        name="acp_latency", title="15. Added latency of an ACP update", measures=MEASURES
+        name="acp_latency", title="17. Added latency of an ACP update", measures=MEASURES
     )
     with scratch("acp-latency") as base:
         async with running(bench_gateway(base, server={"coalesce_deltas_ms": 0.0})) as api:

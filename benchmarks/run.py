@@ -45,6 +45,7 @@ BENCHMARKS = (
     "snapshots",
     "acp_latency",
     "tracing",
+    "webhooks",
 )
 """In run order; ``persistence`` reuses the floor that ``throughput`` measured."""
 

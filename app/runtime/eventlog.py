@@ -14,7 +14,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from app.errors import SessionFenced, StorageUnavailable
@@ -27,6 +26,7 @@ from app.runtime.cluster import Cluster
 from app.runtime.coalesce import Coalescer, Origin
 from app.runtime.commands import Issuer
 from app.runtime.delivery import Delivery, catch_up_from_store
+from app.runtime.pending import Outbox, Pending, retrieve, settle
 from app.runtime.replicas import Replicas
 from app.runtime.shares import SharedCap
 from app.runtime.spans import written
@@ -48,37 +48,6 @@ MAX_PENDING = 5000
 """Queued events beyond which every appender waits for its commit."""
 
 
-@dataclass(eq=False)
-class _Pending:
-    """An event numbered and waiting for the writer's next commit."""
-
-    channel: Channel
-    record: EventRecord
-    event: LoggedEvent
-    done: asyncio.Future[LoggedEvent] | None
-    """Resolved once stored (None: the appender did not wait)."""
-    trace: object | None = None
-    """The appender's trace context (tracing on, inside a trace): its write is a span there."""
-
-
-def _retrieve(future: asyncio.Future[LoggedEvent]) -> None:
-    # The appender may have been cancelled: its failure is then nobody's to read.
-    if not future.cancelled():
-        future.exception()
-
-
-def _settle(
-    item: _Pending, *, event: LoggedEvent | None = None, error: Exception | None = None
-) -> None:
-    done = item.done
-    if done is None or done.done():
-        return
-    if error is not None:
-        done.set_exception(error)
-    elif event is not None:
-        done.set_result(event)
-
-
 class EventLog:
     """Per-session numbering, persistence and pruning of events, and their subscriptions."""
 
@@ -98,10 +67,12 @@ class EventLog:
         cluster: Cluster | None = None,
         coalesce_s: float = 0.0,
         tracer: Tracer = OFF,
+        outbox: Outbox | None = None,
     ) -> None:
         self._store = store
         self.tracer = tracer
         """Traces the log's writes, and the turns that append to it."""
+        self._outbox = outbox
         self._coalescer: Coalescer[Channel] = Coalescer(coalesce_s, self._release)
         self._cluster = cluster
         self._delivery = Delivery(
@@ -122,7 +93,7 @@ class EventLog:
         self._observer = observer
         self._clock = clock
         self._max_events = max_events_per_session
-        self._pending: list[_Pending] = []
+        self._pending: list[Pending] = []
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._drained: list[asyncio.Future[None]] = []
@@ -260,11 +231,11 @@ class EventLog:
         done: asyncio.Future[LoggedEvent] | None = None
         if wait:
             done = asyncio.get_running_loop().create_future()
-            done.add_done_callback(_retrieve)
+            done.add_done_callback(retrieve)
         # Its write's trace (tracing on): that of an appender who waits, or of a batch's first.
         traced = self.tracer.on and (done is not None or not self._pending)
         trace = self.tracer.context() if traced else None
-        pending = _Pending(channel=channel, record=record, event=event, done=done, trace=trace)
+        pending = Pending(channel=channel, record=record, event=event, done=done, trace=trace)
         self._pending.append(pending)
         self._wake.set()
         if self._writer is None or self._writer.done():
@@ -306,7 +277,7 @@ class EventLog:
                 except Exception:  # never leave an appender waiting
                     log.exception("the event log writer failed")
                     for item in batch:
-                        _settle(item, error=StorageUnavailable("the event log writer failed"))
+                        settle(item, error=StorageUnavailable("the event log writer failed"))
                 finally:
                     self._writing = False
             drained, self._drained = self._drained, []
@@ -314,7 +285,7 @@ class EventLog:
                 if not waiter.done():
                     waiter.set_result(None)
 
-    async def _commit(self, batch: list[_Pending]) -> None:
+    async def _commit(self, batch: list[Pending]) -> None:
         prunes: dict[str, int] = {}
         for item in batch:  # the newest seq of each session decides its pruning
             point = self._prune_point(item.channel, item.record.seq)
@@ -326,10 +297,12 @@ class EventLog:
             for item in batch:
                 token = self._cluster.token(item.record.session_id)
                 fences[item.record.session_id] = token if token is not None else 0
+        records = [item.record for item in batch]
+        messages = self._outbox.messages(records) if self._outbox is not None else []
         try:
             with written(self.tracer, [item.trace for item in batch], len(batch)):
                 await self._store.insert_events(
-                    [item.record for item in batch], prune_through=prunes, fences=fences
+                    records, prune_through=prunes, fences=fences, outbox=messages
                 )
         except Exception as exc:
             channels = {id(item.channel) for item in batch}
@@ -339,13 +312,15 @@ class EventLog:
                 return
             self._fail(batch, exc)
             return
-        by_session: dict[str, list[_Pending]] = {}
+        if messages and self._outbox is not None:
+            self._outbox.stored(messages)
+        by_session: dict[str, list[Pending]] = {}
         for item in batch:
             by_session.setdefault(item.record.session_id, []).append(item)
         for session_id, items in by_session.items():
             self._publish(items, prunes.get(session_id))
 
-    def _fail(self, batch: list[_Pending], exc: Exception) -> None:
+    def _fail(self, batch: list[Pending], exc: Exception) -> None:
         """Roll the session's numbering back to its last stored event and fail everything of
         it still queued (those seqs followed the failed ones)."""
         channel = batch[0].channel
@@ -362,9 +337,9 @@ class EventLog:
         if not any(item.done is not None for item in failed):
             channel.failure = exc  # nobody waited: tell the session's next append
         for item in failed:
-            _settle(item, error=exc)
+            settle(item, error=exc)
 
-    def _publish(self, items: list[_Pending], prune_through: int | None) -> None:
+    def _publish(self, items: list[Pending], prune_through: int | None) -> None:
         """Deliver one session's newly stored events to its subscribers here, in order, then
         to the other replicas'."""
         session_id = items[0].record.session_id
@@ -379,7 +354,7 @@ class EventLog:
         if self._replicas is not None:
             self._replicas.publish(session_id, [(i.record.seq, i.event.json) for i in items])
         for item in items:
-            _settle(item, event=item.event)
+            settle(item, event=item.event)
 
     # --- several replicas ---------------------------------------------------------------------
 

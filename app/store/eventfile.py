@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from app.errors import SessionFenced
 from app.store.db import SQLITE_PRAGMAS, storage_unavailable
+from app.store.outbox import SQLITE_INSERT as _OUTBOX
+from app.store.outbox import OutboxRow
 
 _INSERT = (
     "INSERT INTO events (session_id, seq, turn_id, attempt, provider, at, type, data) "
@@ -63,18 +65,21 @@ class EventFile:
         rows: Sequence[EventRow],
         prune_through: Mapping[str, int] | None = None,
         fences: Mapping[str, int] | None = None,
+        outbox: Sequence[OutboxRow] = (),
     ) -> None:
-        """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
-        what ``prune_through`` says, all or nothing. With ``fences`` (session → the writer's
-        claim token), a session claimed since under a newer token fails the whole write with
-        ``SessionFenced``.
+        """Insert ``rows`` (and the webhook messages ``outbox``), advance each session's
+        ``last_seq`` to its newest row and delete what ``prune_through`` says, all or nothing.
+        With ``fences`` (session → the writer's claim token), a session claimed since under a
+        newer token fails the whole write with ``SessionFenced``.
 
         A database that cannot take the write (disk full, I/O error, locked past the busy
         timeout) raises ``StorageUnavailable``; any other database error is raised as it is.
         Cancelling the caller does not stop the transaction: it runs to its end in the thread.
         """
         future = asyncio.wrap_future(
-            self._executor.submit(self._write, rows, dict(prune_through or {}), dict(fences or {}))
+            self._executor.submit(
+                self._write, rows, dict(prune_through or {}), dict(fences or {}), outbox
+            )
         )
         try:
             await asyncio.shield(future)
@@ -149,7 +154,11 @@ class EventFile:
             self._connection = None
 
     def _write(
-        self, rows: Sequence[EventRow], prune_through: dict[str, int], fences: dict[str, int]
+        self,
+        rows: Sequence[EventRow],
+        prune_through: dict[str, int],
+        fences: dict[str, int],
+        outbox: Sequence[OutboxRow],
     ) -> None:
         if self._connection is None:
             self._connection = self._connect()
@@ -170,6 +179,8 @@ class EventFile:
             if fenced:
                 raise SessionFenced(fenced)
             connection.executemany(_INSERT, rows)
+            if outbox:
+                connection.executemany(_OUTBOX, outbox)
             connection.executemany(_ADVANCE, [(seq, sid) for sid, seq in newest.items()])
             connection.executemany(_PRUNE, list(prune_through.items()))
             connection.execute("COMMIT")

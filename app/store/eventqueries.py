@@ -11,6 +11,7 @@ from app.records import EventRecord, StoredEvent
 from app.store.calls import run_to_completion, uninterrupted
 from app.store.db import storage_errors
 from app.store.eventfile import EventFile, PageRow
+from app.store.outbox import OutboxMessage, outbox_rows
 from app.store.pages import fitting, stored_size
 from app.store.tables import EventRow, SessionRow
 from app.store.transactions import Transactions
@@ -25,16 +26,19 @@ class EventQueries(Transactions):
         *,
         prune_through: Mapping[str, int] | None = None,
         fences: Mapping[str, int] | None = None,
+        outbox: Sequence[OutboxMessage] = (),
     ) -> None:
         """Append events (of one or more sessions) in one transaction, advancing each
         session's ``last_seq`` to its newest one; ``prune_through`` maps a session to the seq
         up to which its older events are deleted in the same transaction. ``fences`` maps a
         session to the claim token its events are written under: a session claimed since by a
         newer claim fails the whole call with ``SessionFenced`` and nothing is written.
+        ``outbox``: the webhook messages of these events (app/store/outbox.py), written in
+        the same transaction.
 
         Written by the event log's own access (``EventFile`` on SQLite, ``EventTable`` on
         PostgreSQL); runs to its end even when the caller is cancelled."""
-        if not records:
+        if not records and not outbox:
             return
         rows = [
             (r.session_id, r.seq, r.turn_id, r.attempt, r.provider, r.at_text, r.type, r.data_json)
@@ -42,10 +46,11 @@ class EventQueries(Transactions):
         ]
         events = self._event_file()
         if isinstance(events, EventFile):
-            await events.write(rows, prune_through, fences)  # classifies and shields itself
+            # classifies and shields itself
+            await events.write(rows, prune_through, fences, outbox_rows(outbox))
             return
         with storage_errors():
-            await run_to_completion(events.write(rows, prune_through, fences))
+            await run_to_completion(events.write(rows, prune_through, fences, outbox_rows(outbox)))
 
     async def events_after(self, session_id: str, *, after: int, limit: int) -> list[StoredEvent]:
         """Up to ``limit`` events with ``seq > after``, oldest first, in their wire form.

@@ -27,6 +27,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.errors import SessionFenced
 from app.store.eventfile import EventRow, PageRow
+from app.store.outbox import POSTGRES_INSERT as _OUTBOX
+from app.store.outbox import OutboxRow, outbox_columns
 
 _INSERT = (
     "INSERT INTO events (session_id, seq, turn_id, attempt, provider, at, type, data) "
@@ -66,12 +68,14 @@ class EventTable:
         rows: Sequence[EventRow],
         prune_through: Mapping[str, int] | None = None,
         fences: Mapping[str, int] | None = None,
+        outbox: Sequence[OutboxRow] = (),
     ) -> None:
-        """Insert ``rows``, advance each session's ``last_seq`` to its newest row and delete
-        what ``prune_through`` says, all or nothing (the caller classifies failures). With
-        ``fences`` (session → the writer's claim token), a session claimed since under a newer
-        token fails the whole write with ``SessionFenced``; the rows read lock the sessions,
-        so a claim waits for this write to end and then sees its events."""
+        """Insert ``rows`` (and the webhook messages ``outbox``), advance each session's
+        ``last_seq`` to its newest row and delete what ``prune_through`` says, all or nothing
+        (the caller classifies failures). With ``fences`` (session → the writer's claim
+        token), a session claimed since under a newer token fails the whole write with
+        ``SessionFenced``; the rows read lock the sessions, so a claim waits for this write to
+        end and then sees its events."""
         newest: dict[str, int] = {}
         for row in rows:
             newest[row[0]] = max(row[1], newest.get(row[0], 0))
@@ -86,6 +90,8 @@ class EventTable:
             if rows:
                 await connection.exec_driver_sql(_INSERT, columns)
                 await connection.exec_driver_sql(_ADVANCE, (list(newest), list(newest.values())))
+            if outbox:
+                await connection.exec_driver_sql(_OUTBOX, outbox_columns(outbox))
             if prune_through:
                 await connection.exec_driver_sql(
                     _PRUNE, (list(prune_through), list(prune_through.values()))

@@ -15,7 +15,8 @@ implements the same methods with the same contracts:
   is decided here too (``app.store.ownership``: heartbeats, claims, and a fence on every
   write a session's owner makes); ``events_after`` reads events oldest first
   in their wire form, ``events_before`` those of some types newest first (the log from its
-  end); ``event_bounds`` survives pruning and retention.
+  end); ``event_bounds`` survives pruning and retention; the webhook messages ``outbox``
+  names are written in the events' own transaction (none without its event).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from app.records import (
     UsageGroup,
     UsageTotals,
 )
+from app.store.outbox import OutboxMessage
 from app.store.ownership import Claimed, HeldBy
 from app.store.retention import CleanupReport
 
@@ -122,6 +124,7 @@ class Storage(Protocol):
         *,
         prune_through: Mapping[str, int] | None = None,
         fences: Mapping[str, int] | None = None,
+        outbox: Sequence[OutboxMessage] = (),
     ) -> None: ...
 
     async def events_within(

@@ -214,3 +214,7 @@ class EventRow(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     type: Mapped[EventType] = mapped_column(String(64))
     data: Mapped[dict[str, JsonValue]] = mapped_column(JSON)
+
+
+# The webhook tables are on the same metadata (the migrations' and the schema check's).
+from app.store import webhooktables as webhooktables  # noqa: E402, PLC0414 - registers them

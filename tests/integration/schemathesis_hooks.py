@@ -14,6 +14,9 @@ explicit ``provider`` is asked only for capabilities it has (``$FUZZ_CAPABILITIE
 keeps what one configured provider has (which providers exist is the deployment's fact: a
 family member the document allows by pattern, ``acp:<name>``, that the gateway does not
 configure becomes the configured provider with the most capabilities).
+A webhook endpoint's URL (which hosts it may be on), its keys and its secret's byte count are
+the deployment's facts or rules stated in words: a positive new endpoint is on loopback, with
+no keys and a secret the gateway makes.
 The turns of a session are the deployment's fact too: a positive fork forks at the default
 point, a positive changes query reads from ``start`` to ``now``, and no positive revert is
 sent (``filter_case``). What a session requires of its provider is its own fact: a positive
@@ -74,6 +77,14 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
     operation = case.operation.definition.raw.get("operationId")
     if operation == "configureSession" and isinstance(case.body, dict):
         _taking_over(case.body, json.loads(os.environ["FUZZ_CAPABILITIES"]))
+    if operation in ("createWebhook", "rotateWebhookSecret") and isinstance(case.body, dict):
+        # Which hosts an endpoint may be on, and which keys exist, are the deployment's facts
+        # (the fuzzed gateway allows loopback only, where nothing listens on port 9); a
+        # secret's byte count is a rule stated in words: the gateway makes one.
+        if operation == "createWebhook":
+            case.body["url"] = "http://127.0.0.1:9/hook"
+        case.body.pop("keys", None)
+        case.body.pop("secret", None)
     if operation == "forkSession" and isinstance(case.body, dict):
         case.body.pop("at_turn", None)  # the default point: which turns exist is not known
     if operation == "getChanges" and case.query:

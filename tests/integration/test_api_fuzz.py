@@ -71,6 +71,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGateway]:
             "env": {"XDG_DATA_HOME": str(base / "opencode-data")},
         },
         selection={"fallback_chain": ["opencode"]},
+        # Endpoints on loopback only: no fuzzed URL reaches beyond this machine.
+        webhooks={"allowed_hosts": ["127.0.0.1"], "allow_http_hosts": ["127.0.0.1"]},
         limits={
             "max_live_processes": 4,  # at the cap the longest-idle CLI is closed
             "session_creates_per_minute": 100_000,
