@@ -166,7 +166,14 @@ export interface paths {
         delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Configure Session
+         * @description Change the session's model, approval mode or provider for its next turns (each field
+         *     left out stays as it is): the agent's idle process is closed, and the next turn starts
+         *     it again with the new settings, in the same thread. The provider changes only before
+         *     the first turn. Told as ``session.configured``.
+         */
+        patch: operations["configureSession"];
         trace?: never;
     };
     "/v1/sessions/{session_id}/approvals": {
@@ -419,6 +426,151 @@ export interface paths {
         get: operations["getUsage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Webhooks
+         * @description Every endpoint: those of the configuration, then those added here.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create Webhook
+         * @description Add an endpoint for the event types it names (and, with ``keys``, only those keys'
+         *     sessions). Without ``secret`` the gateway makes one and returns it here, once.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Webhook */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Webhook Deliveries
+         * @description The endpoint's deliveries, newest first: status, attempts, the last answer or error
+         *     (never a secret); page with ``before`` = the last ``created_at`` you got.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable Webhook
+         * @description Stop sending to the endpoint; its pending deliveries are cancelled.
+         */
+        post: operations["disableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable Webhook
+         * @description Send to the endpoint again (events stored from now on).
+         */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate Webhook Secret
+         * @description Sign with a new secret from now on, and (``keep_previous``) with the old ones too
+         *     until the receiver has the new one: a rotation without a refused delivery.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test Webhook
+         * @description Send the endpoint a signed ``webhook.test`` message (through the outbox, like any other:
+         *     its delivery shows in the endpoint's log).
+         */
+        post: operations["testWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -709,7 +861,7 @@ export interface components {
          */
         EventPage: {
             /** Events */
-            events: (components["schemas"]["SessionCreatedEvent"] | components["schemas"]["SessionProviderSelectedEvent"] | components["schemas"]["SessionThreadBoundEvent"] | components["schemas"]["SessionForkedEvent"] | components["schemas"]["SessionClosedEvent"] | components["schemas"]["SessionRevertedEvent"] | components["schemas"]["TurnStartedEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnInterruptedEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ReasoningDeltaEvent"] | components["schemas"]["ReasoningCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["PlanUpdatedEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["QuestionAskedEvent"] | components["schemas"]["QuestionResolvedEvent"] | components["schemas"]["RetryScheduledEvent"] | components["schemas"]["ProviderSwitchedEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["WarningEvent"])[];
+            events: (components["schemas"]["SessionCreatedEvent"] | components["schemas"]["SessionProviderSelectedEvent"] | components["schemas"]["SessionThreadBoundEvent"] | components["schemas"]["SessionForkedEvent"] | components["schemas"]["SessionClosedEvent"] | components["schemas"]["SessionRevertedEvent"] | components["schemas"]["SessionConfiguredEvent"] | components["schemas"]["TurnStartedEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnInterruptedEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ReasoningDeltaEvent"] | components["schemas"]["ReasoningCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["PlanUpdatedEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["QuestionAskedEvent"] | components["schemas"]["QuestionResolvedEvent"] | components["schemas"]["RetryScheduledEvent"] | components["schemas"]["ProviderSwitchedEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["WarningEvent"])[];
             /** Last Seq */
             last_seq: number;
             /** Next After */
@@ -1532,6 +1684,63 @@ export interface components {
             type: "session.closed";
         };
         /**
+         * SessionConfigure
+         * @description Change a session's model, approval mode or provider (at least one).
+         */
+        SessionConfigure: {
+            /**
+             * Approval Mode
+             * @enum {string}
+             */
+            approval_mode?: "ask" | "auto_edits" | "allow_all" | "read_only";
+            /** Model */
+            model?: string;
+            /** Provider */
+            provider?: string | ("claude_code" | "codex" | "opencode" | "acp:gemini" | "acp:copilot" | "acp:qwen" | "acp:codebuddy" | "acp:claude" | "acp:codex" | "acp:opencode") | unknown;
+        };
+        /**
+         * SessionConfigured
+         * @description The session's model, approval mode or provider changed between turns: each field is
+         *     its value now (changed or not); its next turn runs with them.
+         */
+        SessionConfigured: {
+            /**
+             * Approval Mode
+             * @enum {string}
+             */
+            approval_mode: "ask" | "auto_edits" | "allow_all" | "read_only";
+            /** By */
+            by: string;
+            /** Model */
+            model: string | null;
+            /** Provider */
+            provider: string;
+        };
+        /** SessionConfiguredEvent */
+        SessionConfiguredEvent: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Attempt */
+            attempt?: number | null;
+            data: components["schemas"]["SessionConfigured"];
+            /** Provider */
+            provider?: string | null;
+            /** Seq */
+            seq: number;
+            /** Session Id */
+            session_id: string;
+            /** Turn Id */
+            turn_id?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "session.configured";
+        };
+        /**
          * SessionCreate
          * @description A session in ``workspace`` (a directory), or in a Git worktree of its own of
          *     ``repository`` (exactly one of the two).
@@ -2333,6 +2542,165 @@ export interface components {
              */
             type: "warning";
         };
+        /** WebhookDeliveryList */
+        WebhookDeliveryList: {
+            /** Deliveries */
+            deliveries: components["schemas"]["WebhookDeliveryPublic"][];
+        };
+        /**
+         * WebhookDeliveryPublic
+         * @description One message to one endpoint: its attempts so far and how they went.
+         */
+        WebhookDeliveryPublic: {
+            /** Attempts */
+            attempts: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Endpoint Id */
+            endpoint_id: string;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: string;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Status Code */
+            last_status_code: number | null;
+            /** Message Id */
+            message_id: string;
+            /** Next Attempt In S */
+            next_attempt_in_s: number | null;
+            /** Sent By */
+            sent_by: string | null;
+            /** Session Id */
+            session_id: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed" | "cancelled";
+            /** Type */
+            type: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** WebhookEndpointCreate */
+        WebhookEndpointCreate: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Events */
+            events: ("session.idle" | "session.closed" | "turn.completed" | "turn.failed" | "turn.interrupted" | "approval.requested" | "approval.resolved" | "question.asked" | "question.resolved" | "provider.switched" | "budget.reached")[];
+            /**
+             * Keys
+             * @description Only sessions created by these keys (their names); unset: every key's
+             */
+            keys?: string[] | null;
+            /**
+             * Secret
+             * @description `whsec_` and the base64 of 24 to 64 random bytes; unset: the gateway makes one and returns it in this response only
+             */
+            secret?: string | null;
+            /**
+             * Url
+             * @description Where deliveries are POSTed: `https://…`, or `http://` to a host of `webhooks.allow_http_hosts` (with `webhooks.allowed_hosts` set, on one of them); no user info, no fragment
+             */
+            url: string;
+        };
+        /** WebhookEndpointCreated */
+        WebhookEndpointCreated: {
+            /** Created At */
+            created_at: string | null;
+            /** Description */
+            description: string;
+            /** Disabled Reason */
+            disabled_reason: string | null;
+            /** Enabled */
+            enabled: boolean;
+            /** Events */
+            events: ("session.idle" | "session.closed" | "turn.completed" | "turn.failed" | "turn.interrupted" | "approval.requested" | "approval.resolved" | "question.asked" | "question.resolved" | "provider.switched" | "budget.reached")[];
+            /** Id */
+            id: string;
+            /** Keys */
+            keys: string[] | null;
+            /** Secret */
+            secret: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "config" | "api";
+            /** Url */
+            url: string;
+        };
+        /** WebhookEndpointList */
+        WebhookEndpointList: {
+            /** Endpoints */
+            endpoints: components["schemas"]["WebhookEndpointPublic"][];
+        };
+        /**
+         * WebhookEndpointPublic
+         * @description An endpoint; its secrets are never shown (but once, made by the gateway).
+         */
+        WebhookEndpointPublic: {
+            /** Created At */
+            created_at: string | null;
+            /** Description */
+            description: string;
+            /** Disabled Reason */
+            disabled_reason: string | null;
+            /** Enabled */
+            enabled: boolean;
+            /** Events */
+            events: ("session.idle" | "session.closed" | "turn.completed" | "turn.failed" | "turn.interrupted" | "approval.requested" | "approval.resolved" | "question.asked" | "question.resolved" | "provider.switched" | "budget.reached")[];
+            /** Id */
+            id: string;
+            /** Keys */
+            keys: string[] | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "config" | "api";
+            /** Url */
+            url: string;
+        };
+        /** WebhookSecretRotate */
+        WebhookSecretRotate: {
+            /**
+             * Keep Previous
+             * @description Keep signing with the secrets the endpoint had (the newest two) until the receiver has the new one; a later rotation with `false` drops them
+             * @default true
+             */
+            keep_previous: boolean;
+            /**
+             * Secret
+             * @description The new secret (`whsec_` and the base64 of 24 to 64 random bytes); unset: the gateway makes one and returns it in this response only
+             */
+            secret?: string | null;
+        };
+        /** WebhookSecretRotated */
+        WebhookSecretRotated: {
+            /** Id */
+            id: string;
+            /** Secret */
+            secret: string | null;
+            /** Signing Secrets */
+            signing_secrets: number;
+        };
+        /** WebhookTestAccepted */
+        WebhookTestAccepted: {
+            /** Message Id */
+            message_id: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -2981,6 +3349,104 @@ export interface operations {
                 };
             };
             /** @description The database cannot be written now (`storage_unavailable`, see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    configureSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionConfigure"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPublic"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session (or not yours) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The session is running a turn (`turn_in_progress`), is being reverted, forked or configured, or is closed (`session_closed`); `provider` after the session's first turn (`provider_fixed`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over server.max_body_bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request: no field, a null or unknown field, an approval mode not enabled or that the provider refuses as configured (`approval_mode_refused`), a `model` for a provider without `model_choice` or a `provider` without the session's required capabilities (`capabilities_unmet`), an unknown provider */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The provider named is disabled or unavailable (`candidates` says why), or the database cannot be written now */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4140,6 +4606,686 @@ export interface operations {
                 };
             };
             /** @description The database cannot be read now */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are off on this gateway (`webhooks.enabled = false`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointCreated"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are off on this gateway (`webhooks.enabled = false`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over server.max_body_bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request: a URL that is not `https` (nor `http` to a host of `webhooks.allow_http_hosts`), on a host outside `webhooks.allowed_hosts`, with user info or a fragment; a secret that is not `whsec_` and the base64 of 24 to 64 bytes; `keys` naming no key of this gateway */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPublic"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are off on this gateway (`webhooks.enabled = false`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "pending" | "succeeded" | "failed" | "cancelled";
+                limit?: number;
+                /** @description Only deliveries made before this time */
+                before?: string;
+            };
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are off on this gateway (`webhooks.enabled = false`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    disableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPublic"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The endpoint comes from the configuration (change it there), or webhooks are off */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPublic"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The endpoint comes from the configuration (change it there), or webhooks are off */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The endpoint comes from the configuration (rotate it there: `secret`, `previous_secrets`), or webhooks are off */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over server.max_body_bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request: a secret that is not `whsec_` and the base64 of 24 to 64 bytes */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestAccepted"];
+                };
+            };
+            /** @description Missing or wrong key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Host or Origin not allowed, or the key is not an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook endpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The endpoint is disabled, or webhooks are off */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description A rate or subscriber limit was reached, or too many failed authentications from this address (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be used now (see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
