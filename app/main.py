@@ -20,6 +20,7 @@ from app.api import providers as providers_api
 from app.api.gate import GateMiddleware
 from app.api.problemmask import ProblemMaskMiddleware
 from app.api.security import TokenFile, install_access_control, load_or_create_token, token_path
+from app.budget_settings import budget_keys_refusal
 from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
@@ -36,6 +37,7 @@ from app.runtime.cluster import Cluster
 from app.runtime.clustered import ClusteredSessions
 from app.runtime.eventlog import EventLog
 from app.runtime.history import WorkspaceHistory
+from app.runtime.idempotency import forget_unanswered
 from app.runtime.local import LocalSessions
 from app.runtime.sessions import Sessions
 from app.runtime.shares import stream_cap
@@ -138,7 +140,7 @@ def create_app(
             )
             # One gateway, or one replica of several (claims in the store say where sessions run).
             manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
-            await manager.recover()
+            await _recover(manager, store, settings)
             await manager.start()
             app.state.runner = runner
             app.state.providers = providers
@@ -194,6 +196,20 @@ def create_app(
     _include_routers(app, settings)
     _add_middleware(app, settings, mask)
     return app
+
+
+async def _recover(manager: Sessions, store: Storage, settings: Settings) -> None:
+    """End what a previous process left running, and forget the requests it was answering
+    (a copy sent again with their idempotency key runs again)."""
+    await manager.recover()
+    if forgotten := await forget_unanswered(store, settings):
+        log.info("forgot %d requests a previous gateway process left unanswered", forgotten)
+
+
+def budget_refusal(settings: Settings) -> str | None:
+    """Why these settings' budgets cannot be served (None: they can)."""
+    names = {"admin", *(key.name for key in settings.server.api_keys)}
+    return budget_keys_refusal(settings.budgets, names)
 
 
 def _secrets(
@@ -318,6 +334,8 @@ async def _check_start(engine: AsyncEngine, settings: Settings) -> None:
     """What start-up needs: a schema it knows and, with snapshots on, a working Git and their
     directory (private); it fails otherwise, saying what to do."""
     await check_schema(engine)
+    if (budgets := budget_refusal(settings)) is not None:
+        raise ConfigError(budgets)
     if not settings.snapshots.enabled:
         return
     refusal = await git_refusal(settings)

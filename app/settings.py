@@ -33,6 +33,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.budget_settings import BudgetSettings
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
@@ -374,6 +375,7 @@ class Settings(BaseSettings):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     sandbox: SandboxSettings = SandboxSettings()
     snapshots: SnapshotSettings = SnapshotSettings()
+    budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""

@@ -15,8 +15,17 @@ from pydantic import (
     model_validator,
 )
 
+from app.api.budgetviews import BudgetIn, KeyBudgetPublic, SessionBudgetPublic
 from app.api.fields import WORKSPACE_PATTERN as WORKSPACE_PATTERN  # noqa: PLC0414 - re-exported
-from app.api.fields import BranchName, GitRef, ModelName, ProviderName, StrategyName, Workspace
+from app.api.fields import (
+    BranchName,
+    GitRef,
+    IdempotencyKeyText,
+    ModelName,
+    ProviderName,
+    StrategyName,
+    Workspace,
+)
 from app.api.fields import Timestamp as Timestamp  # noqa: PLC0414 - re-exported
 from app.api.fields import provider_name_schema as provider_name_schema  # noqa: PLC0414
 from app.api.text import check_text
@@ -87,6 +96,8 @@ class SessionOptions(_In):
     true for scenarios in ``selection.failover_scenarios``. An explicit provider moves
     only with ``fallback: true`` (it serves first); runs always fall back unless the
     provider is explicit."""
+    budget: BudgetIn | None = None
+    """What the session may spend in all (README, "Budgets"); its key's budgets apply too."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
@@ -103,6 +114,7 @@ class SessionOptions(_In):
             fallback=self.fallback,
             metadata=metadata,
             owner=owner,
+            budget=self.budget.stored() if self.budget else None,
         )
 
 
@@ -219,6 +231,8 @@ class SessionPublic(BaseModel):
     CLI; null when none holds it, and on a single gateway."""
     usage: UsageTotalsPublic
     """What the session's ended turns used, summed when it is read."""
+    budget: SessionBudgetPublic | None = None
+    """The session's own budget, with what is used and left (null: it has none)."""
 
 
 class SessionList(BaseModel):
@@ -243,6 +257,9 @@ class UsageReport(BaseModel):
     groups: list[UsageGroupPublic]
     """Most tokens (input + output) first."""
     total: UsageTotalsPublic
+    budgets: list[KeyBudgetPublic] = []
+    """Every key's budgets for the current day and month (not the range asked), with what
+    is used and left."""
 
 
 class TurnCreate(_In):
@@ -418,6 +435,9 @@ class WsTurnStart(_In):
     type: Literal["turn.start"]
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
     retry: RetryPolicyIn | None = None
+    idempotency_key: IdempotencyKeyText | None = None
+    """As ``Idempotency-Key`` on ``POST …/turns``: the same key and frame again (or that
+    POST) gets the first ``turn`` again, with ``replayed: true``."""
 
 
 class WsApprovalRespond(_In):
@@ -426,12 +446,14 @@ class WsApprovalRespond(_In):
     decision: ApprovalDecision
     message: Annotated[str, StringConstraints(max_length=8192)] | None = None
     updated_input: dict[str, JsonValue] | None = None
+    idempotency_key: IdempotencyKeyText | None = None
 
 
 class WsQuestionAnswer(_In):
     type: Literal["question.answer"]
     question_id: Annotated[str, StringConstraints(max_length=64)]
     answers: QuestionAnswers
+    idempotency_key: IdempotencyKeyText | None = None
 
 
 class WsTurnInterrupt(_In):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from app.events.envelope import (
     ApprovalRequestedEvent,
     ApprovalResolvedEvent,
+    BudgetReachedEvent,
     Event,
     EventData,
     EventEnvelope,
@@ -85,6 +86,7 @@ from app.events.session import (
     SkippedProvider,
 )
 from app.events.turn import (
+    BudgetReached,
     ChangesSummary,
     RetryScheduled,
     TurnCompleted,
@@ -104,6 +106,8 @@ from app.events.vocabulary import (
     TERMINAL_TURN_EVENTS,
     ApprovalDecision,
     ApprovalMode,
+    BudgetMeasure,
+    BudgetScope,
     EventType,
     FailureKind,
     ForkConversation,
@@ -124,6 +128,10 @@ __all__ = [
     "ApprovalRequestedEvent",
     "ApprovalResolved",
     "ApprovalResolvedEvent",
+    "BudgetMeasure",
+    "BudgetReached",
+    "BudgetReachedEvent",
+    "BudgetScope",
     "CandidateScore",
     "ChangedFile",
     "ChangesSummary",

@@ -40,6 +40,7 @@ from app.events.session import (
     SessionThreadBound,
 )
 from app.events.turn import (
+    BudgetReached,
     RetryScheduled,
     TurnCompleted,
     TurnFailed,
@@ -74,6 +75,7 @@ EventData = (
     | QuestionResolved
     | RetryScheduled
     | ProviderSwitched
+    | BudgetReached
     | UsageReported
     | Warning
 )
@@ -249,6 +251,11 @@ class ProviderSwitchedEvent(EventEnvelope):
     data: ProviderSwitched
 
 
+class BudgetReachedEvent(EventEnvelope):
+    type: Literal["budget.reached"]
+    data: BudgetReached
+
+
 class UsageEvent(EventEnvelope):
     type: Literal["usage"]
     data: UsageReported
@@ -284,6 +291,7 @@ Event = Annotated[
     | QuestionResolvedEvent
     | RetryScheduledEvent
     | ProviderSwitchedEvent
+    | BudgetReachedEvent
     | UsageEvent
     | WarningEvent,
     Field(discriminator="type"),

@@ -15,13 +15,33 @@ from typing import Protocol
 
 from pydantic import JsonValue
 
-from app.providers.base import ProcessInfo, Provider, ProviderSession
+from app.providers.base import ProcessInfo, Provider, ProviderSession, SessionSpec, ThreadFork
+from app.records import BindingRecord, SessionRecord
 from app.runtime.approvals import ApprovalBroker
 from app.runtime.commands import Issuer
 from app.runtime.figures import TurnTiming
 from app.runtime.shares import SharedCap
 
 log = logging.getLogger(__name__)
+
+
+def session_spec(row: SessionRecord, binding: BindingRecord | None) -> SessionSpec:
+    """What the session's provider opens it with: its workspace, mode and model, the thread
+    of its binding, or for a fork the thread its CLI forks as it first runs."""
+    start = row.fork_start or {}
+    forked, at = start.get("thread"), start.get("at")
+    return SessionSpec(
+        session_id=row.id,
+        workspace=Path(row.workspace),
+        model=row.model,
+        approval_mode=row.approval_mode,  # type: ignore[arg-type]
+        thread_id=binding.thread_id if binding else None,
+        thread_bound_at=binding.created_at if binding else None,
+        git_dir=None if row.git_dir is None else Path(row.git_dir),
+        fork_from=ThreadFork(thread_id=forked, at=at if isinstance(at, str) else None)
+        if isinstance(forked, str)
+        else None,
+    )
 
 
 @dataclass(eq=False)

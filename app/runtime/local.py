@@ -29,7 +29,7 @@ from app.errors import (
 )
 from app.events import SessionClosed as SessionClosedEvent
 from app.observability.metrics import GatewayMetrics
-from app.providers.base import ApprovalAnswer, ProcessInfo, Provider, SessionSpec, ThreadFork
+from app.providers.base import ApprovalAnswer, ProcessInfo, Provider
 from app.providers.registry import ProviderRegistry
 from app.records import (
     BUSY_SESSION_STATUSES,
@@ -40,6 +40,7 @@ from app.records import (
     TurnRecord,
 )
 from app.runtime.approvals import edit_refusal
+from app.runtime.budgets import admit_turn
 from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
@@ -61,7 +62,7 @@ from app.runtime.figures import FigureBook
 from app.runtime.forking import ForkServices, fork_session, turn_to_fork
 from app.runtime.history import history_for
 from app.runtime.host import HostServices, SessionHost
-from app.runtime.live import make_room
+from app.runtime.live import make_room, session_spec
 from app.runtime.recovery import fail_turn, recover
 from app.runtime.requests import SessionRequest
 from app.runtime.reverting import revert
@@ -265,6 +266,7 @@ class LocalSessions:
                     turn_id=host.turn_id,
                 )
             policy = resolve_policy(command.retry, row.retry, self.settings.retry)
+            spending = await admit_turn(self.store, self.settings, row, self.clock)
             await make_room(
                 host,
                 self._hosts.values(),
@@ -284,7 +286,7 @@ class LocalSessions:
                 created_at=now,
             )
             turn = await self.store.add_turn(turn, now=now)
-            host.launch(turn, policy)
+            host.launch(turn, policy, spending)
         return turn
 
     async def _begin(self, session_id: str, issuer: Issuer, operation: Operation) -> SessionRecord:
@@ -345,6 +347,9 @@ class LocalSessions:
                     raise SessionClosed(f"session {row.id} is {row.status}")
                 host = await self._host(row)
                 policy = RetryPolicy.from_snapshot(turn.retry_policy or {})
+                spending = await admit_turn(
+                    self.store, self.settings, row, self.clock, refuse=False
+                )
             except (ProviderUnavailable, SessionClosed, ValueError) as exc:
                 log.warning("turn %s cannot resume after its usage limit: %s", turn.id, exc)
                 await fail_turn(
@@ -356,7 +361,7 @@ class LocalSessions:
                     message=f"gateway_restart: the turn could not resume its wait ({exc})",
                 )
                 return False
-            await host.resume(turn, policy)
+            await host.resume(turn, policy, spending)
         log.info(
             "turn %s resumes its wait for the usage limit's reset (%s)",
             turn.id,
@@ -374,22 +379,7 @@ class LocalSessions:
         provider = self.providers.get(row.provider)
         if provider is None:
             raise ProviderUnavailable(f"provider {row.provider!r} is disabled on this gateway")
-        binding = await self.store.get_binding(row.id, row.provider)
-        start = row.fork_start or {}
-        forked = start.get("thread")
-        at = start.get("at")
-        spec = SessionSpec(
-            session_id=row.id,
-            workspace=Path(row.workspace),
-            model=row.model,
-            approval_mode=row.approval_mode,  # type: ignore[arg-type]
-            thread_id=binding.thread_id if binding else None,
-            thread_bound_at=binding.created_at if binding else None,
-            git_dir=None if row.git_dir is None else Path(row.git_dir),
-            fork_from=ThreadFork(thread_id=forked, at=at if isinstance(at, str) else None)
-            if isinstance(forked, str)
-            else None,
-        )
+        spec = session_spec(row, await self.store.get_binding(row.id, row.provider))
         host = SessionHost(
             services=self._host_services,
             session_id=row.id,

@@ -16,7 +16,9 @@ family member the document allows by pattern, ``acp:<name>``, that the gateway d
 configure becomes the configured provider with the most capabilities).
 The turns of a session are the deployment's fact too: a positive fork forks at the default
 point, a positive changes query reads from ``start`` to ``now``, and no positive revert is
-sent (``filter_case``). Negative cases are left as generated.
+sent (``filter_case``). An ``Idempotency-Key`` names one request, so a positive case gets a
+key of its own (one the generator reused for another body is a 422 ``idempotency_key_reused``,
+tests/integration/test_idempotency.py). Negative cases are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -70,6 +73,9 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             else:  # the provider with the most of them serves
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
+    if case.headers:
+        for name in [n for n in case.headers if n.lower() == "idempotency-key"]:
+            case.headers[name] = f"fuzz-{uuid.uuid4()}"
     operation = case.operation.definition.raw.get("operationId")
     if operation == "forkSession" and isinstance(case.body, dict):
         case.body.pop("at_turn", None)  # the default point: which turns exist is not known
