@@ -238,7 +238,8 @@ def _add_middleware(app: FastAPI, settings: Settings, mask: SecretMask) -> None:
             CORSMiddleware,
             allow_origins=settings.server.allowed_origins,
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"],
+            expose_headers=["Idempotent-Replayed", "Retry-After"],
         )
     app.add_middleware(
         GateMiddleware,

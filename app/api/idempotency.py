@@ -54,6 +54,16 @@ IdempotencyKey = Annotated[
         "`idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`.",
     ),
 ]
+REPLAY_HEADERS: dict[str, Any] = {
+    "headers": {
+        REPLAYED: {
+            "description": "`true` when this is the answer kept for the request's "
+            "Idempotency-Key, sent again (absent otherwise)",
+            "schema": {"type": "string", "enum": ["true"]},
+        }
+    }
+}
+"""The success response's headers of a route that takes ``Idempotency-Key``."""
 IN_FLIGHT = "is still being answered (`idempotency_key_in_use`, see Retry-After)"
 REUSED = "an Idempotency-Key used for another request (`idempotency_key_reused`)"
 """What the routes' documented 409 and 422 say of their idempotency key."""

@@ -29,6 +29,7 @@ from app.api.deps import Manager, admit_session, issuer
 from app.api.events import SubscriptionResponse, sse_message
 from app.api.idempotency import (
     IN_FLIGHT,
+    REPLAY_HEADERS,
     REPLAYED,
     REUSED,
     IdempotencyKey,
@@ -104,6 +105,7 @@ def _result(run: Run) -> RunResult:
             "event, or with an `evicted` or `shutdown` control frame)",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
             **links("getSession", "getEvents", "listTurns", session_id="session_id"),
+            **REPLAY_HEADERS,
         },
         **problems(
             notes={

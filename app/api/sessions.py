@@ -17,7 +17,14 @@ from app.api.deps import (
     session_public,
     turn_public,
 )
-from app.api.idempotency import IN_FLIGHT, REUSED, IdempotencyKey, execute_once, once
+from app.api.idempotency import (
+    IN_FLIGHT,
+    REPLAY_HEADERS,
+    REUSED,
+    IdempotencyKey,
+    execute_once,
+    once,
+)
 from app.api.schemas import (
     ApprovalList,
     ApprovalPublic,
@@ -65,7 +72,8 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
             "interruptTurn",
             "getEvents",
             session_id="id",
-        ),
+        )
+        | REPLAY_HEADERS,
         **problems(
             notes={
                 409: "The `branch` asked for exists in the repository (`branch_exists`), or a "
@@ -198,7 +206,7 @@ async def fork_session(
     operation_id="createTurn",
     response_model=TurnPublic,
     responses={
-        202: links("getTurn", session_id="session_id", turn_id="id"),
+        202: links("getTurn", session_id="session_id", turn_id="id") | REPLAY_HEADERS,
         **problems(
             notes={
                 402: "The session's budget is spent (`budget_exceeded`: `budget`, `measure`, "
@@ -293,16 +301,19 @@ async def list_approvals(
     "/{session_id}/approvals/{approval_id}",
     operation_id="respondApproval",
     response_model=ApprovalPublic,
-    responses=problems(
-        notes={
-            404: "No such session or approval",
-            409: f"The approval is no longer pending, or a request with this Idempotency-Key "
-            f"{IN_FLIGHT}",
-            422: "Invalid request, or edited input (`updated_input`) this gateway or provider "
-            f"does not take (the approval stays pending); or {REUSED}",
-            503: STORAGE,
-        }
-    ),
+    responses={
+        200: REPLAY_HEADERS,
+        **problems(
+            notes={
+                404: "No such session or approval",
+                409: f"The approval is no longer pending, or a request with this Idempotency-Key "
+                f"{IN_FLIGHT}",
+                422: "Invalid request, or edited input (`updated_input`) this gateway or provider "
+                f"does not take (the approval stays pending); or {REUSED}",
+                503: STORAGE,
+            }
+        ),
+    },
 )
 async def respond_approval(
     session_id: str,
@@ -354,17 +365,20 @@ async def list_questions(
     "/{session_id}/questions/{question_id}",
     operation_id="answerQuestion",
     response_model=QuestionPublic,
-    responses=problems(
-        notes={
-            404: "No such session or question",
-            409: "The question is no longer pending (answered, expired or withdrawn), or a "
-            f"request with this Idempotency-Key {IN_FLIGHT}",
-            422: "Answers that do not fit the questions: not one per question, a label that "
-            "was not offered, several labels for a single choice, text where only labels are "
-            f"taken, or an empty answer (the question stays pending); or {REUSED}",
-            503: STORAGE,
-        }
-    ),
+    responses={
+        200: REPLAY_HEADERS,
+        **problems(
+            notes={
+                404: "No such session or question",
+                409: "The question is no longer pending (answered, expired or withdrawn), or a "
+                f"request with this Idempotency-Key {IN_FLIGHT}",
+                422: "Answers that do not fit the questions: not one per question, a label that "
+                "was not offered, several labels for a single choice, text where only labels are "
+                f"taken, or an empty answer (the question stays pending); or {REUSED}",
+                503: STORAGE,
+            }
+        ),
+    },
 )
 async def answer_question(
     session_id: str,

@@ -687,6 +687,16 @@ function render(envelope) {
             ? `, handing over ${data.handoff.turns} earlier turn(s).`
             : "."),
       );
+    case "budget.reached": {
+      const whose =
+        {
+          session: "The session's budget",
+          key_daily: `Key ${data.key}'s budget for today`,
+          key_monthly: `Key ${data.key}'s budget for this month`,
+        }[data.budget] || "A budget";
+      const amount = data.measure === "cost_usd" ? `$${data.limit}` : `${data.limit} tokens`;
+      return line(envelope, "notice warning", `${whose} of ${amount} is spent (${data.used} used).`);
+    }
     case "usage": {
       // Repeated on the turn's end line; kept (hidden) so every event has its element.
       const element = line(envelope, "meta usage", `Usage: ${usageText(data.usage)}.`);
