@@ -15,6 +15,7 @@ over the WebSocket and sent again over REST with the same key is the same reques
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -125,14 +126,30 @@ async def once(
     begun = await begin(manager, principal, key, request=request, asked=asked)
     if isinstance(begun, Stored):
         return Answered(answer=begun, replayed=True)
+    # The answer is made and kept even if this request is cancelled meanwhile (its client
+    # left, a timeout): the copy the client sends next gets it instead of a second effect.
+    answering = asyncio.create_task(_answer(begun, status, produce), name=f"answer:{key}")
+    answering.add_done_callback(_retrieved)
+    return Answered(answer=await asyncio.shield(answering), replayed=False)
+
+
+async def _answer(claim: Claim, status: int, produce: Callable[[], Awaitable[BaseModel]]) -> Stored:
+    """``produce``'s answer, kept for the claimed key; the key freed if there is none."""
     try:
         body = (await produce()).model_dump_json()
     except BaseException:
-        await begun.release()
+        await claim.release()
         raise
     answer = Stored(status=status, media_type=JSON, body=body)
-    await finish(begun, answer)
-    return Answered(answer=answer, replayed=False)
+    await finish(claim, answer)
+    return answer
+
+
+def _retrieved(task: asyncio.Task[Stored]) -> None:
+    """A failure is answered by the request that waits for the task (and it freed the key);
+    one whose request has gone is not worth a warning of its own."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def execute_once(

@@ -178,6 +178,32 @@ def test_a_copy_of_a_run_sent_while_it_runs_gets_409_then_its_result(
         assert made == {answer.json()["session_id"]}
 
 
+def test_a_client_that_gave_up_on_a_run_gets_its_result_when_it_sends_it_again(
+    gateway: FakeGateway,
+) -> None:
+    body = {"workspace": str(gateway.workspace), "prompt": "steps:5:1:1:0"}  # about 1 s
+    with gateway.client() as client:
+        before = {s["id"] for s in client.get("/v1/sessions").json()["sessions"]}
+        with pytest.raises(httpx.ReadTimeout):
+            client.post("/v1/runs", json=body, headers=keyed("gave-up"), timeout=0.3)
+        [made] = wait_until(
+            lambda: {s["id"] for s in client.get("/v1/sessions").json()["sessions"]} - before,
+            what="the run's session",
+        )
+        follow(client, made)  # the run ends without its client
+
+        def answered() -> httpx.Response | None:
+            copy = client.post("/v1/runs", json=body, headers=keyed("gave-up"))
+            return None if copy.status_code == 409 else copy  # 409: its answer is being kept
+
+        again: httpx.Response = wait_until(answered, what="the run's kept answer")
+        assert again.status_code == 200, again.text
+        assert again.headers[REPLAYED] == "true"
+        assert (again.json()["session_id"], again.json()["status"]) == (made, "completed")
+        after = {s["id"] for s in client.get("/v1/sessions").json()["sessions"]}
+        assert after - before == {made}
+
+
 def test_a_streamed_run_sent_again_streams_the_same_run_from_its_start(
     gateway: FakeGateway,
 ) -> None:
