@@ -19,10 +19,14 @@ from sqlalchemy import ColumnElement, Insert, delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.errors import IdempotencyKeyInUse
 from app.records import IdempotencyRecord
 from app.store.calls import uninterrupted
 from app.store.tables import IdempotencyRow
 from app.store.transactions import Transactions
+
+CLAIM_TRIES = 3
+"""Inserts a claim tries when the row in its way keeps going away under it."""
 
 
 def _record(row: IdempotencyRow) -> IdempotencyRecord:
@@ -90,10 +94,18 @@ class IdempotencyKeys(Transactions):
         the row that holds the key."""
         async with self._write() as db:
             statement = _insert_new(db.get_bind().dialect.name).values(**_columns(record))
-            inserted = await db.execute(statement)
-            if getattr(inserted, "rowcount", 0):
-                return None
-            return await self._get(db, record.owner, record.key)
+            for _ in range(CLAIM_TRIES):
+                inserted = await db.execute(statement)
+                if getattr(inserted, "rowcount", 0):
+                    return None
+                found = await self._get(db, record.owner, record.key)
+                if found is not None:
+                    return found
+                # The row that held the key was released meanwhile: try again.
+        raise IdempotencyKeyInUse(
+            "requests with this Idempotency-Key keep arriving; send it again in a moment",
+            retry_after_s=1,
+        )
 
     @uninterrupted
     async def retake_request(self, record: IdempotencyRecord, *, was: IdempotencyRecord) -> bool:
