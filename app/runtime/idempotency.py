@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 KEY_TTL = timedelta(hours=24)
 """How long an answer is kept for its key."""
+RETAKE_TRIES = 3
+"""Times a copy looks again when the row it would take over changed under it."""
 IN_USE_RETRY_S = 1.0
 """The ``Retry-After`` of a copy that arrives while the first is being answered."""
 
@@ -114,7 +116,7 @@ class IdempotencyKeys:
     ) -> Claim | Stored:
         """Claim ``key`` for this request (``Claim``), or the answer kept for it (``Stored``);
         raises 422 when it was used for another request, 409 while a copy is in flight."""
-        while True:
+        for _ in range(RETAKE_TRIES):
             now = self._clock()
             mine = IdempotencyRecord(
                 owner=owner,
@@ -153,6 +155,11 @@ class IdempotencyKeys:
             # is still as read (else another copy won: look again).
             if await self._store.retake_request(mine, was=found):
                 return Claim(store=self._store, record=mine)
+        raise IdempotencyKeyInUse(
+            "copies of this request keep taking its Idempotency-Key over; send it again in a "
+            "moment",
+            retry_after_s=IN_USE_RETRY_S,
+        )
 
     async def _alive(self, holder: str) -> bool:
         """Whether the replica ``holder`` may still answer the request it holds. One gateway
