@@ -1,6 +1,7 @@
 """``Idempotency-Key`` across two replicas on one PostgreSQL: the same turn sent to both at
 once with one key starts once (the database's key decides; the other copy gets the first
-answer or 409 while it is being answered), and a copy with another body is a 422 on either.
+answer or 409 while it is being answered), a copy with another body is a 422 on either, and
+a session created on one and sent again to the other is one session.
 """
 
 from __future__ import annotations
