@@ -293,7 +293,8 @@ async def _cleanup(settings: Settings) -> int:
         f"{homes} CLI homes, {worktrees} worktrees (their branches kept) and {records} "
         "workspace records; "
         f"closed {report.sessions_closed} sessions; "
-        f"pruned {report.events_pruned} events past storage.max_events_per_session"
+        f"pruned {report.events_pruned} events past storage.max_events_per_session; "
+        f"forgot {report.idempotency_keys_deleted} expired idempotency keys"
     )
     return 0
 
@@ -362,7 +363,7 @@ def exposure_refusal(settings: Settings) -> str | None:
 
 def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     from app.api.security import ADMIN
-    from app.main import create_app, git_refusal
+    from app.main import budget_refusal, create_app, git_refusal
     from app.providers.catalog import cli_secrets
     from app.server import run
     from app.webhooks.endpoints import unknown_keys
@@ -379,6 +380,8 @@ def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
     refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
     if refusal is not None:
         raise ConfigError(refusal)
+    if (budgets := budget_refusal(settings)) is not None:
+        raise ConfigError(budgets)
     # Before the server starts, so that it is refused like any other setting (the app's
     # start-up checks it again, for an app made without this command).
     git = asyncio.run(git_refusal(settings))

@@ -15,19 +15,23 @@ GatewayError                 status, type, title, detail, extra fields
 │   ├── ConfigureInProgress       the session's model, mode or provider is being changed
 │   ├── ProviderFixed             a session that has run a turn keeps its provider
 │   ├── TurnNotForkable           a fork asked at a turn that did not complete
-│   └── SnapshotUnavailable       the workspace state asked for was not recorded
+│   ├── SnapshotUnavailable       the workspace state asked for was not recorded
+│   └── IdempotencyKeyInUse       a request with the same key is still being answered
 ├── InvalidRequest           422  a field is well-formed but unacceptable
 │   ├── WorkspaceRejected         the workspace is outside the roots or missing
 │   ├── RepositoryRejected        the repository, ref or branch of a worktree is unusable
 │   ├── WorkspaceTooLarge         the workspace is over the snapshot cap
-│   └── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   ├── CapabilitiesUnmet         no candidate provider has what ``requires`` names (selector)
+│   └── IdempotencyKeyReused      the key was used for another request (another body)
 ├── InternalError            500  an unexpected failure, answered with its error id only
 ├── Unauthorized             401  missing or wrong token
+├── BudgetExceeded           402  the session's budget is spent
 ├── Forbidden                403  host or origin not allowed
 ├── Gone                     410  the cursor is older than the events the gateway keeps
 ├── PayloadTooLarge          413  body over the limit
 ├── TooManyRequests          429  a rate or subscriber limit was reached (Retry-After)
-│   └── KeyShareExceeded          the key holds its share of a global cap
+│   ├── KeyShareExceeded          the key holds its share of a global cap
+│   └── KeyBudgetExceeded         the key's budget for this day or month is spent
 └── Unavailable              503  the gateway cannot serve the request now (Retry-After)
     ├── ProviderUnavailable       the provider cannot serve the request now
     │   └── NoProviderAvailable   no candidate is available (selector)
@@ -191,6 +195,28 @@ class TurnNotForkable(Conflict):
     title = "Turn cannot be forked"
 
 
+class IdempotencyKeyInUse(Conflict):
+    """A request with the same ``Idempotency-Key`` is still being answered (Retry-After)."""
+
+    type = "idempotency_key_in_use"
+    title = "Idempotency key in use"
+
+
+class IdempotencyKeyReused(InvalidRequest):
+    """The ``Idempotency-Key`` was used before for another request (another route or body)."""
+
+    type = "idempotency_key_reused"
+    title = "Idempotency key reused"
+
+
+class BudgetExceeded(GatewayError):
+    """The session's budget (``max_cost_usd`` or ``max_tokens``) is spent: no turn starts."""
+
+    status = 402
+    type = "budget_exceeded"
+    title = "Budget exceeded"
+
+
 class Unauthorized(GatewayError):
     status = 401
     type = "unauthorized"
@@ -226,6 +252,14 @@ class KeyShareExceeded(TooManyRequests):
 
     type = "key_share_exceeded"
     title = "Key share exceeded"
+
+
+class KeyBudgetExceeded(TooManyRequests):
+    """The key's budget for this calendar day or month is spent; Retry-After says when it
+    starts over."""
+
+    type = "key_budget_exceeded"
+    title = "Key budget exceeded"
 
 
 class Unavailable(GatewayError):

@@ -14,7 +14,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import __version__
+from app import __version__, background
 from app.api import (
     acpsocket,
     changes,
@@ -38,6 +38,7 @@ from app.api.security import (
     load_or_create_token,
     token_path,
 )
+from app.budget_settings import budget_keys_refusal
 from app.cluster.redis import connect
 from app.observability.looplag import watch_loop_lag
 from app.observability.metrics import GatewayMetrics
@@ -52,16 +53,14 @@ from app.providers.base import Provider
 from app.providers.catalog import cli_secrets, resolve
 from app.providers.factory import build_providers
 from app.providers.registry import ProviderRegistry
-from app.providers.sandboxing import forget_homes
 from app.redaction import SecretMask, secrets_of
 from app.runtime.cluster import Cluster
 from app.runtime.clustered import ClusteredSessions
 from app.runtime.eventlog import EventLog
-from app.runtime.history import WorkspaceHistory
+from app.runtime.idempotency import forget_unanswered
 from app.runtime.local import LocalSessions
 from app.runtime.sessions import Sessions
 from app.runtime.shares import stream_cap
-from app.runtime.worktrees import forget_worktrees
 from app.settings import ConfigError, Settings
 from app.store.db import checkpoint, create_engine
 from app.store.interface import Storage
@@ -75,9 +74,6 @@ log = logging.getLogger(__name__)
 MAINTENANCE_PERIOD_S = 30.0
 SHUTDOWN_RETRY_MS = 5000
 """The ``retry:`` hint of the SSE ``shutdown`` frame: when a client should reconnect."""
-TOKEN_CHECK_S = 1.0
-"""How often the admin token file is looked at between requests (a rotation then ends the
-streams opened with the old token, and the new token joins the mask)."""
 TURNS_FIRST_S = 1.0
 """At shutdown, how long streams wait for running turns to record their end before they
 are closed (so clients usually see ``turn.interrupted`` live); the turns keep the rest of
@@ -184,19 +180,21 @@ def create_app(
             )
             # One gateway, or one replica of several (claims in the store say where sessions run).
             manager: Sessions = local if cluster is None else ClusteredSessions(local, cluster)
-            await _start(manager, hooks)
+            await _start(manager, hooks, store, settings)
             app.state.runner = runner
             app.state.providers = providers
             app.state.registry = registry
             app.state.manager = manager
             app.state.begin_shutdown = (stopper := _Stopper(manager, event_log, settings)).begin
             tasks = [
-                asyncio.create_task(_maintain(manager, _period(settings)), name="maintenance"),
                 asyncio.create_task(
-                    _retention(settings, store, clock, local.history), name="retention"
+                    background.maintain(manager, _period(settings)), name="maintenance"
+                ),
+                asyncio.create_task(
+                    background.retention(settings, store, clock, local.history), name="retention"
                 ),
                 asyncio.create_task(watchdog.run(), name="process-watchdog"),
-                asyncio.create_task(_watch_token(token_file), name="token-file"),
+                asyncio.create_task(background.watch_token(token_file), name="token-file"),
                 asyncio.create_task(
                     watch_loop_lag(
                         gateway_metrics.loop_lag.observe, settings.server.loop_lag_probe_s
@@ -243,6 +241,20 @@ def create_app(
     return app
 
 
+async def _recover(manager: Sessions, store: Storage, settings: Settings) -> None:
+    """End what a previous process left running, and forget the requests it was answering
+    (a copy sent again with their idempotency key runs again)."""
+    await manager.recover()
+    if forgotten := await forget_unanswered(store, settings):
+        log.info("forgot %d requests a previous gateway process left unanswered", forgotten)
+
+
+def budget_refusal(settings: Settings) -> str | None:
+    """Why these settings' budgets cannot be served (None: they can)."""
+    names = {"admin", *(key.name for key in settings.server.api_keys)}
+    return budget_keys_refusal(settings.budgets, names)
+
+
 def _secrets(
     settings: Settings, token: str, mask: SecretMask | None, *, from_file: bool
 ) -> tuple[SecretMask, TokenFile | None]:
@@ -269,7 +281,8 @@ def _add_middleware(app: FastAPI, settings: Settings, mask: SecretMask) -> None:
             CORSMiddleware,
             allow_origins=settings.server.allowed_origins,
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"],
+            expose_headers=["Idempotent-Replayed", "Retry-After"],
         )
     app.add_middleware(
         GateMiddleware,
@@ -314,11 +327,11 @@ async def _close(
     await hooks.aclose()
 
 
-async def _start(manager: Sessions, hooks: Webhooks) -> None:
+async def _start(manager: Sessions, hooks: Webhooks, store: Storage, settings: Settings) -> None:
     """Webhooks first (the endpoints known before recovery records anything), then recover
     what a previous run left and start the sessions' background work."""
     await hooks.start()
-    await manager.recover()
+    await _recover(manager, store, settings)
     await manager.start()
 
 
@@ -407,6 +420,8 @@ async def _check_start(engine: AsyncEngine, settings: Settings) -> None:
     """What start-up needs: a schema it knows and, with snapshots on, a working Git and their
     directory (private); it fails otherwise, saying what to do."""
     await check_schema(engine)
+    if (budgets := budget_refusal(settings)) is not None:
+        raise ConfigError(budgets)
     if not settings.snapshots.enabled:
         return
     refusal = await git_refusal(settings)
@@ -431,60 +446,3 @@ async def git_refusal(settings: Settings) -> str | None:
 def _period(settings: Settings) -> float:
     idle = min((p.idle_timeout_s for p in settings.providers.values()), default=600.0)
     return min(MAINTENANCE_PERIOD_S, idle / 4)
-
-
-async def _maintain(manager: Sessions, period_s: float) -> None:
-    """Close idle CLI processes; a failure is logged and the loop goes on."""
-    while True:
-        await asyncio.sleep(period_s)
-        try:
-            await manager.suspend_idle()
-        except Exception:
-            log.exception("idle-process maintenance failed")
-
-
-async def _watch_token(token_file: TokenFile | None) -> None:
-    """Look at the admin token file now and then: a rotation takes effect even while no
-    request comes (streams opened with the old token end; the new one is masked)."""
-    if token_file is None:
-        return
-    while True:
-        await asyncio.sleep(TOKEN_CHECK_S)
-        try:
-            token_file.check()
-        except Exception:
-            log.exception("could not look at the admin token file")
-
-
-async def _retention(
-    settings: Settings,
-    store: Storage,
-    clock: Callable[[], datetime],
-    history: WorkspaceHistory,
-) -> None:
-    """Delete bindings unused for ``retention_days`` (and their ended sessions' events, CLI
-    homes and workspace records)."""
-    while True:
-        try:
-            report = await store.retain(
-                retention_days=settings.storage.retention_days,
-                now=clock(),
-                max_events_per_session=settings.storage.max_events_per_session,
-            )
-            if report.bindings_deleted:
-                log.info("retention removed %d bindings", report.bindings_deleted)
-            if homes := await asyncio.to_thread(forget_homes, settings, report.forgotten):
-                log.info("retention removed %d sessions' CLI homes", homes)
-            if worktrees := await forget_worktrees(settings, store, report.forgotten):
-                log.info("retention removed %d sessions' worktrees (branches kept)", worktrees)
-            forgotten = list(report.forgotten)
-            if records := await asyncio.to_thread(history.forget, forgotten):
-                log.info("retention removed %d sessions' workspace records", records)
-            if report.events_pruned:
-                log.info(
-                    "retention pruned %d events past storage.max_events_per_session",
-                    report.events_pruned,
-                )
-        except Exception:
-            log.exception("retention cleanup failed")
-        await asyncio.sleep(settings.storage.cleanup_interval_s)

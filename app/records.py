@@ -65,6 +65,9 @@ class SessionRecord:
     """What the fork's first thread starts from, until it has one: ``{"handoff": prompt}``
     (told before its first prompt) or ``{"thread": id, "at": point}`` (the CLI forks that
     thread as the session first runs); cleared once a thread is bound."""
+    budget: dict[str, JsonValue] | None = None
+    """What the session may spend in all: ``{"max_cost_usd"?, "max_tokens"?}`` (None: no
+    budget of its own; its key's may still apply)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,6 +147,32 @@ class ApprovalRecord:
     kind: RequestKind = "tool"
     answers: list[JsonValue] | None = None
     """A question's answers, one ``QuestionAnswer`` per question."""
+
+
+IdempotencyState = Literal["in_flight", "done"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IdempotencyRecord:
+    """A request sent with an ``Idempotency-Key``: by which key, what it asked (its
+    fingerprint), and once answered the answer a retry gets again until ``expires_at``.
+
+    ``in_flight`` while ``holder`` (a replica) answers it; ``done`` with the response."""
+
+    owner: str
+    """The key (its name) that sent it: keys are scoped per API key."""
+    key: str
+    request: str
+    """What it asked, for people: ``createTurn ses_…``."""
+    fingerprint: str
+    """SHA-256 of the request's canonical JSON (app/runtime/idempotency.py)."""
+    state: IdempotencyState
+    holder: str
+    created_at: datetime
+    expires_at: datetime
+    status: int | None = None
+    headers: dict[str, JsonValue] | None = None
+    body: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -34,6 +34,7 @@ from pydantic_settings import (
 )
 
 from app.acp_settings import AcpSettings
+from app.budget_settings import BudgetSettings
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
@@ -359,6 +360,7 @@ class Settings(BaseSettings):
     acp: AcpSettings = AcpSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
     """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""

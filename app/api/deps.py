@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from pydantic import JsonValue
 from starlette.requests import HTTPConnection
 
+from app.api.budgetviews import session_budget
 from app.api.schemas import (
     ApprovalPublic,
     ProcessPublic,
@@ -90,6 +91,7 @@ async def session_public(
         else None,
         owner=await manager.replica_of(row.id),
         usage=usage_public(usage),
+        budget=session_budget(row.budget, usage),
     )
 
 

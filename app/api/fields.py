@@ -107,3 +107,11 @@ BranchName = Annotated[
     ),
 ]
 """A new branch's name (``git check-ref-format`` has the last word)."""
+
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
+"""An idempotency key: 1 to 255 visible ASCII characters (a UUID, say; no spaces)."""
+
+IdempotencyKeyText = Annotated[
+    str, StringConstraints(min_length=1, max_length=255, pattern=IDEMPOTENCY_KEY_PATTERN)
+]
+"""A client's key for a request it may send again (README, "Idempotency keys")."""

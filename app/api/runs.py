@@ -5,12 +5,17 @@ like ``GET /v1/sessions/{id}/events``: capped (429 per session, 503 in all, chec
 session is created), and ended visibly by the ``evicted`` and ``shutdown`` control frames
 (``resync_required`` where events were pruned). An evicted client resumes on
 ``GET /v1/sessions/{session_id}/events`` with ``Last-Event-ID``; the run goes on meanwhile.
+
+With ``Idempotency-Key`` (app/api/idempotency.py) a run sent again gets the first answer: the
+result, once the run has ended (409 while it runs); a streamed run's events again from its
+first (the key is kept as soon as the run has started).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -22,17 +27,30 @@ from pydantic import BaseModel, StringConstraints
 from app.api.contract import links, problems
 from app.api.deps import Manager, admit_session, issuer
 from app.api.events import SubscriptionResponse, sse_message
+from app.api.idempotency import (
+    IN_FLIGHT,
+    REPLAY_HEADERS,
+    REPLAYED,
+    REUSED,
+    IdempotencyKey,
+    begin,
+    finish,
+    once,
+)
 from app.api.schemas import SessionOptions, TurnStatus
 from app.api.security import Authenticated, Principal
 from app.errors import GatewayError
-from app.events import TurnError, Usage
+from app.events import TERMINAL_TURN_EVENTS, TurnError, Usage
 from app.runtime.commands import Close
+from app.runtime.idempotency import Stored
 from app.runtime.runs import Run, start_run
+from app.runtime.sessions import Sessions
 from app.runtime.subscription import LoggedEvent, ResyncRequired, Subscription
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
+SSE = "text/event-stream"
 
 
 class RunCreate(SessionOptions):
@@ -87,13 +105,16 @@ def _result(run: Run) -> RunResult:
             "event, or with an `evicted` or `shutdown` control frame)",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
             **links("getSession", "getEvents", "listTurns", session_id="session_id"),
+            **REPLAY_HEADERS,
         },
         **problems(
             notes={
+                409: f"A run with this Idempotency-Key {IN_FLIGHT}",
                 422: "Invalid request: a workspace outside the roots or missing, an unknown "
                 "provider or capability, an approval mode or retry strategy not enabled, a "
-                "usage-limit wait above the gateway's ceiling",
-                429: "Creation rate or open-session cap of this key reached, this key's share "
+                f"usage-limit wait above the gateway's ceiling; or {REUSED}",
+                429: "The key's budget for this day or month is spent (`key_budget_exceeded`), "
+                "creation rate or open-session cap of this key reached, this key's share "
                 "of the live processes or (SSE) subscribers (`key_share_exceeded`), (SSE) the "
                 "session's subscriber cap, or too many failed authentications from this "
                 "address (see Retry-After)",
@@ -104,19 +125,55 @@ def _result(run: Run) -> RunResult:
     },
 )
 async def create_run(
-    body: RunCreate, request: Request, manager: Manager, principal: Authenticated
+    body: RunCreate,
+    request: Request,
+    manager: Manager,
+    principal: Authenticated,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response:
     """Select a provider, run one turn; a provider that fails for good hands over to the next."""
     streaming = "text/event-stream" in request.headers.get("accept", "")
-    if streaming:  # refused before any session is created or CLI started
-        manager.events.check_capacity(issuer(principal))
-    async with admit_session(request, manager, principal):
-        run = await start_run(manager, body.session_request(owner=principal.name), body.prompt)
+    asked = {"request": "createRun", "stream": streaming, "body": body.model_dump(mode="json")}
     if not streaming:
-        await run.finish()
-        return Response(_result(run).model_dump_json(), media_type="application/json")
-    keepalive = request.app.state.settings.server.sse_keepalive_s
-    subscription = await _subscribe(run, principal, heartbeat_s=min(keepalive, 1.0))
+
+        async def produce() -> RunResult:
+            async with admit_session(request, manager, principal):
+                run = await start_run(
+                    manager, body.session_request(owner=principal.name), body.prompt
+                )
+            await run.finish()
+            return _result(run)
+
+        answered = await once(
+            manager,
+            principal,
+            idempotency_key,
+            request="createRun",
+            asked=asked,
+            status=200,
+            produce=produce,
+        )
+        return answered.response()
+    claim = None
+    if idempotency_key is not None:
+        begun = await begin(manager, principal, idempotency_key, request="createRun", asked=asked)
+        if isinstance(begun, Stored):  # the same run's events again, from its start
+            return await _replay(manager, principal, begun, request)
+        claim = begun
+    try:
+        # Refused before any session is created or CLI started.
+        manager.events.check_capacity(issuer(principal))
+        async with admit_session(request, manager, principal):
+            run = await start_run(manager, body.session_request(owner=principal.name), body.prompt)
+        keepalive = request.app.state.settings.server.sse_keepalive_s
+        subscription = await _subscribe(run, principal, heartbeat_s=min(keepalive, 1.0))
+    except BaseException:
+        if claim is not None:
+            await claim.release()
+        raise
+    if claim is not None:
+        kept = json.dumps({"session_id": run.session.id})
+        await finish(claim, Stored(status=200, media_type=SSE, body=kept))
     task = asyncio.create_task(run.finish(), name=f"run:{run.session.id}")
     task.add_done_callback(_log_failure)
     return SubscriptionResponse(
@@ -124,6 +181,39 @@ async def create_run(
         subscription,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def _replay(
+    manager: Sessions, principal: Principal, kept: Stored, request: Request
+) -> Response:
+    """A streamed run sent again with its key: its session's events from the first, live
+    while the run goes on, until its turn's end."""
+    session_id = json.loads(kept.body)["session_id"]
+    manager.events.check_capacity(issuer(principal))
+    keepalive = request.app.state.settings.server.sse_keepalive_s
+    subscription = await manager.events.open(
+        session_id,
+        after=0,
+        heartbeat_s=min(keepalive, 1.0),
+        transport="runs",
+        holder=issuer(principal),
+    )
+    return SubscriptionResponse(
+        _until_turn_end(subscription),
+        subscription,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", REPLAYED: "true"},
+    )
+
+
+async def _until_turn_end(subscription: Subscription) -> AsyncIterator[bytes]:
+    try:
+        async for item in subscription:
+            yield sse_message(item)
+            if isinstance(item, LoggedEvent) and item.type in TERMINAL_TURN_EVENTS:
+                break
+    finally:
+        with contextlib.suppress(Exception):
+            await subscription.aclose()
 
 
 async def _subscribe(run: Run, principal: Principal, *, heartbeat_s: float) -> Subscription:

@@ -16,8 +16,16 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from app.api.budgetviews import BudgetIn, KeyBudgetPublic, SessionBudgetPublic
 from app.api.fields import WORKSPACE_PATTERN as WORKSPACE_PATTERN  # noqa: PLC0414 - re-exported
-from app.api.fields import BranchName, GitRef, ModelName, ProviderName, StrategyName, Workspace
+from app.api.fields import (
+    BranchName,
+    GitRef,
+    ModelName,
+    ProviderName,
+    StrategyName,
+    Workspace,
+)
 from app.api.fields import Timestamp as Timestamp  # noqa: PLC0414 - re-exported
 from app.api.fields import provider_name_schema as provider_name_schema  # noqa: PLC0414
 from app.api.text import check_text
@@ -89,6 +97,8 @@ class SessionOptions(_In):
     true for scenarios in ``selection.failover_scenarios``. An explicit provider moves
     only with ``fallback: true`` (it serves first); runs always fall back unless the
     provider is explicit."""
+    budget: BudgetIn | None = None
+    """What the session may spend in all (README, "Budgets"); its key's budgets apply too."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None
@@ -105,6 +115,7 @@ class SessionOptions(_In):
             fallback=self.fallback,
             metadata=metadata,
             owner=owner,
+            budget=self.budget.stored() if self.budget else None,
         )
 
 
@@ -221,6 +232,8 @@ class SessionPublic(BaseModel):
     CLI; null when none holds it, and on a single gateway."""
     usage: UsageTotalsPublic
     """What the session's ended turns used, summed when it is read."""
+    budget: SessionBudgetPublic | None = None
+    """The session's own budget, with what is used and left (null: it has none)."""
 
 
 class SessionList(BaseModel):
@@ -245,6 +258,9 @@ class UsageReport(BaseModel):
     groups: list[UsageGroupPublic]
     """Most tokens (input + output) first."""
     total: UsageTotalsPublic
+    budgets: list[KeyBudgetPublic] = []
+    """Every key's budgets for the current day and month (not the range asked), with what
+    is used and left."""
 
 
 class TurnCreate(_In):

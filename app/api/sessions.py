@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.api.contract import links, problems
 from app.api.deps import (
@@ -16,6 +16,14 @@ from app.api.deps import (
     question_public,
     session_public,
     turn_public,
+)
+from app.api.idempotency import (
+    IN_FLIGHT,
+    REPLAY_HEADERS,
+    REUSED,
+    IdempotencyKey,
+    execute_once,
+    once,
 )
 from app.api.schemas import (
     ApprovalList,
@@ -53,6 +61,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
     "",
     status_code=status.HTTP_201_CREATED,
     operation_id="createSession",
+    response_model=SessionPublic,
     responses={
         201: links(
             "getSession",
@@ -65,16 +74,18 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
             "interruptTurn",
             "getEvents",
             session_id="id",
-        ),
+        )
+        | REPLAY_HEADERS,
         **problems(
             notes={
-                409: "The `branch` asked for exists in the repository (`branch_exists`)",
+                409: "The `branch` asked for exists in the repository (`branch_exists`), or a "
+                f"request with this Idempotency-Key {IN_FLIGHT}",
                 422: "Invalid request: a workspace outside the roots or missing, both or neither "
                 "of `workspace` and `repository`, a repository outside the roots or not a Git "
                 "repository, a `ref` that names no commit or an invalid `branch` "
                 "(`repository_rejected`), an unknown provider or capability, an approval mode "
                 "or retry strategy not enabled, a usage-limit wait above the gateway's ceiling "
-                "(`ceiling_s`)",
+                f"(`ceiling_s`); or {REUSED}",
                 429: "Creation rate or open-session cap of this key reached, or too many failed "
                 "authentications from this address (see Retry-After)",
                 503: "No provider available (`candidates` says why for each), or the database "
@@ -84,15 +95,32 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
     },
 )
 async def create_session(
-    body: SessionCreate, request: Request, manager: Manager, principal: Authenticated
-) -> SessionPublic:
+    body: SessionCreate,
+    request: Request,
+    manager: Manager,
+    principal: Authenticated,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Create a session on a provider, in a workspace inside a configured root, or in a Git
     worktree of its own of a repository inside one (``repository``, ``ref``, ``branch``)."""
-    async with admit_session(request, manager, principal):
-        row = await manager.create(
-            body.session_request(owner=principal.name, metadata=body.metadata)
-        )
-    return await session_public(manager, row)
+
+    async def produce() -> SessionPublic:
+        async with admit_session(request, manager, principal):
+            row = await manager.create(
+                body.session_request(owner=principal.name, metadata=body.metadata)
+            )
+        return await session_public(manager, row)
+
+    answered = await once(
+        manager,
+        principal,
+        idempotency_key,
+        request="createSession",
+        asked={"request": "createSession", "body": body.model_dump(mode="json")},
+        status=status.HTTP_201_CREATED,
+        produce=produce,
+    )
+    return answered.response()
 
 
 @router.get("", operation_id="listSessions", responses=problems(notes={503: STORAGE}))
@@ -207,15 +235,20 @@ async def fork_session(
     "/{session_id}/turns",
     status_code=status.HTTP_202_ACCEPTED,
     operation_id="createTurn",
+    response_model=TurnPublic,
     responses={
-        202: links("getTurn", session_id="session_id", turn_id="id"),
+        202: links("getTurn", session_id="session_id", turn_id="id") | REPLAY_HEADERS,
         **problems(
             notes={
+                402: "The session's budget is spent (`budget_exceeded`: `budget`, `measure`, "
+                "`limit`, `used`); it does not reset",
                 404: NO_SESSION,
-                409: "A turn is already running (`turn_id` names it), or the session is closed",
+                409: "A turn is already running (`turn_id` names it), the session is closed, "
+                f"or a request with this Idempotency-Key {IN_FLIGHT}",
                 422: "Invalid request, or a usage-limit wait above the gateway's ceiling "
-                "(`ceiling_s`)",
-                429: "The session's owner holds its share of the live processes "
+                f"(`ceiling_s`); or {REUSED}",
+                429: "The key's budget for this day or month is spent (`key_budget_exceeded`, "
+                "`resets_at`), the session's owner holds its share of the live processes "
                 "(`key_share_exceeded`), or too many failed authentications from this address "
                 "(see Retry-After)",
                 503: "The provider is disabled, every live-process slot is busy (for a key that "
@@ -226,13 +259,19 @@ async def fork_session(
     },
 )
 async def create_turn(
-    session_id: str, body: TurnCreate, manager: Manager, principal: Authenticated
-) -> TurnPublic:
+    session_id: str,
+    body: TurnCreate,
+    manager: Manager,
+    principal: Authenticated,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Start a turn; follow it on the event stream. One turn at a time per session (else 409)."""
     retry = body.retry.model_dump(exclude_none=True) if body.retry else None
-    command = StartTurn(session_id=session_id, prompt=body.prompt, retry=retry)
-    turn = await manager.execute(command, issuer(principal))
-    return turn_public(turn)
+    command = StartTurn(
+        session_id=session_id, prompt=body.prompt, retry=retry, idempotency_key=idempotency_key
+    )
+    answered = await execute_once(manager, principal, command, render=turn_public)
+    return answered.response()
 
 
 @router.get("/{session_id}/turns", operation_id="listTurns", responses=READ)
@@ -292,15 +331,20 @@ async def list_approvals(
 @router.post(
     "/{session_id}/approvals/{approval_id}",
     operation_id="respondApproval",
-    responses=problems(
-        notes={
-            404: "No such session or approval",
-            409: "The approval is no longer pending",
-            422: "Invalid request, or edited input (`updated_input`) this gateway or provider "
-            "does not take (the approval stays pending)",
-            503: STORAGE,
-        }
-    ),
+    response_model=ApprovalPublic,
+    responses={
+        200: REPLAY_HEADERS,
+        **problems(
+            notes={
+                404: "No such session or approval",
+                409: f"The approval is no longer pending, or a request with this Idempotency-Key "
+                f"{IN_FLIGHT}",
+                422: "Invalid request, or edited input (`updated_input`) this gateway or provider "
+                f"does not take (the approval stays pending); or {REUSED}",
+                503: STORAGE,
+            }
+        ),
+    },
 )
 async def respond_approval(
     session_id: str,
@@ -308,7 +352,8 @@ async def respond_approval(
     body: ApprovalRespond,
     manager: Manager,
     principal: Authenticated,
-) -> ApprovalPublic:
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Allow or deny a pending tool call (``allow_session`` also allows it for the session)."""
     command = Respond(
         session_id=session_id,
@@ -316,9 +361,10 @@ async def respond_approval(
         decision=body.decision,
         message=body.message,
         updated_input=body.updated_input,
+        idempotency_key=idempotency_key,
     )
-    row = await manager.execute(command, issuer(principal))
-    return approval_public(row)
+    answered = await execute_once(manager, principal, command, render=approval_public)
+    return answered.response()
 
 
 @router.get("/{session_id}/questions", operation_id="listQuestions", responses=READ)
@@ -349,16 +395,21 @@ async def list_questions(
 @router.post(
     "/{session_id}/questions/{question_id}",
     operation_id="answerQuestion",
-    responses=problems(
-        notes={
-            404: "No such session or question",
-            409: "The question is no longer pending (answered, expired or withdrawn)",
-            422: "Answers that do not fit the questions: not one per question, a label that "
-            "was not offered, several labels for a single choice, text where only labels are "
-            "taken, or an empty answer (the question stays pending)",
-            503: STORAGE,
-        }
-    ),
+    response_model=QuestionPublic,
+    responses={
+        200: REPLAY_HEADERS,
+        **problems(
+            notes={
+                404: "No such session or question",
+                409: "The question is no longer pending (answered, expired or withdrawn), or a "
+                f"request with this Idempotency-Key {IN_FLIGHT}",
+                422: "Answers that do not fit the questions: not one per question, a label that "
+                "was not offered, several labels for a single choice, text where only labels are "
+                f"taken, or an empty answer (the question stays pending); or {REUSED}",
+                503: STORAGE,
+            }
+        ),
+    },
 )
 async def answer_question(
     session_id: str,
@@ -366,12 +417,18 @@ async def answer_question(
     body: QuestionReply,
     manager: Manager,
     principal: Authenticated,
-) -> QuestionPublic:
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Answer the agent's pending question: one answer per question, in the order asked."""
     answers = tuple(answer.answer() for answer in body.answers)
-    command = Answer(session_id=session_id, question_id=question_id, answers=answers)
-    row = await manager.execute(command, issuer(principal))
-    return question_public(row)
+    command = Answer(
+        session_id=session_id,
+        question_id=question_id,
+        answers=answers,
+        idempotency_key=idempotency_key,
+    )
+    answered = await execute_once(manager, principal, command, render=question_public)
+    return answered.response()
 
 
 @router.post(

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.api.budgetviews import key_budget
 from app.api.contract import problems
 from app.api.deps import Manager, usage_public
 from app.api.schemas import Timestamp, UsageGroupPublic, UsageReport
@@ -18,6 +19,7 @@ from app.api.security import Authenticated
 from app.errors import Forbidden, InvalidRequest
 from app.records import UsageGroup, UsageTotals
 from app.runtime import reads
+from app.runtime.budgets import key_periods
 
 DEFAULT_RANGE = timedelta(days=30)
 """The range a report covers when ``from`` is left out: this long before ``to``."""
@@ -52,7 +54,8 @@ async def get_usage(
     ] = None,
 ) -> UsageReport:
     """Token counts and cost of the turns that ended in ``[from, to)``, by key, provider
-    and model; ``from`` = ``to`` is the empty range (no groups, zero totals)."""
+    and model; ``from`` = ``to`` is the empty range (no groups, zero totals). ``budgets``:
+    every key's budgets for the current UTC day and month, with what is used and left."""
     if not principal.admin:
         raise Forbidden(
             "usage covers every key's sessions: ask with an admin key "
@@ -82,6 +85,10 @@ async def get_usage(
             for group in groups
         ],
         total=usage_public(_total(groups)),
+        budgets=[
+            key_budget(period)
+            for period in await key_periods(manager.store, manager.settings, manager.clock())
+        ],
     )
 
 

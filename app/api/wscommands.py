@@ -4,6 +4,8 @@ that answers it.
     turn.start        ─► StartTurn   ─► {"turn": Turn}            (POST …/turns)
     approval.respond  ─► Respond     ─► {"approval": Approval}    (POST …/approvals/{id})
     question.answer   ─► Answer      ─► {"question": Question}    (POST …/questions/{id})
+      (each with ``idempotency_key``, as ``Idempotency-Key`` on its REST route: the same
+       command again gets the answer kept for it, marked ``"replayed": true``)
     turn.interrupt    ─► Interrupt   ─► {"turn_id": "trn_…"}      (POST …/interrupt)
     session.revert    ─► Revert      ─► {"revert": Revert}        (POST …/revert)
     session.fork      ─► Fork        ─► {"session": Session}      (POST …/fork)
@@ -15,6 +17,7 @@ sends it as an ``error`` frame (app/api/events.py).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import HTTPConnection
@@ -28,6 +31,7 @@ from app.api.deps import (
     session_public,
     turn_public,
 )
+from app.api.idempotency import Answered, execute_once
 from app.api.security import Principal
 from app.api.wsframes import (
     WsApprovalRespond,
@@ -58,7 +62,12 @@ def command_for(session_id: str, frame: WsClientFrame) -> Command:
     match frame:
         case WsTurnStart(prompt=prompt, retry=retry):
             policy = retry.model_dump(exclude_none=True) if retry else None
-            return StartTurn(session_id=session_id, prompt=prompt, retry=policy)
+            return StartTurn(
+                session_id=session_id,
+                prompt=prompt,
+                retry=policy,
+                idempotency_key=frame.idempotency_key,
+            )
         case WsApprovalRespond():
             return Respond(
                 session_id=session_id,
@@ -66,10 +75,16 @@ def command_for(session_id: str, frame: WsClientFrame) -> Command:
                 decision=frame.decision,
                 message=frame.message,
                 updated_input=frame.updated_input,
+                idempotency_key=frame.idempotency_key,
             )
         case WsQuestionAnswer():
             answers = tuple(answer.answer() for answer in frame.answers)
-            return Answer(session_id=session_id, question_id=frame.question_id, answers=answers)
+            return Answer(
+                session_id=session_id,
+                question_id=frame.question_id,
+                answers=answers,
+                idempotency_key=frame.idempotency_key,
+            )
         case WsTurnInterrupt():
             return Interrupt(session_id=session_id)
         case WsSessionRevert():
@@ -79,6 +94,15 @@ def command_for(session_id: str, frame: WsClientFrame) -> Command:
         case WsSessionConfigure():
             return frame.command(session_id)
     raise NotFound("unknown command")  # pragma: no cover - the union is closed
+
+
+def _ack(name: str, answered: Answered) -> dict[str, Any]:
+    """The ``ack``'s body: what the command answered (the body its REST route answers, kept
+    for its idempotency key), and ``replayed`` when it is that kept answer again."""
+    body: dict[str, Any] = {name: json.loads(answered.answer.body)}
+    if answered.replayed:
+        body["replayed"] = True
+    return body
 
 
 async def dispatch(
@@ -92,14 +116,13 @@ async def dispatch(
     by = issuer(principal)
     match command_for(session_id, frame):
         case StartTurn() as command:
-            turn = await manager.execute(command, by)
-            return {"turn": turn_public(turn).model_dump(mode="json")}
+            return _ack("turn", await execute_once(manager, principal, command, render=turn_public))
         case Respond() as command:
-            row = await manager.execute(command, by)
-            return {"approval": approval_public(row).model_dump(mode="json")}
+            answered = await execute_once(manager, principal, command, render=approval_public)
+            return _ack("approval", answered)
         case Answer() as command:
-            row = await manager.execute(command, by)
-            return {"question": question_public(row).model_dump(mode="json")}
+            answered = await execute_once(manager, principal, command, render=question_public)
+            return _ack("question", answered)
         case Interrupt() as command:
             return {"turn_id": await manager.execute(command, by)}
         case Revert() as command:

@@ -7,7 +7,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field, JsonValue, StringConstraints
 
-from app.api.schemas import QuestionAnswers, RetryPolicyIn, SessionSettingsIn, _In
+from app.api.fields import IdempotencyKeyText
+from app.api.schemas import (
+    QuestionAnswers,
+    RetryPolicyIn,
+    SessionSettingsIn,
+    _In,
+)
 from app.events import ApprovalDecision
 
 
@@ -15,6 +21,9 @@ class WsTurnStart(_In):
     type: Literal["turn.start"]
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=512 * 1024)]
     retry: RetryPolicyIn | None = None
+    idempotency_key: IdempotencyKeyText | None = None
+    """As ``Idempotency-Key`` on ``POST …/turns``: the same key and frame again (or that
+    POST) gets the first ``turn`` again, with ``replayed: true``."""
 
 
 class WsApprovalRespond(_In):
@@ -23,12 +32,14 @@ class WsApprovalRespond(_In):
     decision: ApprovalDecision
     message: Annotated[str, StringConstraints(max_length=8192)] | None = None
     updated_input: dict[str, JsonValue] | None = None
+    idempotency_key: IdempotencyKeyText | None = None
 
 
 class WsQuestionAnswer(_In):
     type: Literal["question.answer"]
     question_id: Annotated[str, StringConstraints(max_length=64)]
     answers: QuestionAnswers
+    idempotency_key: IdempotencyKeyText | None = None
 
 
 class WsTurnInterrupt(_In):

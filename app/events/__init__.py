@@ -16,6 +16,7 @@ from __future__ import annotations
 from app.events.envelope import (
     ApprovalRequestedEvent,
     ApprovalResolvedEvent,
+    BudgetReachedEvent,
     Event,
     EventData,
     EventEnvelope,
@@ -87,6 +88,7 @@ from app.events.session import (
     SkippedProvider,
 )
 from app.events.turn import (
+    BudgetReached,
     ChangesSummary,
     RetryScheduled,
     TurnCompleted,
@@ -106,6 +108,8 @@ from app.events.vocabulary import (
     TERMINAL_TURN_EVENTS,
     ApprovalDecision,
     ApprovalMode,
+    BudgetMeasure,
+    BudgetScope,
     EventType,
     FailureKind,
     ForkConversation,
@@ -126,6 +130,10 @@ __all__ = [
     "ApprovalRequestedEvent",
     "ApprovalResolved",
     "ApprovalResolvedEvent",
+    "BudgetMeasure",
+    "BudgetReached",
+    "BudgetReachedEvent",
+    "BudgetScope",
     "CandidateScore",
     "ChangedFile",
     "ChangesSummary",

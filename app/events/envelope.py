@@ -41,6 +41,7 @@ from app.events.session import (
     SessionThreadBound,
 )
 from app.events.turn import (
+    BudgetReached,
     RetryScheduled,
     TurnCompleted,
     TurnFailed,
@@ -76,6 +77,7 @@ EventData = (
     | QuestionResolved
     | RetryScheduled
     | ProviderSwitched
+    | BudgetReached
     | UsageReported
     | Warning
 )
@@ -256,6 +258,11 @@ class ProviderSwitchedEvent(EventEnvelope):
     data: ProviderSwitched
 
 
+class BudgetReachedEvent(EventEnvelope):
+    type: Literal["budget.reached"]
+    data: BudgetReached
+
+
 class UsageEvent(EventEnvelope):
     type: Literal["usage"]
     data: UsageReported
@@ -292,6 +299,7 @@ Event = Annotated[
     | QuestionResolvedEvent
     | RetryScheduledEvent
     | ProviderSwitchedEvent
+    | BudgetReachedEvent
     | UsageEvent
     | WarningEvent,
     Field(discriminator="type"),

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from app.events.vocabulary import FailureKind, Payload
+from app.events.vocabulary import BudgetMeasure, BudgetScope, FailureKind, Payload
 
 
 class Usage(BaseModel):
@@ -60,8 +60,9 @@ class TurnError(BaseModel):
     reason: str | None = None
     """Why the gateway ended the turn when no provider failure did: ``gateway_restart``,
     ``gateway_shutdown``, ``replica_lost`` (the replica running it stopped answering and
-    another one ended it), or for ``resource_limit`` which limit (``output_limit``,
-    ``line_too_long``, ``memory_limit``, ``process_limit``)."""
+    another one ended it), for ``resource_limit`` which limit (``output_limit``,
+    ``line_too_long``, ``memory_limit``, ``process_limit``), for ``budget_exceeded`` which
+    budget (``session``, ``key_daily``, ``key_monthly``)."""
 
 
 class ChangesSummary(BaseModel):
@@ -116,6 +117,24 @@ class RetryScheduled(Payload):
 class UsageReported(Payload):
     TYPE = "usage"
     usage: Usage
+
+
+class BudgetReached(Payload):
+    """A budget is spent: what the session (or its key, this day or month) used has reached
+    its maximum. A turn still running is stopped (``turn.failed``, ``budget_exceeded``) and
+    later turns are refused until the budget resets (a session's never does)."""
+
+    TYPE = "budget.reached"
+    budget: BudgetScope
+    measure: BudgetMeasure
+    limit: float
+    """The budget's maximum (``max_cost_usd`` or ``max_tokens``)."""
+    used: float
+    """What was used when it was reached: ended turns, plus what this turn reported so far."""
+    key: str | None = None
+    """The key (its name) the session belongs to."""
+    resets_at: datetime | None = None
+    """When a key's budget starts over (the next UTC day or month); null for a session's."""
 
 
 class Warning(Payload):

@@ -32,6 +32,7 @@ EventType = Literal[
     "question.resolved",
     "retry.scheduled",
     "provider.switched",
+    "budget.reached",
     "usage",
     "warning",
 ]
@@ -51,6 +52,7 @@ FailureKind = Literal[
     "usage_limit",
     "agent_error",
     "resource_limit",
+    "budget_exceeded",
     "unknown",
 ]
 
@@ -64,6 +66,10 @@ ApprovalDecision = Literal["allow", "deny", "allow_session"]
 ApprovalMode = Literal["ask", "auto_edits", "allow_all", "read_only"]
 """How a session's tool calls are approved: each CLI maps it to its own permission mode."""
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto_edits", "allow_all", "read_only")
+BudgetScope = Literal["session", "key_daily", "key_monthly"]
+"""Whose budget: the session's own, or its key's for the calendar day or month (UTC)."""
+BudgetMeasure = Literal["cost_usd", "tokens"]
+"""What a budget counts: the cost the CLIs report, or input plus output tokens."""
 ForkConversation = Literal["native", "handoff"]
 """How a fork carries the conversation: the agent's own fork of the thread, or a hand-off."""
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]

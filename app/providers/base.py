@@ -204,6 +204,11 @@ class TurnHooks(Protocol):
     async def bind_thread(self, thread_id: str) -> None:
         """Record the CLI's thread id for this session (idempotent)."""
 
+    async def report_usage(self, usage: Usage) -> None:
+        """What the running attempt has used so far, as the CLI said during it (each model
+        response, say); not an event. The attempt's own ``usage`` event at its end replaces
+        it. The gateway counts it against the turn's budgets, and may stop the turn."""
+
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         """Ask the client; return its answer, or a deny when the approval expires.
 

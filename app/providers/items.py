@@ -1,7 +1,8 @@
 """What a provider's normalizer hands its turn besides event payloads, for every provider.
 
 Event payloads (``EventData``) go to the session's log as they are; these are for the turn to
-act on: ask the client about a tool call, stop asking, end the turn. A provider adds its own
+act on: ask the client about a tool call, stop asking, report what the turn used so far, end
+the turn. A provider adds its own
 where its CLI has more to say (Claude Code's control requests and replies).
 """
 
@@ -11,9 +12,10 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
+from app.events import Usage
 from app.providers.base import ApprovalRequest, QuestionRequest, TurnOutcome
 
-__all__ = ["ApprovalAsked", "ApprovalWithdrawn", "QuestionAsked", "TurnEnded"]
+__all__ = ["ApprovalAsked", "ApprovalWithdrawn", "QuestionAsked", "TurnEnded", "UsageSoFar"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,3 +51,11 @@ class TurnEnded:
     outcome: TurnOutcome
     thread_id: str | None = None
     """The thread the CLI reported with its end, when it does (Claude Code's ``session_id``)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageSoFar:
+    """What the running attempt has used so far, as the CLI said during it (each model
+    response): for ``TurnHooks.report_usage``, never an event of its own."""
+
+    usage: Usage

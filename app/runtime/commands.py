@@ -78,6 +78,9 @@ class StartTurn(SessionCommand[TurnRecord]):
     prompt: str
     retry: dict[str, JsonValue] | None = None
     """The turn's retry policy, over the session's (None: the session's)."""
+    idempotency_key: str | None = None
+    """The client's key for this request: sent again with it, it gets the first answer
+    (app/api/idempotency.py); not part of what the command asks."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +101,7 @@ class Respond(SessionCommand[ApprovalRecord]):
     decision: ApprovalDecision
     message: str | None = None
     updated_input: dict[str, JsonValue] | None = None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +112,7 @@ class Answer(SessionCommand[ApprovalRecord]):
     result: ClassVar[type[Any]] = ApprovalRecord
     question_id: str
     answers: tuple[QuestionAnswer, ...]
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,8 +16,10 @@ A turn runs as one or more attempts in the same CLI thread::
 An attempt is retried only when all hold: the policy is enabled and has a delay left; the
 failure is retryable (``TurnError.retryable``) and its kind is not in ``NEVER_RETRIED``; the
 provider says the session ``can_continue`` in the same thread; no interrupt was asked for;
-and the wait ends before the turn's deadline. The provider only answers those questions;
-this module owns the policy (``decide``, pure) and its effects (waiting, interrupting).
+the turn reached none of its budgets (``AttemptReporter.halted``: it fails as
+``budget_exceeded`` instead); and the wait ends before the turn's deadline. The provider
+only answers those questions; this module owns the policy (``decide``, pure) and its
+effects (waiting, interrupting).
 
 The turn's overall limit (``sessions.turn_timeout_s``, attempts and waits included) stops a
 running attempt through the provider's interrupt and fails the turn with kind
@@ -69,6 +71,7 @@ NEVER_RETRIED: frozenset[FailureKind] = frozenset(
         "cli_missing",
         "agent_error",
         "resource_limit",
+        "budget_exceeded",
     }
 )
 USAGE_LIMIT_ACTIONS: tuple[UsageLimitAction, ...] = typing.get_args(UsageLimitAction)
@@ -213,6 +216,9 @@ class AttemptReporter(Protocol):
     async def retry_scheduled(self, failed_attempt: int, event: RetryScheduled) -> None:
         """Show the turn and session as retrying and publish ``event``."""
 
+    def halted(self) -> TurnError | None:
+        """Why the turn may start no other attempt (a budget it reached), or None."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CoordinatedTurn:
@@ -306,6 +312,9 @@ class TurnCoordinator:
                 return CoordinatedTurn(
                     outcome=_interrupted("before the attempt"), attempts=attempt - 1
                 )
+            if (halt := self.reporter.halted()) is not None:
+                outcome = TurnOutcome(status="failed", error=halt)
+                return CoordinatedTurn(outcome=outcome, attempts=attempt - 1)
             await self.reporter.attempt_started(attempt)
             first = fresh and attempt == self._first_attempt
             text = prompt if first else self.continuation_prompt
@@ -314,6 +323,8 @@ class TurnCoordinator:
                 return CoordinatedTurn(outcome=outcome, attempts=attempt)
             if self._interrupted.is_set():
                 return CoordinatedTurn(outcome=_interrupted("by the client"), attempts=attempt)
+            if (halt := self.reporter.halted()) is not None:  # never retried over a budget
+                return CoordinatedTurn(outcome=replace(outcome, error=halt), attempts=attempt)
             error = outcome.error
             can_continue = self.handle.can_continue(error)
             if error.kind == "usage_limit":

@@ -189,6 +189,7 @@ async def _store(
         status="idle",
         retry=request.retry,
         metadata=request.metadata,
+        budget=request.budget,
         selection={
             "reason": reason,
             "skipped": [json_dict(p) for p in skipped],

@@ -46,7 +46,14 @@ from app.store.interface import Storage
 log = logging.getLogger(__name__)
 
 NEVER_FAIL_OVER: frozenset[FailureKind] = frozenset(
-    {"invalid_request", "interrupted", "context_lost", "agent_error", "resource_limit"}
+    {
+        "invalid_request",
+        "interrupted",
+        "context_lost",
+        "agent_error",
+        "resource_limit",
+        "budget_exceeded",
+    }
 )
 """Failures another agent would meet too (the request's own), or that a person caused."""
 

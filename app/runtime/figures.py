@@ -7,8 +7,8 @@ input (app/runtime/strategies.py), ``GET /v1/providers`` and the metrics.
 A provider keeps its last ``selection.window_turns`` measured turns (a window of samples, not
 an average that decays): medians over it shrug off one stuck turn, a provider's old behaviour
 leaves it after that many turns, and every figure is exact for the turns it names. Turns a
-client interrupted, the gateway stopped, or that failed for the request's own fault
-(``invalid_request``, ``resource_limit``) say nothing about the provider and are not
+client interrupted, the gateway stopped (a budget too), or that failed for the request's own
+fault (``invalid_request``, ``resource_limit``) say nothing about the provider and are not
 measured; running turns are counted while they run. Figures live in memory, per replica: a
 restart starts from none, and the strategies explore again (README, "Routing strategies").
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from app.events import FailureKind, TurnError
 
 NOT_MEASURED_KINDS: frozenset[FailureKind] = frozenset(
-    {"interrupted", "invalid_request", "resource_limit"}
+    {"interrupted", "invalid_request", "resource_limit", "budget_exceeded"}
 )
 """Failures a person or the request caused, not the provider."""
 NOT_MEASURED_REASONS = frozenset({"gateway_shutdown", "storage_unavailable", "replica_lost"})

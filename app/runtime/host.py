@@ -42,6 +42,7 @@ from app.providers.base import (
 )
 from app.records import ApprovalRecord, SessionStatus, TurnRecord
 from app.runtime.approvals import ApprovalBroker, Emit
+from app.runtime.budgets import Spending
 from app.runtime.commands import Issuer
 from app.runtime.coordinator import AttemptReporter, RetryPolicy, Sleep, TurnCoordinator
 from app.runtime.failover import Moved
@@ -191,9 +192,12 @@ class SessionHost:
 
     # --- turns --------------------------------------------------------------------------------
 
-    def launch(self, turn: TurnRecord, policy: RetryPolicy) -> None:
-        """Run ``turn`` in its own task; a turn with ``resume_at`` resumes its stored wait
-        for a usage limit's reset, then continues with its next attempt."""
+    def launch(
+        self, turn: TurnRecord, policy: RetryPolicy, spending: Spending | None = None
+    ) -> None:
+        """Run ``turn`` in its own task, under the budgets of ``spending``; a turn with
+        ``resume_at`` resumes its stored wait for a usage limit's reset, then continues with
+        its next attempt."""
         live, services = self._context, self._services
         resumed = turn.resume_at is not None
         self._turn_id = turn.id
@@ -206,6 +210,7 @@ class SessionHost:
             set_status=self._set_status,
             attempts=turn.attempts,
             scheduled=resumed,
+            spending=spending,
         )
         coordinator = self._coordinator = self._coordinated(
             policy, recorder, first_attempt=turn.attempts + 1, resume_at=turn.resume_at
@@ -265,10 +270,12 @@ class SessionHost:
             await coordinator.interrupt()
         return coordinator, moved.prompt
 
-    async def resume(self, turn: TurnRecord, policy: RetryPolicy) -> None:
+    async def resume(
+        self, turn: TurnRecord, policy: RetryPolicy, spending: Spending | None = None
+    ) -> None:
         """Go on with the turn's stored wait for a usage limit's reset."""
         await self._set_status("retrying")
-        self.launch(turn, policy)
+        self.launch(turn, policy, spending)
 
     async def _run(self, turn: TurnRecord, coordinator: TurnCoordinator, *, resumed: bool) -> None:
         """The turn as a span: under the span that started it (a request's, a forwarded

@@ -26,11 +26,10 @@ log = logging.getLogger(__name__)
 
 
 def session_spec(row: SessionRecord, binding: BindingRecord | None) -> SessionSpec:
-    """What the session's provider opens it with: its row as it is now, and the thread its
-    binding names (a fork's first run: the thread its CLI forks)."""
+    """What the session's provider opens it with: its workspace, mode and model, the thread
+    of its binding, or for a fork the thread its CLI forks as it first runs."""
     start = row.fork_start or {}
-    forked = start.get("thread")
-    at = start.get("at")
+    forked, at = start.get("thread"), start.get("at")
     return SessionSpec(
         session_id=row.id,
         workspace=Path(row.workspace),

@@ -40,6 +40,7 @@ from app.records import (
     TurnRecord,
 )
 from app.runtime.approvals import edit_refusal
+from app.runtime.budgets import admit_turn
 from app.runtime.choosing import Chooser
 from app.runtime.commands import (
     Answer,
@@ -269,12 +270,9 @@ class LocalSessions:
                     turn_id=host.turn_id,
                 )
             policy = resolve_policy(command.retry, row.retry, self.settings.retry)
-            await make_room(
-                host,
-                self._hosts.values(),
-                providers=self.providers,
-                cap=process_cap(self.settings),
-            )
+            spending = await admit_turn(self.store, self.settings, row, self.clock)
+            cap = process_cap(self.settings)
+            await make_room(host, self._hosts.values(), providers=self.providers, cap=cap)
             now = self.clock()
             turn = TurnRecord(
                 id="trn_" + secrets.token_hex(16),
@@ -288,7 +286,7 @@ class LocalSessions:
                 created_at=now,
             )
             turn = await self.store.add_turn(turn, now=now)
-            host.launch(turn, policy)
+            host.launch(turn, policy, spending)
         return turn
 
     @contextlib.asynccontextmanager
@@ -364,6 +362,9 @@ class LocalSessions:
                     raise SessionClosed(f"session {row.id} is {row.status}")
                 host = await self._host(row)
                 policy = RetryPolicy.from_snapshot(turn.retry_policy or {})
+                spending = await admit_turn(
+                    self.store, self.settings, row, self.clock, refuse=False
+                )
             except (ProviderUnavailable, SessionClosed, ValueError) as exc:
                 log.warning("turn %s cannot resume after its usage limit: %s", turn.id, exc)
                 await fail_turn(
@@ -375,7 +376,7 @@ class LocalSessions:
                     message=f"gateway_restart: the turn could not resume its wait ({exc})",
                 )
                 return False
-            await host.resume(turn, policy)
+            await host.resume(turn, policy, spending)
         log.info(
             "turn %s resumes its wait for the usage limit's reset (%s)",
             turn.id,

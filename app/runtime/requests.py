@@ -43,3 +43,5 @@ class SessionRequest:
     metadata: dict[str, JsonValue] | None = None
     owner: str | None = None
     """The key that owns the session (None: the admin token's)."""
+    budget: dict[str, JsonValue] | None = None
+    """What the session may spend in all: ``{"max_cost_usd"?, "max_tokens"?}``."""

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from app.records import SessionRecord, TurnRecord
+from app.runtime.budgets import admit_run
 from app.runtime.commands import GATEWAY, StartTurn
 from app.runtime.requests import SessionRequest
 from app.runtime.sessions import Sessions
@@ -67,7 +68,9 @@ class Run:
 
 
 async def start_run(manager: Sessions, request: SessionRequest, prompt: str) -> Run:
-    """Create the run's session on the selected provider; ``Run.finish`` does the rest."""
+    """Create the run's session on the selected provider; ``Run.finish`` does the rest.
+    Refused (429) before anything is made when the key's budget is spent."""
+    await admit_run(manager.store, manager.settings, request.owner, manager.clock())
     fallback = request.provider is None or request.fallback is True
     request = replace(request, metadata={"run": True}, fallback=fallback)
     session = await manager.create(request)

@@ -11,8 +11,6 @@ connection.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +31,8 @@ from app.events import (
     TurnFailed,
     TurnInterrupted,
     TurnStarted,
+    Usage,
+    UsageReported,
     spent,
 )
 from app.observability.metrics import GatewayMetrics
@@ -45,6 +45,7 @@ from app.providers.base import (
     TurnOutcome,
 )
 from app.records import SessionStatus, TurnRecord, json_dict
+from app.runtime.budgets import Spending
 from app.runtime.coalesce import encoded_size
 from app.runtime.coordinator import CoordinatedTurn, TurnCoordinator
 from app.runtime.eventlog import EventLog
@@ -52,6 +53,7 @@ from app.runtime.figures import FigureBook, TurnTiming
 from app.runtime.history import WorkspaceHistory
 from app.runtime.live import TurnContext
 from app.runtime.spans import failing, traced, waited
+from app.runtime.turnlimits import EventBudget, run_within
 from app.store.interface import Storage
 
 log = logging.getLogger(__name__)
@@ -72,35 +74,6 @@ thread came before the session's own first one (app/runtime/forking.py)."""
 STORAGE_RETRY_S = (0.5, 1.0, 2.0, 5.0)
 """Waits between attempts to record the end of a turn while the database refuses writes
 (the last one repeats until it succeeds or the turn's task is cancelled)."""
-
-
-BUDGET_STOP_S = 10.0
-"""How long a turn over its output budget has to end after its interrupt before it is
-cancelled and its CLI process released."""
-
-
-class EventBudget:
-    """Bytes of event data one turn may record (``limits.max_turn_output_bytes``).
-
-    Every provider's events are charged, so the bound holds for shared-server CLIs too; once
-    it is spent, further events are dropped and ``exceeded`` is set for the turn to be stopped.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self.exceeded = asyncio.Event()
-
-    def charge(self, size: int) -> bool:
-        """Count an event's encoded payload (``size`` characters); False when the turn is
-        over its budget (the event is dropped)."""
-        if self.exceeded.is_set():
-            return False
-        self.used += size
-        if self.used > self.limit:
-            self.exceeded.set()
-            return False
-        return True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +105,8 @@ class Hooks:
     turn_id: str
     attempt: int = 1
     budget: EventBudget | None = None
+    spending: Spending | None = None
+    """The budgets the turn runs under: its usage reports are counted against them."""
     span: Span = field(init=False, default=NO_SPAN)
     """The attempt's span (or the turn's): the one current where the hooks are made."""
 
@@ -176,6 +151,14 @@ class Hooks:
             provider=self.live.provider,
             data_json=encoded,
         )
+        if self.spending is not None and isinstance(data, UsageReported):
+            for reached in self.spending.attempt_ended(self.attempt, data.usage):
+                await self.emit(reached)
+
+    async def report_usage(self, usage: Usage) -> None:
+        if self.spending is not None:
+            for reached in self.spending.progress(self.attempt, usage):
+                await self.emit(reached)
 
     async def bind_thread(self, thread_id: str) -> None:
         await self.services.store.touch_binding(
@@ -215,6 +198,8 @@ class Recorder:
     attempts: int = 0
     scheduled: bool = False
     """The turn row holds a ``resume_at`` (a usage-limit wait) to clear at the next attempt."""
+    spending: Spending | None = None
+    """The budgets the turn runs under (app/runtime/budgets.py)."""
     budget: EventBudget = field(init=False)
 
     def __post_init__(self) -> None:
@@ -227,7 +212,11 @@ class Recorder:
             turn_id=self.turn_id,
             attempt=attempt,
             budget=self.budget,
+            spending=self.spending,
         )
+
+    def halted(self) -> TurnError | None:
+        return None if self.spending is None else self.spending.error(self.live.provider)
 
     async def attempt_started(self, attempt: int) -> None:
         self.attempts = attempt
@@ -288,7 +277,7 @@ async def drive_turn(
         preface = live.preface  # a fork's hand-off, told before the first prompt
         if preface is not None:
             prompt = f"{preface}\nUser: {prompt}"
-        result = await _within_budget(coordinator, prompt, live)
+        result = await _within_limits(coordinator, prompt, live)
         outcome = result.outcome
         tried = [live.provider]
         while outcome.status == "failed" and outcome.error is not None and fail_over:
@@ -303,7 +292,7 @@ async def drive_turn(
             _measure(services, failed_on, timing, outcome)
             live.timing = services.figures.turn_started(live.provider)
             before = outcome.usage
-            result = await _within_budget(coordinator, prompt, live)
+            result = await _within_limits(coordinator, prompt, live)
             outcome = replace(result.outcome, usage=spent(before, result.outcome.usage))
         if live.thread_id is not None:  # every use of the thread refreshes its binding
             await hooks.bind_thread(live.thread_id)
@@ -360,48 +349,16 @@ async def record_changes(
     return ended.changes
 
 
-async def _within_budget(
+async def _within_limits(
     coordinator: TurnCoordinator, prompt: str, live: TurnContext
 ) -> CoordinatedTurn:
-    """Run the turn; once its events exceed their budget, stop it and fail it as such."""
+    """Run the turn under its recorder's limits: its events' bytes and its budgets."""
     recorder = coordinator.reporter
     if not isinstance(recorder, Recorder):
         return await coordinator.run(prompt)
-    budget = recorder.budget
-    run = asyncio.ensure_future(coordinator.run(prompt))
-    over = asyncio.ensure_future(budget.exceeded.wait())
-    try:
-        await asyncio.wait({run, over}, return_when=asyncio.FIRST_COMPLETED)
-        if not budget.exceeded.is_set():
-            return run.result()
-        if not run.done():
-            await coordinator.interrupt()
-            await asyncio.wait({run}, timeout=BUDGET_STOP_S)
-        if not run.done():
-            run.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await run
-            await live.handle.suspend()
-        elif run.exception() is not None:
-            run.result()  # a gateway failure (storage) outranks the budget
-        log.warning(
-            "turn of session %s stopped: over %d bytes of events", live.session_id, budget.limit
-        )
-        error = TurnError(
-            kind="resource_limit",
-            reason="output_limit",
-            message=f"the turn recorded more than {budget.limit} bytes of events and was "
-            "stopped; raise limits.max_turn_output_bytes if this is expected.",
-            provider=live.provider,
-        )
-        outcome = TurnOutcome(status="failed", error=error)
-        return CoordinatedTurn(outcome=outcome, attempts=max(recorder.attempts, 1))
-    finally:
-        for task in (over, run):
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+    return await run_within(
+        coordinator, prompt, live, output=recorder.budget, spending=recorder.spending
+    )
 
 
 def _measure(

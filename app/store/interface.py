@@ -29,6 +29,7 @@ from app.records import (
     ApprovalRecord,
     BindingRecord,
     EventRecord,
+    IdempotencyRecord,
     RequestKind,
     SessionRecord,
     StoredEvent,
@@ -99,6 +100,24 @@ class Storage(Protocol):
     async def session_usage(self, session_ids: Sequence[str]) -> dict[str, UsageTotals]: ...
 
     async def usage_report(self, *, since: datetime, until: datetime) -> list[UsageGroup]: ...
+
+    async def key_usage(self, owner: str, *, since: datetime, until: datetime) -> UsageTotals:
+        """The usage of the turns of ``owner``'s sessions that ended in ``[since, until)``."""
+
+    async def claim_request(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        """Store ``record`` unless its (owner, key) is taken: None, else the row holding it."""
+
+    async def retake_request(self, record: IdempotencyRecord, *, was: IdempotencyRecord) -> bool:
+        """Replace the row ``was`` with ``record`` if it is still as read."""
+
+    async def finish_request(
+        self, claimed: IdempotencyRecord, *, status: int, headers: dict[str, Any], body: str
+    ) -> bool:
+        """Keep the answer of the request ``claimed``, while that claim holds its key."""
+
+    async def release_request(self, claimed: IdempotencyRecord) -> None: ...
+
+    async def release_requests_of(self, holder: str | None) -> int: ...
 
     async def create_approval(self, approval: ApprovalRecord) -> None: ...
 

@@ -34,6 +34,7 @@ from app.store.bindings import touch_binding
 from app.store.calls import uninterrupted
 from app.store.db import storage_errors
 from app.store.eventqueries import EventQueries
+from app.store.idempotency import IdempotencyKeys
 from app.store.mapping import (
     approval_record,
     approval_row,
@@ -47,10 +48,16 @@ from app.store.ownership import Ownership
 from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded
 from app.store.retention import CleanupReport, cleanup
 from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
-from app.store.usage import report_query, session_totals_query, totals_of, usage_groups
+from app.store.usage import (
+    key_totals_query,
+    report_query,
+    session_totals_query,
+    totals_of,
+    usage_groups,
+)
 
 
-class Store(Ownership, EventQueries):
+class Store(Ownership, EventQueries, IdempotencyKeys):
     """The gateway's tables, one short transaction per call.
 
     A write the database cannot take (disk full, I/O error, still locked after the busy
@@ -243,6 +250,13 @@ class Store(Ownership, EventQueries):
         async with self._read() as db:
             rows = (await db.execute(report_query(since=since, until=until))).all()
         return usage_groups(rows)
+
+    @uninterrupted
+    async def key_usage(self, owner: str, *, since: datetime, until: datetime) -> UsageTotals:
+        """The usage of the turns of ``owner``'s sessions that ended in ``[since, until)``."""
+        async with self._read() as db:
+            row = (await db.execute(key_totals_query(owner, since=since, until=until))).one()
+        return totals_of(row)
 
     @uninterrupted
     async def create_approval(self, approval: ApprovalRecord) -> None:

@@ -1,4 +1,5 @@
-"""Retention: forget threads unused for the retention period, and what only they explained.
+"""Retention: forget threads unused for the retention period, and what only they explained;
+and the answers kept for idempotency keys once they expire.
 
 Run by the periodic retention task and by the admin command. Each run is one transaction.
 """
@@ -12,7 +13,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.records import ENDED_SESSION_STATUSES
-from app.store.tables import BindingRow, EventRow, SessionRow
+from app.store.tables import BindingRow, EventRow, IdempotencyRow, SessionRow
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +26,8 @@ class CleanupReport:
     """Events older than the newest ``max_events_per_session`` of their session."""
     forgotten: tuple[str, ...] = field(default=(), compare=False)
     """The sessions whose every thread was forgotten (their CLI homes can go too)."""
+    idempotency_keys_deleted: int = 0
+    """Requests sent with an ``Idempotency-Key`` whose kept answer expired."""
 
 
 async def cleanup(
@@ -38,6 +41,8 @@ async def cleanup(
 
     With ``max_events_per_session``, every session keeps only its newest that many events; a
     client whose cursor is older gets ``410 cursor_expired`` or a ``resync_required`` frame.
+
+    Requests kept for their ``Idempotency-Key`` past their ``expires_at`` are deleted.
 
     A session left with no binding at all loses its event log; if it had not ended, it is also
     closed at ``now``, since it can no longer resume its thread. A session that still has a
@@ -73,10 +78,14 @@ async def cleanup(
                 delete(EventRow).where(EventRow.seq <= newest - max_events_per_session)
             )
             pruned = result.rowcount
+        expired = await connection.execute(
+            delete(IdempotencyRow).where(IdempotencyRow.expires_at < now)
+        )
     return CleanupReport(
         bindings_deleted=bindings.rowcount,
         events_deleted=events.rowcount,
         sessions_closed=closed.rowcount,
         events_pruned=pruned,
         forgotten=ids,
+        idempotency_keys_deleted=expired.rowcount,
     )

@@ -1,4 +1,4 @@
-"""The database schema: one declarative ``Base`` and the five tables the gateway persists.
+"""The database schema: one declarative ``Base`` and the tables the gateway persists.
 
 Contracts every table shares:
 
@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.events import ApprovalDecision, EventType
-from app.records import ApprovalStatus, RequestKind, SessionStatus, TurnStatus
+from app.records import ApprovalStatus, IdempotencyState, RequestKind, SessionStatus, TurnStatus
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -108,6 +108,8 @@ class SessionRow(Base):
     forked_at: Mapped[str | None] = mapped_column(String(64), default=None)
     fork_start: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON, default=None)
     """What a fork's first thread starts from, until one is bound (``SessionRecord``)."""
+    budget: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON, default=None)
+    """What the session may spend in all (``SessionRecord``); None: no budget of its own."""
 
 
 class ReplicaRow(Base):
@@ -214,6 +216,26 @@ class EventRow(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     type: Mapped[EventType] = mapped_column(String(64))
     data: Mapped[dict[str, JsonValue]] = mapped_column(JSON)
+
+
+class IdempotencyRow(Base):
+    """A request sent with an ``Idempotency-Key`` and, once answered, its answer; the primary
+    key (key name, idempotency key) is what decides, on every replica, which request runs."""
+
+    __tablename__ = "idempotency_keys"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column("idempotency_key", String(255), primary_key=True)
+    request: Mapped[str] = mapped_column(String(300))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    state: Mapped[IdempotencyState] = mapped_column(String(16))
+    holder: Mapped[str] = mapped_column(String(64))
+    status: Mapped[int | None] = mapped_column(Integer)
+    headers: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON)
+    body: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Indexed for retention, which deletes the expired ones.
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
 # The webhook tables are on the same metadata (the migrations' and the schema check's).

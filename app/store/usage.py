@@ -22,7 +22,13 @@ from sqlalchemy import ColumnElement, Select, func, select
 from app.records import UsageGroup, UsageTotals
 from app.store.tables import SessionRow, TurnRow
 
-__all__ = ["report_query", "session_totals_query", "totals_of", "usage_groups"]
+__all__ = [
+    "key_totals_query",
+    "report_query",
+    "session_totals_query",
+    "totals_of",
+    "usage_groups",
+]
 
 _TOKEN_FIELDS = (
     "input_tokens",
@@ -49,6 +55,16 @@ def session_totals_query(session_ids: Sequence[str]) -> Select[Any]:
         select(TurnRow.session_id, *_sums())
         .where(TurnRow.session_id.in_(session_ids), TurnRow.finished_at.is_not(None))
         .group_by(TurnRow.session_id)
+    )
+
+
+def key_totals_query(owner: str, *, since: datetime, until: datetime) -> Select[Any]:
+    """One row: the sums over the turns of ``owner``'s sessions that ended in ``[since,
+    until)`` (what a key's budget for a day or a month counts)."""
+    return (
+        select(*_sums())
+        .join(SessionRow, SessionRow.id == TurnRow.session_id)
+        .where(SessionRow.owner == owner, TurnRow.finished_at >= since, TurnRow.finished_at < until)
     )
 
 

@@ -393,6 +393,15 @@ export class TranscriptBuilder {
         this.notice(event, "configured", `Set by ${d.by}: ${d.provider}, ${model}, approvals ${d.approval_mode}.`);
         return;
       }
+      case "budget.reached": {
+        const d = event.data;
+        const whose =
+          { session: "The session's budget", key_daily: `Key ${d.key}'s budget for today`, key_monthly: `Key ${d.key}'s budget for this month` }[d.budget] ??
+          "A budget";
+        const amount = d.measure === "cost_usd" ? `$${d.limit}` : `${d.limit} tokens`;
+        this.notice(event, "warning", `${whose} of ${amount} is spent (${d.used} used).`);
+        return;
+      }
       case "turn.started":
         t.firstPrompt ??= event.data.prompt;
         this.place(event, { kind: "prompt", key: `p${event.seq}`, seq: event.seq, text: event.data.prompt, v: 0 });

@@ -37,6 +37,13 @@ reads as ``cache_read_input_tokens``) and that cost, added to the process's runn
 ``total_cost_usd`` as Claude Code does; every other answer reports 1 input and 2 output
 tokens and no cost.
 
+``steps:<n>:<input>:<output>:<cost>`` answers in n model responses, 0.2 s apart, each streaming
+its usage as Claude Code does (``message_start`` with <input> input tokens, a text delta,
+``message_delta`` with <output> output tokens); the result reports what they used together,
+and <cost> per response. An interrupt ends it after the response under way, with the usage
+of the responses made (``aborted_streaming``). Every response is logged as ``{"pid",
+"thread", "response": i}`` to ``$FAKE_CLAUDE_LOG.responses``.
+
 ``write:<name>`` writes the file ``<name>`` (holding its name) in its working directory and
 answers with that directory's path.
 ``run:<command>`` runs ``<command>`` with ``sh -c`` in its working directory (the workspace),
@@ -427,6 +434,10 @@ def turn(prompt: str) -> None:
         text("fake reply")
         result("fake reply", usage=counts, cost=float(cost))
         return
+    if prompt.startswith("steps:"):
+        count, inputs, outputs, cost = prompt.split(":")[1:5]
+        steps(min(int(count), 1000), int(inputs), int(outputs), float(cost))
+        return
     if prompt == "slow":
         interrupted.clear()
         while not interrupted.wait(0.05):
@@ -446,6 +457,55 @@ def turn(prompt: str) -> None:
         return
     text("fake reply")
     result("fake reply")
+
+
+def stream_event(event: dict[str, object], message_id: str) -> None:
+    emit(
+        {
+            "type": "stream_event",
+            "session_id": SESSION,
+            "api_message_id": message_id,
+            "parent_tool_use_id": None,
+            "event": event,
+        }
+    )
+
+
+def steps(count: int, inputs: int, outputs: int, cost: float) -> None:
+    """Answer in ``count`` model responses, each streaming its usage; stop early when
+    interrupted."""
+    interrupted.clear()
+    made = 0
+    for i in range(count):
+        message_id = f"msg_step_{uuid.uuid4().hex[:8]}"
+        usage = {"input_tokens": inputs, "output_tokens": 1, "cache_read_input_tokens": 0}
+        stream_event(
+            {"type": "message_start", "message": {"id": message_id, "usage": usage}}, message_id
+        )
+        stream_event(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f"step {i} "},
+            },
+            message_id,
+        )
+        stream_event({"type": "message_delta", "usage": {"output_tokens": outputs}}, message_id)
+        made += 1
+        log = os.environ.get("FAKE_CLAUDE_LOG")
+        if log:
+            with open(log + ".responses", "a") as handle:
+                handle.write(
+                    json.dumps({"pid": os.getpid(), "thread": SESSION, "response": i}) + "\n"
+                )
+        if interrupted.wait(0.2):
+            break
+    used = {"input_tokens": inputs * made, "output_tokens": outputs * made}
+    if interrupted.is_set():
+        result("", is_error=True, reason="aborted_streaming", usage=used, cost=cost * made)
+        return
+    text(f"{made} steps")
+    result(f"{made} steps", usage=used, cost=cost * made)
 
 
 def known_threads(log: str | None) -> set[str]:

@@ -1,9 +1,9 @@
 """``RecordingHooks``: the ``TurnHooks`` a provider or turn-loop test hands a turn.
 
-It records what the turn reports (events, bound threads, approvals and questions asked, those
-withdrawn) and answers approvals with ``answer`` and questions with ``answers``; without one,
-each waits on a future in ``pending`` (``pending_questions``) for the test to resolve (or for
-the turn to cancel it: withdrawn).
+It records what the turn reports (events, bound threads, usage so far, approvals and
+questions asked, those withdrawn) and answers approvals with ``answer`` and questions with
+``answers``; without one, each waits on a future in ``pending`` (``pending_questions``) for
+the test to resolve (or for the turn to cancel it: withdrawn).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.events import EventData, MessageDelta, QuestionAnswer
+from app.events import EventData, MessageDelta, QuestionAnswer, Usage
 from app.providers.base import Answers, ApprovalAnswer, ApprovalRequest, QuestionRequest
 
 
@@ -30,6 +30,8 @@ class RecordingHooks:
         self.pending_questions: dict[str, asyncio.Future[Answers]] = {}
         self.events: list[EventData] = []
         self.threads: list[str] = []
+        self.usage: list[Usage] = []
+        """What the turn reported it used so far, each time it did (``report_usage``)."""
         self.approvals: list[ApprovalRequest] = []
         self.pending: dict[str, asyncio.Future[ApprovalAnswer]] = {}
         self.withdrawn: list[str] = []
@@ -45,6 +47,9 @@ class RecordingHooks:
     async def bind_thread(self, thread_id: str) -> None:
         self.threads.append(thread_id)
         self.bound.set()
+
+    async def report_usage(self, usage: Usage) -> None:
+        self.usage.append(usage)
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         self.approvals.append(request)

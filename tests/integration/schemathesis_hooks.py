@@ -20,7 +20,10 @@ no keys and a secret the gateway makes.
 The turns of a session are the deployment's fact too: a positive fork forks at the default
 point, a positive changes query reads from ``start`` to ``now``, and no positive revert is
 sent (``filter_case``). What a session requires of its provider is its own fact: a positive
-change of provider names one that has every capability. Negative cases are left as generated.
+change of provider names one that has every capability. An ``Idempotency-Key`` names one
+request, so a positive case gets a key of its own (one the generator reused for another body
+is a 422 ``idempotency_key_reused``, tests/integration/test_idempotency.py). Negative cases
+are left as generated.
 
 ``keyless_requests_are_refused``: for a run that sends no gateway key, every operation the
 document marks as keyed answers 401 ``application/problem+json`` — whatever else is wrong
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -74,6 +78,9 @@ def map_case(context: Any, case: Case[Any]) -> Case[Any]:
             else:  # the provider with the most of them serves
                 has = max(capabilities.values(), key=lambda c: len(set(c) & set(requires)))
             case.body["requires"] = [name for name in requires if name in has]
+    if case.headers:
+        for name in [n for n in case.headers if n.lower() == "idempotency-key"]:
+            case.headers[name] = f"fuzz-{uuid.uuid4()}"
     operation = case.operation.definition.raw.get("operationId")
     if operation == "configureSession" and isinstance(case.body, dict):
         _taking_over(case.body, json.loads(os.environ["FUZZ_CAPABILITIES"]))

@@ -287,14 +287,15 @@ def test_t4_cors_preflight_works_for_listed_origins_only_never_a_wildcard(
     gateway = make_fake_gateway(server={"allowed_origins": [listed]}).start()
     request = {
         "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization,content-type",
+        "Access-Control-Request-Headers": "authorization,content-type,idempotency-key",
     }
     with httpx.Client(base_url=gateway.base_url, timeout=30) as anonymous:
         preflight = anonymous.options("/v1/sessions", headers={"Origin": listed, **request})
         assert preflight.status_code == 200, preflight.text
         assert preflight.headers["access-control-allow-origin"] == listed
         assert "access-control-allow-credentials" not in preflight.headers
-        assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
+        allowed = preflight.headers["access-control-allow-headers"].lower()
+        assert {"authorization", "idempotency-key"} <= {h.strip() for h in allowed.split(",")}
         for origin in FOREIGN_ORIGINS:
             refused = anonymous.options("/v1/sessions", headers={"Origin": origin, **request})
             assert_problem(refused, 403, "origin_not_allowed")
@@ -303,6 +304,9 @@ def test_t4_cors_preflight_works_for_listed_origins_only_never_a_wildcard(
         answer = client.get("/v1/sessions", headers={"Origin": listed})
         assert answer.status_code == 200
         assert answer.headers["access-control-allow-origin"] == listed
+        # A browser's script may read whether an answer was replayed, and when to retry.
+        exposed = answer.headers["access-control-expose-headers"].lower()
+        assert {"idempotent-replayed", "retry-after"} <= {h.strip() for h in exposed.split(",")}
         assert "*" not in answer.headers.get("access-control-allow-origin", "")
 
 

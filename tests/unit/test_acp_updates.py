@@ -20,9 +20,10 @@ from acp.schema import (
     RequestPermissionRequest,
     SessionNotification,
     TextContentBlock,
+    UsageUpdate,
 )
 
-from app.events import EventData
+from app.events import EventData, Usage
 from app.providers.acp import faults
 from app.providers.acp.updates import TurnTranslator, option_for
 from app.providers.base import ApprovalRequest, TurnOutcome
@@ -280,3 +281,21 @@ def test_copilot_s_authentication_failure_is_auth_not_an_answer() -> None:
     _, outcome = translator.finish(PromptResponse(stop_reason="end_turn"), interrupted=False)
     assert outcome.error is not None
     assert (outcome.status, outcome.error.kind) == ("failed", "auth")
+
+
+def spent_so_far(amount: float) -> UsageUpdate:
+    """The Claude adapter's ``usage_update``: the session's cost so far."""
+    update = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
+    return UsageUpdate.model_validate({**update, "cost": {"amount": amount, "currency": "USD"}})
+
+
+def test_the_usage_updates_of_a_turn_tell_what_it_has_cost_so_far() -> None:
+    translator = TurnTranslator("acp:test")
+    assert translator.usage_so_far() is None
+    translator.update(spent_so_far(0.25))
+    assert translator.usage_so_far() == Usage(cost_usd=0.25)
+    translator.begin()  # the next turn counts from the session's total so far
+    translator.update(spent_so_far(0.4))
+    so_far = translator.usage_so_far()
+    assert so_far is not None
+    assert so_far.cost_usd == pytest.approx(0.15)

@@ -22,6 +22,7 @@ from app.providers.claude.normalizer import (
     ControlReply,
     ThreadSeen,
     TurnEnded,
+    UsageSoFar,
     tool_kind,
 )
 from tests.unit.claude_lines import (
@@ -47,7 +48,7 @@ def test_approved_tool_call_session_yields_the_exact_item_sequence() -> None:
     session_id = "07b553c5-568b-44e9-9602-932d51eaafae"
     first = "msg_1795310243555:0"
 
-    items = feed_all(cli_lines("perm"))
+    items = [item for item in feed_all(cli_lines("perm")) if not isinstance(item, UsageSoFar)]
 
     initialize = items[0]
     assert isinstance(initialize, ControlReply)
@@ -76,6 +77,31 @@ def test_approved_tool_call_session_yields_the_exact_item_sequence() -> None:
     ]
 
 
+@pytest.mark.parametrize("capture", ["perm", "normal"])
+def test_each_model_response_reports_what_the_turn_used_so_far_up_to_its_result(
+    capture: str,
+) -> None:
+    items = feed_all(cli_lines(capture))
+    so_far = [item.usage for item in items if isinstance(item, UsageSoFar)]
+    [reported] = [item.usage for item in items if isinstance(item, UsageReported)]
+    # Two model responses (the tool call, then the answer): each reports its input as it
+    # starts and its output as it ends, and the last sum is the result's own count.
+    assert [(u.input_tokens, u.output_tokens) for u in so_far] == [
+        (12, 1),
+        (12, 20),
+        (24, 21),
+        (24, 27),
+    ]
+    assert (so_far[-1].input_tokens, so_far[-1].output_tokens) == (
+        reported.input_tokens,
+        reported.output_tokens,
+    )
+    assert all(u.cost_usd is None for u in so_far)  # the cost comes with the result alone
+    assert items.index(next(i for i in items if isinstance(i, UsageSoFar))) < items.index(
+        next(i for i in items if isinstance(i, ToolStarted))
+    )
+
+
 def test_completed_message_repeats_exactly_the_streamed_text_under_the_same_id() -> None:
     items = feed_all(cli_lines("perm"))
 
@@ -89,7 +115,7 @@ def test_completed_message_repeats_exactly_the_streamed_text_under_the_same_id()
 
 
 def test_auto_approved_session_has_no_approval_and_reports_the_command_output() -> None:
-    items = feed_all(cli_lines("normal"))[1:]
+    items = [i for i in feed_all(cli_lines("normal"))[1:] if not isinstance(i, UsageSoFar)]
 
     assert items == [
         ThreadSeen(thread_id="c31e87dc-ba5d-4210-af51-3f4acb7c3b91"),

@@ -26,7 +26,7 @@ from app.events import (
 )
 from app.providers.codex.normalizer import CodexItem, TurnNormalizer
 from app.providers.codex.protocol import Notification, Response, ServerRequest, parse_line
-from app.providers.items import ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalWithdrawn, TurnEnded, UsageSoFar
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES
 
 REFERENCE = Path(__file__).parent.parent / "fixtures" / "codex" / "reference"
@@ -117,10 +117,13 @@ def test_accepted_command_streams_the_tool_then_the_answer() -> None:
         ToolStarted(tool_id="call_mock_1", name="command", kind="command", input=tool_input),
         ApprovalWithdrawn(request_id="0"),
         ToolCompleted(tool_id="call_mock_1", status="completed", exit_code=0),
+        # Each model request reports what the turn used so far, the first before the answer.
+        UsageSoFar(usage=Usage(input_tokens=100, output_tokens=12, cached_input_tokens=20)),
         MessageDelta(message_id="msg_2", text="Hello"),
         MessageDelta(message_id="msg_2", text=" from"),
         MessageDelta(message_id="msg_2", text=" mock."),
         MessageCompleted(message_id="msg_2", text="Hello from mock."),
+        UsageSoFar(usage=TWO_REQUESTS),
         UsageReported(usage=TWO_REQUESTS),
         items[-1],
     ]
@@ -304,7 +307,14 @@ def test_usage_sums_the_turn_and_ignores_what_resume_replays() -> None:
     expected = Usage(
         input_tokens=150, output_tokens=6, cached_input_tokens=2, cache_creation_input_tokens=4
     )
-    assert items[0] == UsageReported(usage=expected)
+    first = Usage(
+        input_tokens=100, output_tokens=3, cached_input_tokens=1, cache_creation_input_tokens=2
+    )
+    assert items[:3] == [
+        UsageSoFar(usage=first),
+        UsageSoFar(usage=expected),
+        UsageReported(usage=expected),
+    ]
     assert outcome(items).outcome.usage == expected
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -102,6 +102,9 @@ class NoHooks:
     async def bind_thread(self, thread_id: str) -> None:
         pass
 
+    async def report_usage(self, usage: Usage) -> None:
+        pass
+
     async def request_approval(self, request: ApprovalRequest) -> ApprovalAnswer:
         return ApprovalAnswer(decision="deny")
 
@@ -114,9 +117,13 @@ class Recorder:
     started: list[int] = field(default_factory=list)
     scheduled: list[tuple[int, RetryScheduled]] = field(default_factory=list)
     waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    halt: TurnError | None = None  # a budget the first attempt reached: no other starts
 
     def hooks(self, attempt: int) -> TurnHooks:
         return NoHooks()
+
+    def halted(self) -> TurnError | None:
+        return self.halt if self.started else None
 
     async def attempt_started(self, attempt: int) -> None:
         self.started.append(attempt)
@@ -228,6 +235,15 @@ async def test_kinds_that_are_never_retried_fail_at_once(kind: FailureKind) -> N
     assert await turn.run("hello") == CoordinatedTurn(outcome=outcome, attempts=1)
     assert recorder.scheduled == []
     assert clock.slept == []
+
+
+async def test_a_turn_that_reached_a_budget_is_not_retried_and_fails_for_it() -> None:
+    overloaded = failure("overloaded")
+    turn, recorder, clock = coordinator(ScriptedSession([overloaded, DONE]))
+    recorder.halt = TurnError(kind="budget_exceeded", message="spent", reason="session")
+    result = await turn.run("hello")
+    assert result == CoordinatedTurn(outcome=replace(overloaded, error=recorder.halt), attempts=1)
+    assert (recorder.scheduled, clock.slept) == ([], [])
 
 
 async def test_a_failure_the_provider_calls_final_is_not_retried() -> None:

@@ -20,7 +20,7 @@ from app.events import (
     UsageReported,
 )
 from app.providers.base import ApprovalRequest, TurnOutcome
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalAsked, ApprovalWithdrawn, TurnEnded, UsageSoFar
 from app.providers.opencode.normalizer import OpenCodeItem, TurnNormalizer
 from app.providers.opencode.sse import ServerEvent, parse_event
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES
@@ -102,6 +102,7 @@ def test_a_text_turn_streams_deltas_then_the_message_usage_and_the_end() -> None
         MessageDelta(message_id=part, text=" from"),
         MessageDelta(message_id=part, text=" stub."),
         MessageCompleted(message_id=part, text="Hello from stub."),
+        UsageSoFar(usage=usage),  # its one model call's step ended
         UsageReported(usage=usage),
         TurnEnded(
             outcome=TurnOutcome(
@@ -312,6 +313,18 @@ def test_a_tool_error_is_failed_unless_a_permission_refused_it() -> None:
     assert [type(i).__name__ for i in denied] == ["ToolStarted", "ToolCompleted"]
     assert isinstance(denied[-1], ToolCompleted)
     assert denied[-1].status == "denied"
+
+
+def test_each_step_that_ends_reports_what_the_turn_used_so_far() -> None:
+    (items,) = turns(thread_events("global-event_permission-allow"))
+    so_far = [item.usage for item in items if isinstance(item, UsageSoFar)]
+    one_call = Usage(input_tokens=12, output_tokens=7, cost_usd=0.0)
+    (reported,) = of(items, UsageReported)
+    assert so_far == [one_call, one_call + one_call]  # the tool call's step, then the answer's
+    assert so_far[-1] == reported.usage
+    assert items.index(next(i for i in items if isinstance(i, UsageSoFar))) > items.index(
+        next(i for i in items if isinstance(i, ToolCompleted))
+    )
 
 
 def test_usage_falls_back_to_step_finish_parts_and_counts_reasoning_as_output() -> None:

@@ -63,6 +63,7 @@ from app.api.acp.toolcalls import AcpToolKind, tool_call_view
 from app.events import (
     ApprovalRequested,
     ApprovalResolved,
+    BudgetReached,
     Event,
     EventEnvelope,
     MessageCompleted,
@@ -194,6 +195,7 @@ class UpdateTranslator:
                 | SessionForked()
                 | SessionClosed()
                 | SessionReverted()
+                | BudgetReached()
                 | ApprovalRequested()
                 | ApprovalResolved()
                 | QuestionAsked()

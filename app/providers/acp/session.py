@@ -45,6 +45,7 @@ from acp.schema import (
     RequestPermissionRequest,
     RequestPermissionResponse,
     SessionModeState,
+    UsageUpdate,
 )
 
 from app import __version__
@@ -440,6 +441,8 @@ class AcpSession(ProcessSession[_Live, _Item]):
                 await _emit(loop, events)
                 return loop.interrupted_outcome() if loop.interrupted else outcome
         await _emit(loop, translator.update(item))
+        if isinstance(item, UsageUpdate) and (so_far := translator.usage_so_far()) is not None:
+            await loop.hooks.report_usage(so_far)
         return None
 
     async def _answered(

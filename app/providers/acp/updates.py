@@ -426,6 +426,10 @@ class TurnTranslator:
                 events.append(ToolCompleted(tool_id=tool.tool_id, status=status, output=output))
         return events
 
+    def usage_so_far(self) -> Usage | None:
+        """What the running turn has used by the agent's ``usage_update``s so far."""
+        return self._usage(None)
+
     def _usage(self, response: PromptResponse | None) -> Usage | None:
         reported = response.usage if response is not None else None
         cost = None

@@ -13,7 +13,13 @@ from typing import TypeAlias
 from pydantic import JsonValue
 
 from app.events import EventData
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
+from app.providers.items import (
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    QuestionAsked,
+    TurnEnded,
+    UsageSoFar,
+)
 
 __all__ = [
     "ApprovalAsked",
@@ -24,8 +30,9 @@ __all__ = [
     "ThreadSeen",
     "TurnEnded",
     "UnsupportedControlRequest",
+    "UsageSoFar",
 ]
-# ApprovalAsked, ApprovalWithdrawn, QuestionAsked and TurnEnded are every provider's
+# ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded and UsageSoFar are every provider's
 # (app/providers/items.py).
 
 
@@ -62,5 +69,6 @@ ClaudeItem: TypeAlias = (
     | QuestionAsked
     | ControlReply
     | UnsupportedControlRequest
+    | UsageSoFar
     | TurnEnded
 )

@@ -6,7 +6,8 @@ streamed blocks and running cost total are per process.
 What a line becomes (CLI 2.1.330; see reference sections 1.3 to 1.8):
 
 - ``system/init`` → ``ThreadSeen`` when the session id is new to this normalizer
-- ``stream_event`` text / thinking deltas → ``MessageDelta`` / ``ReasoningDelta``
+- ``stream_event`` text / thinking deltas → ``MessageDelta`` / ``ReasoningDelta``; the usage of
+  ``message_start`` / ``message_delta`` (each model response, subagents' too) → ``UsageSoFar``
 - ``assistant`` blocks → ``MessageCompleted`` / ``ReasoningCompleted`` (same id as the
   deltas), ``ToolStarted`` for tool_use / server_tool_use
 - ``user`` tool_result blocks → ``ToolCompleted``; for a ``TodoWrite`` call the CLI accepted,
@@ -51,8 +52,9 @@ from app.providers.claude.items import (
     ThreadSeen,
     TurnEnded,
     UnsupportedControlRequest,
+    UsageSoFar,
 )
-from app.providers.claude.result import CostMeter, outcome_of, usage_of
+from app.providers.claude.result import CostMeter, StreamedUsage, outcome_of, usage_of
 from app.providers.claude.tools import PLAN_TOOL, plan_from_todos, tool_kind
 from app.providers.output import MAX_TOOL_OUTPUT_BYTES, tool_output
 from app.providers.raw import (
@@ -75,6 +77,7 @@ __all__ = [
     "ThreadSeen",
     "TurnEnded",
     "UnsupportedControlRequest",
+    "UsageSoFar",
     "tool_kind",
 ]
 
@@ -144,6 +147,7 @@ class ClaudeNormalizer:
         self._interrupt_seen = False
         self._auto_denied: set[str] = set()
         self._cost = CostMeter()
+        self._streamed_usage = StreamedUsage()
         self._limit_resets_at: datetime | None = None
         """When the usage limit a ``rate_limit_event`` rejected resets (this turn)."""
         self._plans: dict[str, PlanUpdated] = {}
@@ -239,6 +243,26 @@ class ClaudeNormalizer:
     # --- streaming ------------------------------------------------------------------------
 
     def _stream_event(self, raw: dict[str, Any]) -> list[ClaudeItem]:
+        return [*self._usage_so_far(raw), *self._streamed(raw)]
+
+    def _usage_so_far(self, raw: dict[str, Any]) -> list[UsageSoFar]:
+        """What the turn has used so far, when a model response (the main agent's or a
+        subagent's) reported its usage."""
+        event = as_dict(raw.get("event"))
+        if event.get("type") == "message_start":
+            message = as_dict(event.get("message"))
+            message_id, usage = as_str(message.get("id")), message.get("usage")
+        elif event.get("type") == "message_delta":
+            message_id, usage = as_str(raw.get("api_message_id")), event.get("usage")
+            message_id = message_id or self._stream_message_id
+        else:
+            return []
+        if message_id is None or not isinstance(usage, dict):
+            return []
+        total = self._streamed_usage.seen(message_id, usage)
+        return [] if total is None else [UsageSoFar(usage=total)]
+
+    def _streamed(self, raw: dict[str, Any]) -> list[ClaudeItem]:
         if raw.get("parent_tool_use_id") is not None:
             # Subagent prose: the event model has no parent field, so interleaving it with
             # the main agent's message would garble the answer. The subagent's result comes
@@ -396,6 +420,7 @@ class ClaudeNormalizer:
         items += self._blocks.flush()
         items += self._parse_error_summary()
         self._stream_message_id = None
+        self._streamed_usage.clear()
         usage = usage_of(raw, self._cost)
         if usage is not None:
             items.append(UsageReported(usage=usage))

@@ -54,6 +54,7 @@ from app.providers.claude.normalizer import (
     ThreadSeen,
     TurnEnded,
     UnsupportedControlRequest,
+    UsageSoFar,
 )
 from app.providers.claude.questions import answers_response
 from app.providers.hosting import HostedProvider
@@ -343,6 +344,8 @@ class ClaudeSession(ProcessSession[_Live, ClaudeItem | _Exited]):
                     )
             case ControlReply():
                 pass  # routed to its waiter by the reader; never queued
+            case UsageSoFar(usage=usage):
+                await loop.hooks.report_usage(usage)
             case _:
                 await loop.hooks.emit(item)
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from app.events import Usage
+from app.events import Usage, spent
 from app.providers.base import TurnOutcome
 from app.providers.claude.classifier import error_for_result, interrupted_error
 from app.providers.raw import as_dict, as_int, as_number, as_str
@@ -41,6 +41,39 @@ class CostMeter:
         if total is None:
             return None
         return max(total - previous, 0.0) if previous is not None else total
+
+
+class StreamedUsage:
+    """What one turn has used so far, from the usage each model response reports as it
+    streams (``message_start``, then ``message_delta`` with the final output count); a
+    response's later counts replace its earlier ones, and responses add up."""
+
+    def __init__(self) -> None:
+        self._responses: dict[str, Usage] = {}
+
+    def seen(self, message_id: str, usage: dict[str, Any]) -> Usage | None:
+        """The turn's usage once response ``message_id`` reported ``usage``; None when that
+        changed nothing."""
+        before = self._responses.get(message_id, Usage())
+        now = Usage(
+            input_tokens=max(before.input_tokens, as_int(usage.get("input_tokens"))),
+            output_tokens=max(before.output_tokens, as_int(usage.get("output_tokens"))),
+            cached_input_tokens=max(
+                before.cached_input_tokens, as_int(usage.get("cache_read_input_tokens"))
+            ),
+            cache_creation_input_tokens=max(
+                before.cache_creation_input_tokens,
+                as_int(usage.get("cache_creation_input_tokens")),
+            ),
+        )
+        if now == before:
+            return None
+        self._responses[message_id] = now
+        return spent(*self._responses.values())
+
+    def clear(self) -> None:
+        """The turn ended: the next one starts from nothing."""
+        self._responses.clear()
 
 
 def usage_of(raw: dict[str, Any], meter: CostMeter) -> Usage | None:

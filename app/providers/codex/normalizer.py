@@ -15,6 +15,7 @@ name another turn (a turn abandoned after an interrupt, the usage Codex replays 
 - ``serverRequest/resolved`` → ``ApprovalWithdrawn`` (withdrawn unless already answered)
 - ``turn/plan/updated`` → ``PlanUpdated`` with the whole plan (Codex sends it whole each time
   its ``update_plan`` tool runs; step status ``inProgress`` becomes ``in_progress``)
+- ``thread/tokenUsage/updated`` → ``UsageSoFar`` (the turn's model requests so far)
 - ``turn/completed`` → ``UsageReported`` (when any) then ``TurnEnded``
 
 Everything else is dropped: known progress notices silently, unknown ones with a debug log.
@@ -44,14 +45,14 @@ from app.providers.base import TurnOutcome
 from app.providers.codex.classifier import error_for_turn, interrupted_error, retry_notice
 from app.providers.codex.protocol import Notification
 from app.providers.codex.tools import TOOL_KINDS, tool_completed, tool_started
-from app.providers.items import ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalWithdrawn, TurnEnded, UsageSoFar
 
 __all__ = ["CodexItem", "TurnNormalizer"]
 
 logger = logging.getLogger(__name__)
 
 
-CodexItem: TypeAlias = EventData | ApprovalWithdrawn | TurnEnded
+CodexItem: TypeAlias = EventData | ApprovalWithdrawn | UsageSoFar | TurnEnded
 
 _REASONING_DELTAS = frozenset({"item/reasoning/summaryTextDelta", "item/reasoning/textDelta"})
 _IGNORED = frozenset(
@@ -121,7 +122,7 @@ class TurnNormalizer:
             return self._item_completed(_dict(params.get("item")))
         if method == "thread/tokenUsage/updated":
             self._add_usage(_dict(_dict(params.get("tokenUsage")).get("last")))
-            return []
+            return [] if self._usage is None else [UsageSoFar(usage=self._usage)]
         if method == "error":
             if params.get("willRetry") is True:
                 return [retry_notice(params)]

@@ -44,7 +44,7 @@ from app.providers.codex.jsonrpc import (
 )
 from app.providers.codex.normalizer import TurnNormalizer
 from app.providers.codex.protocol import Notification, ServerRequest
-from app.providers.items import ApprovalWithdrawn, TurnEnded
+from app.providers.items import ApprovalWithdrawn, TurnEnded, UsageSoFar
 from app.providers.turnloop import TurnLoop
 from app.providers.turnloop import turn_error as shared_turn_error
 
@@ -136,6 +136,8 @@ class CodexTurn:
                         case ApprovalWithdrawn(request_id=request_id):
                             # Codex also reports requests it got our answer to.
                             self._loop.withdraw(request_id)
+                        case UsageSoFar(usage=usage):
+                            await self._loop.hooks.report_usage(usage)
                         case _:
                             await self._loop.hooks.emit(produced)
         return None

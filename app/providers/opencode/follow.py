@@ -24,7 +24,13 @@ from app.providers.base import (
     QuestionRequest,
     TurnOutcome,
 )
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
+from app.providers.items import (
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    QuestionAsked,
+    TurnEnded,
+    UsageSoFar,
+)
 from app.providers.opencode.api import ApiError, OpenCodeApi
 from app.providers.opencode.normalizer import OpenCodeItem, TurnNormalizer
 from app.providers.opencode.permissions import permission_reply
@@ -87,6 +93,8 @@ class TurnFollower:
                     self.loop.ask_question(question, self._answerer(question))
                 case ApprovalWithdrawn(request_id=request_id):
                     self.loop.withdraw(request_id)  # answered elsewhere
+                case UsageSoFar(usage=usage):
+                    await self.loop.hooks.report_usage(usage)
                 case _:
                     await self.loop.hooks.emit(item)
         return None

@@ -17,6 +17,7 @@ A ``TurnNormalizer`` lives for one turn of one thread and is fed that thread's e
   ``ApprovalWithdrawn`` (likewise)
 - ``session.status {retry}`` → ``RetryScheduled(source="cli")``
 - ``session.error`` (or an assistant message's ``error``) → the turn's error
+- a ``step-finish`` part (a model call ended) → ``UsageSoFar``, what the turn used so far
 - ``session.idle`` → ``UsageReported`` then ``TurnEnded``; nothing after that
 
 Usage sums the turn's assistant messages (``message.updated``; each snapshot replaces the
@@ -46,7 +47,13 @@ from app.events import (
     UsageReported,
 )
 from app.providers.base import TurnOutcome
-from app.providers.items import ApprovalAsked, ApprovalWithdrawn, QuestionAsked, TurnEnded
+from app.providers.items import (
+    ApprovalAsked,
+    ApprovalWithdrawn,
+    QuestionAsked,
+    TurnEnded,
+    UsageSoFar,
+)
 from app.providers.opencode.classifier import error_for_session_error, kind_for_retry
 from app.providers.opencode.permissions import approval_request
 from app.providers.opencode.questions import question_request
@@ -66,7 +73,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OpenCodeItem: TypeAlias = EventData | ApprovalAsked | ApprovalWithdrawn | QuestionAsked | TurnEnded
+OpenCodeItem: TypeAlias = (
+    EventData | ApprovalAsked | ApprovalWithdrawn | QuestionAsked | UsageSoFar | TurnEnded
+)
 """What the normalizer hands the turn: event payloads and the items it acts on."""
 
 _PartKind = Literal["text", "reasoning"]
@@ -196,6 +205,10 @@ class TurnNormalizer:
             return self._tool(part)
         if part_type == "step-finish" and isinstance(part.get("id"), str):
             self._steps[part["id"]] = part
+            # What the turn's model calls used so far, cost included (the messages' own
+            # counts come later than their steps').
+            usage = _summed(list(self._steps.values()))
+            return [] if usage is None else [UsageSoFar(usage=usage)]
         return []
 
     def _completed(self, part: dict[str, Any], kind: _PartKind) -> list[OpenCodeItem]:
@@ -333,21 +346,25 @@ class TurnNormalizer:
         )
 
     def _usage(self) -> Usage | None:
-        sources = list(self._messages.values()) or list(self._steps.values())
-        if not sources:
-            return None
-        tokens = [as_dict(source.get("tokens")) for source in sources]
-        caches = [as_dict(t.get("cache")) for t in tokens]
-        costs = [as_number(source.get("cost")) for source in sources]
-        known = [cost for cost in costs if cost is not None]
-        return Usage(
-            input_tokens=sum(_count(t.get("input")) for t in tokens),
-            # OpenCode counts reasoning apart from output; the model bills both as output.
-            output_tokens=sum(_count(t.get("output")) + _count(t.get("reasoning")) for t in tokens),
-            cached_input_tokens=sum(_count(c.get("read")) for c in caches),
-            cache_creation_input_tokens=sum(_count(c.get("write")) for c in caches),
-            cost_usd=sum(known) if known else None,
-        )
+        return _summed(list(self._messages.values()) or list(self._steps.values()))
+
+
+def _summed(sources: list[dict[str, Any]]) -> Usage | None:
+    """The tokens and cost of assistant messages or step-finish parts together."""
+    if not sources:
+        return None
+    tokens = [as_dict(source.get("tokens")) for source in sources]
+    caches = [as_dict(t.get("cache")) for t in tokens]
+    costs = [as_number(source.get("cost")) for source in sources]
+    known = [cost for cost in costs if cost is not None]
+    return Usage(
+        input_tokens=sum(_count(t.get("input")) for t in tokens),
+        # OpenCode counts reasoning apart from output; the model bills both as output.
+        output_tokens=sum(_count(t.get("output")) + _count(t.get("reasoning")) for t in tokens),
+        cached_input_tokens=sum(_count(c.get("read")) for c in caches),
+        cache_creation_input_tokens=sum(_count(c.get("write")) for c in caches),
+        cost_usd=sum(known) if known else None,
+    )
 
 
 def _count(value: object) -> int:

@@ -421,7 +421,8 @@ export interface paths {
         /**
          * Get Usage
          * @description Token counts and cost of the turns that ended in ``[from, to)``, by key, provider
-         *     and model; ``from`` = ``to`` is the empty range (no groups, zero totals).
+         *     and model; ``from`` = ``to`` is the empty range (no groups, zero totals). ``budgets``:
+         *     every key's budgets for the current UTC day and month, with what is used and left.
          */
         get: operations["getUsage"];
         put?: never;
@@ -754,6 +755,75 @@ export interface components {
                 [key: string]: components["schemas"]["JsonValue"];
             } | null;
         };
+        /** BudgetAmounts */
+        BudgetAmounts: {
+            /** Cost Usd */
+            cost_usd: number | null;
+            /** Tokens */
+            tokens: number | null;
+        };
+        /**
+         * BudgetIn
+         * @description What a session may spend in all, by cost and/or tokens (input plus output); a turn
+         *     that would start over it is refused (402 ``budget_exceeded``), one that crosses it is
+         *     stopped at its next usage report (``turn.failed``, kind ``budget_exceeded``).
+         */
+        BudgetIn: {
+            /** Max Cost Usd */
+            max_cost_usd?: number | null;
+            /** Max Tokens */
+            max_tokens?: number | null;
+        };
+        /**
+         * BudgetReached
+         * @description A budget is spent: what the session (or its key, this day or month) used has reached
+         *     its maximum. A turn still running is stopped (``turn.failed``, ``budget_exceeded``) and
+         *     later turns are refused until the budget resets (a session's never does).
+         */
+        BudgetReached: {
+            /**
+             * Budget
+             * @enum {string}
+             */
+            budget: "session" | "key_daily" | "key_monthly";
+            /** Key */
+            key?: string | null;
+            /** Limit */
+            limit: number;
+            /**
+             * Measure
+             * @enum {string}
+             */
+            measure: "cost_usd" | "tokens";
+            /** Resets At */
+            resets_at?: string | null;
+            /** Used */
+            used: number;
+        };
+        /** BudgetReachedEvent */
+        BudgetReachedEvent: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Attempt */
+            attempt?: number | null;
+            data: components["schemas"]["BudgetReached"];
+            /** Provider */
+            provider?: string | null;
+            /** Seq */
+            seq: number;
+            /** Session Id */
+            session_id: string;
+            /** Turn Id */
+            turn_id?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "budget.reached";
+        };
         /**
          * CandidateScore
          * @description How the routing strategy rated one candidate that could serve (lower is better).
@@ -861,7 +931,7 @@ export interface components {
          */
         EventPage: {
             /** Events */
-            events: (components["schemas"]["SessionCreatedEvent"] | components["schemas"]["SessionProviderSelectedEvent"] | components["schemas"]["SessionThreadBoundEvent"] | components["schemas"]["SessionForkedEvent"] | components["schemas"]["SessionClosedEvent"] | components["schemas"]["SessionRevertedEvent"] | components["schemas"]["SessionConfiguredEvent"] | components["schemas"]["TurnStartedEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnInterruptedEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ReasoningDeltaEvent"] | components["schemas"]["ReasoningCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["PlanUpdatedEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["QuestionAskedEvent"] | components["schemas"]["QuestionResolvedEvent"] | components["schemas"]["RetryScheduledEvent"] | components["schemas"]["ProviderSwitchedEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["WarningEvent"])[];
+            events: (components["schemas"]["SessionCreatedEvent"] | components["schemas"]["SessionProviderSelectedEvent"] | components["schemas"]["SessionThreadBoundEvent"] | components["schemas"]["SessionForkedEvent"] | components["schemas"]["SessionClosedEvent"] | components["schemas"]["SessionRevertedEvent"] | components["schemas"]["SessionConfiguredEvent"] | components["schemas"]["TurnStartedEvent"] | components["schemas"]["TurnCompletedEvent"] | components["schemas"]["TurnFailedEvent"] | components["schemas"]["TurnInterruptedEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ReasoningDeltaEvent"] | components["schemas"]["ReasoningCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["PlanUpdatedEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["QuestionAskedEvent"] | components["schemas"]["QuestionResolvedEvent"] | components["schemas"]["RetryScheduledEvent"] | components["schemas"]["ProviderSwitchedEvent"] | components["schemas"]["BudgetReachedEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["WarningEvent"])[];
             /** Last Seq */
             last_seq: number;
             /** Next After */
@@ -932,6 +1002,32 @@ export interface components {
             turn_id: string;
         };
         JsonValue: unknown;
+        /**
+         * KeyBudgetPublic
+         * @description One key's budget for the current calendar day or month (UTC).
+         */
+        KeyBudgetPublic: {
+            /** Key */
+            key: string;
+            left: components["schemas"]["BudgetAmounts"];
+            /** Max Cost Usd */
+            max_cost_usd?: number | null;
+            /** Max Tokens */
+            max_tokens?: number | null;
+            /**
+             * Period
+             * @enum {string}
+             */
+            period: "daily" | "monthly";
+            /** Reached */
+            reached: boolean;
+            /**
+             * Resets At
+             * Format: date-time
+             */
+            resets_at: string;
+            used: components["schemas"]["BudgetAmounts"];
+        };
         /**
          * LimitEnforcement
          * @description How every CLI's ``limits.max_process_rss_bytes`` and ``limits.max_process_count`` are
@@ -1499,7 +1595,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "rate_limited" | "overloaded" | "server_error" | "network" | "idle_timeout" | "auth" | "invalid_request" | "context_lost" | "cli_missing" | "cli_crashed" | "interrupted" | "usage_limit" | "agent_error" | "resource_limit" | "unknown";
+            kind: "rate_limited" | "overloaded" | "server_error" | "network" | "idle_timeout" | "auth" | "invalid_request" | "context_lost" | "cli_missing" | "cli_crashed" | "interrupted" | "usage_limit" | "agent_error" | "resource_limit" | "budget_exceeded" | "unknown";
             /** Max Attempts */
             max_attempts: number | null;
             /** Message */
@@ -1560,6 +1656,7 @@ export interface components {
         RunCreate: {
             /** Approval Mode */
             approval_mode?: ("ask" | "auto_edits" | "allow_all" | "read_only") | null;
+            budget?: components["schemas"]["BudgetIn"] | null;
             /** Fallback */
             fallback?: boolean | null;
             /** Model */
@@ -1651,6 +1748,20 @@ export interface components {
              * @enum {string}
              */
             strategy: "ordered" | "lowest_latency" | "lowest_cost" | "balanced" | "round_robin" | "least_loaded";
+        };
+        /**
+         * SessionBudgetPublic
+         * @description The session's own budget, what its ended turns used of it and what is left.
+         */
+        SessionBudgetPublic: {
+            left: components["schemas"]["BudgetAmounts"];
+            /** Max Cost Usd */
+            max_cost_usd?: number | null;
+            /** Max Tokens */
+            max_tokens?: number | null;
+            /** Reached */
+            reached: boolean;
+            used: components["schemas"]["BudgetAmounts"];
         };
         /** SessionClosed */
         SessionClosed: {
@@ -1750,6 +1861,7 @@ export interface components {
             approval_mode?: ("ask" | "auto_edits" | "allow_all" | "read_only") | null;
             /** Branch */
             branch?: string | null;
+            budget?: components["schemas"]["BudgetIn"] | null;
             /** Fallback */
             fallback?: boolean | null;
             /** Metadata */
@@ -1934,6 +2046,7 @@ export interface components {
             base?: string | null;
             /** Branch */
             branch?: string | null;
+            budget?: components["schemas"]["SessionBudgetPublic"] | null;
             /** Closed At */
             closed_at?: string | null;
             /**
@@ -2225,7 +2338,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "rate_limited" | "overloaded" | "server_error" | "network" | "idle_timeout" | "auth" | "invalid_request" | "context_lost" | "cli_missing" | "cli_crashed" | "interrupted" | "usage_limit" | "agent_error" | "resource_limit" | "unknown";
+            kind: "rate_limited" | "overloaded" | "server_error" | "network" | "idle_timeout" | "auth" | "invalid_request" | "context_lost" | "cli_missing" | "cli_crashed" | "interrupted" | "usage_limit" | "agent_error" | "resource_limit" | "budget_exceeded" | "unknown";
             /** Message */
             message: string;
             /** Provider */
@@ -2438,6 +2551,11 @@ export interface components {
          * @description Usage of the turns that ended in ``[from, to)``, by key, provider and model.
          */
         UsageReport: {
+            /**
+             * Budgets
+             * @default []
+             */
+            budgets: components["schemas"]["KeyBudgetPublic"][];
             /**
              * From
              * Format: date-time
@@ -2974,7 +3092,10 @@ export interface operations {
     createRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Send the request again with the same key (1 to 255 visible ASCII characters, a UUID say) to get its first answer instead of a second effect: kept 24 hours per API key. A copy sent while the first is answered gets 409 `idempotency_key_in_use` (Retry-After); the key used with another body, 422 `idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2987,6 +3108,8 @@ export interface operations {
             /** @description The result, or with `Accept: text/event-stream` the run's events as SSE, like `GET /v1/sessions/{id}/events` (the stream ends after the run's last event, or with an `evicted` or `shutdown` control frame) */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer kept for the request's Idempotency-Key, sent again (absent otherwise) */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3012,6 +3135,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A run with this Idempotency-Key is still being answered (`idempotency_key_in_use`, see Retry-After) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Request body over server.max_body_bytes */
             413: {
                 headers: {
@@ -3021,7 +3153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid request: a workspace outside the roots or missing, an unknown provider or capability, an approval mode or retry strategy not enabled, a usage-limit wait above the gateway's ceiling */
+            /** @description Invalid request: a workspace outside the roots or missing, an unknown provider or capability, an approval mode or retry strategy not enabled, a usage-limit wait above the gateway's ceiling; or an Idempotency-Key used for another request (`idempotency_key_reused`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3030,7 +3162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description Creation rate or open-session cap of this key reached, this key's share of the live processes or (SSE) subscribers (`key_share_exceeded`), (SSE) the session's subscriber cap, or too many failed authentications from this address (see Retry-After) */
+            /** @description The key's budget for this day or month is spent (`key_budget_exceeded`), creation rate or open-session cap of this key reached, this key's share of the live processes or (SSE) subscribers (`key_share_exceeded`), (SSE) the session's subscriber cap, or too many failed authentications from this address (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3123,7 +3255,10 @@ export interface operations {
     createSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Send the request again with the same key (1 to 255 visible ASCII characters, a UUID say) to get its first answer instead of a second effect: kept 24 hours per API key. A copy sent while the first is answered gets 409 `idempotency_key_in_use` (Retry-After); the key used with another body, 422 `idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3136,6 +3271,8 @@ export interface operations {
             /** @description Successful Response */
             201: {
                 headers: {
+                    /** @description `true` when this is the answer kept for the request's Idempotency-Key, sent again (absent otherwise) */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3160,7 +3297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The `branch` asked for exists in the repository (`branch_exists`) */
+            /** @description The `branch` asked for exists in the repository (`branch_exists`), or a request with this Idempotency-Key is still being answered (`idempotency_key_in_use`, see Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3178,7 +3315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid request: a workspace outside the roots or missing, both or neither of `workspace` and `repository`, a repository outside the roots or not a Git repository, a `ref` that names no commit or an invalid `branch` (`repository_rejected`), an unknown provider or capability, an approval mode or retry strategy not enabled, a usage-limit wait above the gateway's ceiling (`ceiling_s`) */
+            /** @description Invalid request: a workspace outside the roots or missing, both or neither of `workspace` and `repository`, a repository outside the roots or not a Git repository, a `ref` that names no commit or an invalid `branch` (`repository_rejected`), an unknown provider or capability, an approval mode or retry strategy not enabled, a usage-limit wait above the gateway's ceiling (`ceiling_s`); or an Idempotency-Key used for another request (`idempotency_key_reused`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3541,7 +3678,10 @@ export interface operations {
     respondApproval: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Send the request again with the same key (1 to 255 visible ASCII characters, a UUID say) to get its first answer instead of a second effect: kept 24 hours per API key. A copy sent while the first is answered gets 409 `idempotency_key_in_use` (Retry-After); the key used with another body, 422 `idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 session_id: string;
                 approval_id: string;
@@ -3557,6 +3697,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer kept for the request's Idempotency-Key, sent again (absent otherwise) */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3590,7 +3732,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The approval is no longer pending */
+            /** @description The approval is no longer pending, or a request with this Idempotency-Key is still being answered (`idempotency_key_in_use`, see Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3608,7 +3750,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid request, or edited input (`updated_input`) this gateway or provider does not take (the approval stays pending) */
+            /** @description Invalid request, or edited input (`updated_input`) this gateway or provider does not take (the approval stays pending); or an Idempotency-Key used for another request (`idempotency_key_reused`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4097,7 +4239,10 @@ export interface operations {
     answerQuestion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Send the request again with the same key (1 to 255 visible ASCII characters, a UUID say) to get its first answer instead of a second effect: kept 24 hours per API key. A copy sent while the first is answered gets 409 `idempotency_key_in_use` (Retry-After); the key used with another body, 422 `idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 session_id: string;
                 question_id: string;
@@ -4113,6 +4258,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description `true` when this is the answer kept for the request's Idempotency-Key, sent again (absent otherwise) */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4146,7 +4293,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The question is no longer pending (answered, expired or withdrawn) */
+            /** @description The question is no longer pending (answered, expired or withdrawn), or a request with this Idempotency-Key is still being answered (`idempotency_key_in_use`, see Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4164,7 +4311,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Answers that do not fit the questions: not one per question, a label that was not offered, several labels for a single choice, text where only labels are taken, or an empty answer (the question stays pending) */
+            /** @description Answers that do not fit the questions: not one per question, a label that was not offered, several labels for a single choice, text where only labels are taken, or an empty answer (the question stays pending); or an Idempotency-Key used for another request (`idempotency_key_reused`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4374,7 +4521,10 @@ export interface operations {
     createTurn: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Send the request again with the same key (1 to 255 visible ASCII characters, a UUID say) to get its first answer instead of a second effect: kept 24 hours per API key. A copy sent while the first is answered gets 409 `idempotency_key_in_use` (Retry-After); the key used with another body, 422 `idempotency_key_reused`. A kept answer carries `Idempotent-Replayed: true`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 session_id: string;
             };
@@ -4389,6 +4539,8 @@ export interface operations {
             /** @description Successful Response */
             202: {
                 headers: {
+                    /** @description `true` when this is the answer kept for the request's Idempotency-Key, sent again (absent otherwise) */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4397,6 +4549,15 @@ export interface operations {
             };
             /** @description Missing or wrong key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The session's budget is spent (`budget_exceeded`: `budget`, `measure`, `limit`, `used`); it does not reset */
+            402: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4422,7 +4583,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A turn is already running (`turn_id` names it), or the session is closed */
+            /** @description A turn is already running (`turn_id` names it), the session is closed, or a request with this Idempotency-Key is still being answered (`idempotency_key_in_use`, see Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4440,7 +4601,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Invalid request, or a usage-limit wait above the gateway's ceiling (`ceiling_s`) */
+            /** @description Invalid request, or a usage-limit wait above the gateway's ceiling (`ceiling_s`); or an Idempotency-Key used for another request (`idempotency_key_reused`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4449,7 +4610,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
                 };
             };
-            /** @description The session's owner holds its share of the live processes (`key_share_exceeded`), or too many failed authentications from this address (see Retry-After) */
+            /** @description The key's budget for this day or month is spent (`key_budget_exceeded`, `resets_at`), the session's owner holds its share of the live processes (`key_share_exceeded`), or too many failed authentications from this address (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
