@@ -277,3 +277,25 @@ def test_the_async_client_runs_a_turn_with_an_async_approval_callback(
             assert closed.status == "closed"
 
     asyncio.run(scenario())
+
+
+def test_a_session_is_configured_budgeted_and_a_turn_sent_twice_with_one_key_starts_once(
+    client: Client, workspace: Path
+) -> None:
+    session = client.sessions.create(
+        workspace=workspace, budget={"max_tokens": 1000}, idempotency_key="create-once"
+    )
+    again = client.sessions.create(
+        workspace=workspace, budget={"max_tokens": 1000}, idempotency_key="create-once"
+    )
+    assert again.id == session.id
+    assert session.info.budget is not None
+    assert session.info.budget.left.tokens == 1000
+    configured = session.configure(approval_mode="read_only", model="opus")
+    assert (configured.approval_mode, configured.model) == ("read_only", "opus")
+    first = session.turns.start("hello", idempotency_key="turn-once")
+    second = session.turns.start("hello", idempotency_key="turn-once")
+    assert second.id == first.id
+    logged = [e.type for e in session.events_page().events]
+    assert logged.count("session.configured") == 1
+    assert [t.id for t in session.turns.list()] == [first.id]

@@ -43,6 +43,9 @@ SCHEMAS: dict[str, dict[str, Any]] = DOCUMENT["components"]["schemas"]
 RECORDS: dict[str, type[BaseModel]] = {
     "ApprovalOption": models.ApprovalOption,
     "ApprovalPublic": models.Approval,
+    "BudgetAmounts": models.BudgetAmounts,
+    "SessionBudgetPublic": models.SessionBudget,
+    "KeyBudgetPublic": models.KeyBudget,
     "CandidateScore": models.CandidateScore,
     "CapabilitiesPublic": models.Capabilities,
     "ChangedFile": models.ChangedFile,
@@ -98,6 +101,7 @@ BODIES: dict[str, list[str]] = {
     "RevertCreate": ["session.revert"],
     "SessionForkCreate": ["session.fork"],
     "RunCreate": ["runs.create", "runs.stream"],
+    "SessionConfigure": ["session.configure"],
 }
 """Each request body and the SDK methods whose keyword parameters are its properties."""
 
@@ -107,6 +111,12 @@ OTHERS = {
     "ValidationProblem": "errors.ApiError's attributes (``errors``)",
     "FieldProblem": "the items of errors.ApiError.errors",
     "Liveness": "Client.alive()",
+    "BudgetIn": "the ``budget`` keyword of sessions.create and runs.create (a dict)",
+    **{
+        name: "the webhooks' admin API, for operators, not client programs (README, Webhooks)"
+        for name in SCHEMAS
+        if name.startswith("Webhook")
+    },
 }
 
 METHODS: dict[str, str] = {
@@ -131,12 +141,33 @@ METHODS: dict[str, str] = {
     "revertSession": "session.revert",
     "listTurns": "session.turns.list",
     "createTurn": "session.turns.start",
+    "configureSession": "session.configure",
     "getTurn": "session.turns.get",
 }
 """Each operation and the methods that call it (``session.`` on a ``Session``; together they
 take every parameter)."""
-LEFT_OUT = {"getMetrics": "Prometheus text for a scraper, not for a program"}
-PARAMETER_NAMES = {"from": "from_", "Last-Event-ID": "after", "format": None}
+LEFT_OUT = {
+    "getMetrics": "Prometheus text for a scraper, not for a program",
+    **{
+        operation: "the webhooks' admin API, for operators, not client programs"
+        for operation in (
+            "listWebhooks",
+            "createWebhook",
+            "getWebhook",
+            "listWebhookDeliveries",
+            "disableWebhook",
+            "enableWebhook",
+            "rotateWebhookSecret",
+            "testWebhook",
+        )
+    },
+}
+PARAMETER_NAMES = {
+    "from": "from_",
+    "Last-Event-ID": "after",
+    "format": None,
+    "Idempotency-Key": "idempotency_key",
+}
 """Query parameters the SDK spells otherwise (``format=patch`` is ``Session.patch()``)."""
 
 

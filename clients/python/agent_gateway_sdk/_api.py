@@ -52,6 +52,12 @@ RetryArg = RetryPolicy | Mapping[str, Any] | None
 AnswerArg = Answer | Mapping[str, Any]
 
 
+def once(idempotency_key: str | None) -> dict[str, str]:
+    """The ``Idempotency-Key`` header: a request sent again with the same key and body gets
+    the first answer, and does its work once."""
+    return {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+
+
 def session_path(session_id: str, *rest: str) -> str:
     return "/".join((SESSIONS, segment(session_id), *rest))
 
@@ -71,6 +77,8 @@ def create_session(
     requires: Sequence[Capability] | None,
     fallback: bool | None,
     metadata: Mapping[str, Any] | None,
+    budget: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[SessionInfo]:
     sent = body(
         workspace=workspace,
@@ -86,8 +94,20 @@ def create_session(
         requires=requires,
         fallback=fallback,
         metadata=metadata,
+        budget=budget,
     )
-    return Call("POST", SESSIONS, _session, body=sent)
+    return Call("POST", SESSIONS, _session, body=sent, headers=once(idempotency_key))
+
+
+def configure_session(
+    session_id: str,
+    *,
+    model: str | None,
+    approval_mode: ApprovalMode | None,
+    provider: str | None,
+) -> Call[SessionInfo]:
+    sent = body(model=model, approval_mode=approval_mode, provider=provider)
+    return Call("PATCH", session_path(session_id), _session, body=sent)
 
 
 def get_session(session_id: str) -> Call[SessionInfo]:
@@ -129,9 +149,12 @@ def interrupt(session_id: str) -> Call[InterruptAccepted]:
     return Call("POST", session_path(session_id, "interrupt"), TypeAdapter(InterruptAccepted))
 
 
-def start_turn(session_id: str, *, prompt: str, retry: RetryArg) -> Call[Turn]:
+def start_turn(
+    session_id: str, *, prompt: str, retry: RetryArg, idempotency_key: str | None = None
+) -> Call[Turn]:
     sent = body(prompt=prompt, retry=retry)
-    return Call("POST", session_path(session_id, "turns"), _turn, body=sent)
+    path = session_path(session_id, "turns")
+    return Call("POST", path, _turn, body=sent, headers=once(idempotency_key))
 
 
 def get_turn(session_id: str, turn_id: str) -> Call[Turn]:
@@ -163,10 +186,11 @@ def respond_approval(
     decision: Decision,
     message: str | None,
     updated_input: Mapping[str, Any] | None,
+    idempotency_key: str | None = None,
 ) -> Call[Approval]:
     sent = body(decision=decision, message=message, updated_input=updated_input)
     path = session_path(session_id, "approvals", segment(approval_id))
-    return Call("POST", path, _approval, body=sent)
+    return Call("POST", path, _approval, body=sent, headers=once(idempotency_key))
 
 
 def list_questions(
@@ -182,11 +206,15 @@ def list_questions(
 
 
 def answer_question(
-    session_id: str, question_id: str, *, answers: Sequence[AnswerArg]
+    session_id: str,
+    question_id: str,
+    *,
+    answers: Sequence[AnswerArg],
+    idempotency_key: str | None = None,
 ) -> Call[QuestionRequest]:
     sent = body(answers=[Answer.model_validate(a) for a in answers])
     path = session_path(session_id, "questions", segment(question_id))
-    return Call("POST", path, _question, body=sent)
+    return Call("POST", path, _question, body=sent, headers=once(idempotency_key))
 
 
 def events_page(session_id: str, *, after: int | None, limit: int | None) -> Call[EventPage]:
@@ -206,8 +234,10 @@ def run_body(
     retry: RetryArg,
     requires: Sequence[Capability] | None,
     fallback: bool | None,
+    budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return body(
+        budget=budget,
         prompt=prompt,
         workspace=workspace,
         provider=provider,
@@ -221,8 +251,10 @@ def run_body(
     )
 
 
-def create_run(sent: dict[str, Any]) -> Call[RunResult]:
-    return Call("POST", "/v1/runs", TypeAdapter(RunResult), body=sent, timeout=NO_READ_TIMEOUT)
+def create_run(sent: dict[str, Any], idempotency_key: str | None = None) -> Call[RunResult]:
+    reads = TypeAdapter(RunResult)
+    headers = once(idempotency_key)
+    return Call("POST", "/v1/runs", reads, body=sent, timeout=NO_READ_TIMEOUT, headers=headers)
 
 
 def list_providers(*, fresh: bool | None) -> Call[list[Provider]]:

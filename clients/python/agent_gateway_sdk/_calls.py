@@ -36,6 +36,8 @@ class Call(Generic[T]):
     """The answer is text (a patch), not JSON."""
     accept: frozenset[int] = frozenset()
     """Error statuses whose body is still the result (``/readyz`` answers 503 with one)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Request headers besides the key (``Idempotency-Key``)."""
 
 
 def segment(value: str) -> str:
@@ -84,6 +86,8 @@ def build(client: httpx.Client | httpx.AsyncClient, call: Call[Any]) -> httpx.Re
         kwargs["json"] = call.body
     if call.timeout is not None:
         kwargs["timeout"] = call.timeout
+    if call.headers:
+        kwargs["headers"] = call.headers
     return client.build_request(call.method, call.path, **kwargs)
 
 

@@ -37,9 +37,15 @@ class Turns:
         self._client = client
         self._session_id = session_id
 
-    def start(self, prompt: str, *, retry: _api.RetryArg = None) -> Turn:
-        """Start a turn (202); ``ConflictError`` ``turn_in_progress`` while one runs."""
-        return self._client.send(_api.start_turn(self._session_id, prompt=prompt, retry=retry))
+    def start(
+        self, prompt: str, *, retry: _api.RetryArg = None, idempotency_key: str | None = None
+    ) -> Turn:
+        """Start a turn (202); ``ConflictError`` ``turn_in_progress`` while one runs. With
+        ``idempotency_key``, the same call sent again starts no second turn."""
+        call = _api.start_turn(
+            self._session_id, prompt=prompt, retry=retry, idempotency_key=idempotency_key
+        )
+        return self._client.send(call)
 
     def get(self, turn_id: str) -> Turn:
         return self._client.send(_api.get_turn(self._session_id, turn_id))
@@ -73,6 +79,7 @@ class Approvals:
         *,
         message: str | None = None,
         updated_input: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Approval:
         """Allow, deny (``message`` tells the agent why) or allow for the session."""
         call = _api.respond_approval(
@@ -81,6 +88,7 @@ class Approvals:
             decision=decision,
             message=message,
             updated_input=updated_input,
+            idempotency_key=idempotency_key,
         )
         return self._client.send(call)
 
@@ -102,11 +110,19 @@ class Questions:
         call = _api.list_questions(self._session_id, status=status, limit=limit, before=before)
         return self._client.send(call)
 
-    def answer(self, question_id: str, answers: Sequence[_api.AnswerArg]) -> QuestionRequest:
+    def answer(
+        self,
+        question_id: str,
+        answers: Sequence[_api.AnswerArg],
+        *,
+        idempotency_key: str | None = None,
+    ) -> QuestionRequest:
         """One answer per question, in order: ``{"selected": [label, …]}`` and/or
         ``{"text": …}`` (or ``Answer`` objects)."""
         return self._client.send(
-            _api.answer_question(self._session_id, question_id, answers=answers)
+            _api.answer_question(
+                self._session_id, question_id, answers=answers, idempotency_key=idempotency_key
+            )
         )
 
 
@@ -129,6 +145,8 @@ class Runs:
         retry: _api.RetryArg = None,
         requires: Sequence[Capability] | None = None,
         fallback: bool | None = None,
+        budget: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> RunResult:
         """Run the prompt and wait for its result."""
         sent = _api.run_body(
@@ -142,8 +160,9 @@ class Runs:
             retry=retry,
             requires=requires,
             fallback=fallback,
+            budget=budget,
         )
-        return self._client.send(_api.create_run(sent))
+        return self._client.send(_api.create_run(sent, idempotency_key))
 
     def stream(
         self,
@@ -158,6 +177,7 @@ class Runs:
         retry: _api.RetryArg = None,
         requires: Sequence[Capability] | None = None,
         fallback: bool | None = None,
+        budget: Mapping[str, Any] | None = None,
         on_control: OnControl | None = None,
     ) -> EventStream:
         """Run the prompt and stream its session's events until its turn ends (a lost
@@ -173,6 +193,7 @@ class Runs:
             retry=retry,
             requires=requires,
             fallback=fallback,
+            budget=budget,
         )
         return self._client.stream(
             "POST", "/v1/runs", json=sent, after=None, on_control=on_control, stop_when=_turn_ended

@@ -176,6 +176,8 @@ class AsyncSessions:
         requires: Sequence[Capability] | None = None,
         fallback: bool | None = None,
         metadata: Mapping[str, Any] | None = None,
+        budget: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> AsyncSession:
         """A new session in ``workspace`` (or a worktree of its own of ``repository``);
         every other field left out takes the gateway's default."""
@@ -193,6 +195,8 @@ class AsyncSessions:
             requires=requires,
             fallback=fallback,
             metadata=metadata,
+            budget=budget,
+            idempotency_key=idempotency_key,
         )
         return AsyncSession(self._client, await self._client.send(call))
 
@@ -252,6 +256,21 @@ class AsyncSession:
         return AsyncSession(
             self._client, await self._client.send(_api.fork_session(self.id, at_turn=at_turn))
         )
+
+    async def configure(
+        self,
+        *,
+        model: str | None = None,
+        approval_mode: ApprovalMode | None = None,
+        provider: str | None = None,
+    ) -> SessionInfo:
+        """Change the session's model, approval mode or (before its first turn) provider
+        while no turn runs; the next turn runs with them."""
+        call = _api.configure_session(
+            self.id, model=model, approval_mode=approval_mode, provider=provider
+        )
+        self.info = await self._client.send(call)
+        return self.info
 
     async def revert(self, to_turn: str) -> Revert:
         """Put the workspace's files back as they were when ``to_turn`` started."""

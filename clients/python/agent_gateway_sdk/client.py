@@ -164,6 +164,8 @@ class Sessions:
         requires: Sequence[Capability] | None = None,
         fallback: bool | None = None,
         metadata: Mapping[str, Any] | None = None,
+        budget: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Session:
         """A new session in ``workspace`` (or a worktree of its own of ``repository``);
         every other field left out takes the gateway's default."""
@@ -181,6 +183,8 @@ class Sessions:
             requires=requires,
             fallback=fallback,
             metadata=metadata,
+            budget=budget,
+            idempotency_key=idempotency_key,
         )
         return Session(self._client, self._client.send(call))
 
@@ -236,6 +240,21 @@ class Session:
         """A new session holding this one's files and conversation up to ``at_turn``
         (default: the last completed turn)."""
         return Session(self._client, self._client.send(_api.fork_session(self.id, at_turn=at_turn)))
+
+    def configure(
+        self,
+        *,
+        model: str | None = None,
+        approval_mode: ApprovalMode | None = None,
+        provider: str | None = None,
+    ) -> SessionInfo:
+        """Change the session's model, approval mode or (before its first turn) provider
+        while no turn runs; the next turn runs with them."""
+        call = _api.configure_session(
+            self.id, model=model, approval_mode=approval_mode, provider=provider
+        )
+        self.info = self._client.send(call)
+        return self.info
 
     def revert(self, to_turn: str) -> Revert:
         """Put the workspace's files back as they were when ``to_turn`` started."""

@@ -16,6 +16,7 @@ from pydantic import Field, TypeAdapter
 
 from agent_gateway_sdk.models import (
     Answer,
+    ApprovalMode,
     ApprovalOption,
     CandidateScore,
     ChangedFile,
@@ -81,6 +82,22 @@ class SessionReverted(Model):
     files: list[ChangedFile]
     changes: ChangesSummary
     by: str
+
+
+class SessionConfigured(Model):
+    model: str | None
+    approval_mode: ApprovalMode
+    provider: str
+    by: str
+
+
+class BudgetReached(Model):
+    budget: Literal["session", "key_daily", "key_monthly"]
+    measure: Literal["cost_usd", "tokens"]
+    limit: float
+    used: float
+    key: str | None = None
+    resets_at: datetime | None = None
 
 
 class SessionClosed(Model):
@@ -260,6 +277,16 @@ class SessionRevertedEvent(BaseEvent):
     data: SessionReverted
 
 
+class SessionConfiguredEvent(BaseEvent):
+    type: Literal["session.configured"]
+    data: SessionConfigured
+
+
+class BudgetReachedEvent(BaseEvent):
+    type: Literal["budget.reached"]
+    data: BudgetReached
+
+
 class SessionClosedEvent(BaseEvent):
     type: Literal["session.closed"]
     data: SessionClosed
@@ -378,7 +405,9 @@ KnownEvent = Annotated[
     | SessionThreadBoundEvent
     | SessionForkedEvent
     | SessionRevertedEvent
+    | SessionConfiguredEvent
     | SessionClosedEvent
+    | BudgetReachedEvent
     | TurnStartedEvent
     | TurnCompletedEvent
     | TurnFailedEvent

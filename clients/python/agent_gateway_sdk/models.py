@@ -49,6 +49,7 @@ FailureKind = Literal[
     "usage_limit",
     "agent_error",
     "resource_limit",
+    "budget_exceeded",
     "unknown",
 ]
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
@@ -87,13 +88,40 @@ class UsageGroup(Model):
     usage: UsageTotals
 
 
+class BudgetAmounts(Model):
+    """Cost and tokens of a budget (used, or left; None: not limited)."""
+
+    cost_usd: float | None
+    tokens: int | None
+
+
+class SessionBudget(Model):
+    """A session's budget: its limits, what its turns used and what is left."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    used: BudgetAmounts
+    left: BudgetAmounts
+    reached: bool
+
+
+class KeyBudget(SessionBudget):
+    """A key's budget for one period (``daily``, ``monthly``), reset at ``resets_at``."""
+
+    key: str
+    period: Literal["daily", "monthly"]
+    resets_at: datetime
+
+
 class UsageReport(Model):
-    """``GET /v1/usage``: usage by key, provider and model over ``[from, to)``."""
+    """``GET /v1/usage``: usage by key, provider and model over ``[from, to)``, and each
+    key's budgets."""
 
     from_: datetime = Field(alias="from")
     to: datetime
     groups: list[UsageGroup]
     total: UsageTotals
+    budgets: list[KeyBudget] = []
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -175,6 +203,7 @@ class SessionInfo(Model):
     base: str | None = None
     forked_from: str | None = None
     forked_at: str | None = None
+    budget: SessionBudget | None = None
 
 
 # --- turns -------------------------------------------------------------------------------------
