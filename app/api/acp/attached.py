@@ -281,9 +281,15 @@ class AttachedSession:
             else asyncio.create_task(asking, name=f"acp-ask-{ask_id}")
         )
         self._asks[ask_id] = task
-        task.add_done_callback(
-            lambda _: self._asks.pop(ask_id, None) if task is self._asks.get(ask_id) else None
-        )
+        task.add_done_callback(lambda done: self._settled(ask_id, done))
+
+    def _settled(self, ask_id: str, task: asyncio.Task[Any]) -> None:
+        """An ask ended: forgotten, and a failure logged (nothing else awaits it: a request
+        that could not be built would otherwise never be asked, and never be told of)."""
+        if self._asks.get(ask_id) is task:
+            del self._asks[ask_id]
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("asking %s of the ACP client failed", ask_id, exc_info=error)
 
     async def _permission(self, data: ApprovalRequested, turn_id: str | None) -> None:
         options = permission_options(data.options)
