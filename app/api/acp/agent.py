@@ -211,17 +211,9 @@ class GatewayAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        self._check_ready()
-        self._check_mcp(mcp_servers)
-        row = await self._session(session_id)
-        attached = await self._attach(row, after=after_of(gateway_meta(kwargs), default=0))
-        await attached.replayed.wait()
-        attached.ask_pending()
-        modes, options = await self._choices(row)
+        modes, options, seq = await self._reopen(session_id, mcp_servers, kwargs, replay=True)
         return LoadSessionResponse(
-            modes=modes,
-            config_options=options,
-            field_meta={GATEWAY_META: {"seq": attached.last_seq}},
+            modes=modes, config_options=options, field_meta={GATEWAY_META: {"seq": seq}}
         )
 
     async def resume_session(
@@ -232,20 +224,27 @@ class GatewayAgent:
         mcp_servers: McpServers = None,
         **kwargs: Any,
     ) -> ResumeSessionResponse:
+        modes, options, seq = await self._reopen(session_id, mcp_servers, kwargs, replay=False)
+        return ResumeSessionResponse(
+            modes=modes, config_options=options, field_meta={GATEWAY_META: {"seq": seq}}
+        )
+
+    async def _reopen(
+        self, session_id: str, mcp_servers: McpServers, kwargs: dict[str, Any], *, replay: bool
+    ) -> tuple[Any, list[Any], int]:
+        """Follow an existing session on this connection: from ``_meta.agentGateway.after``,
+        else from its first event (``replay``: ``session/load``) or from now
+        (``session/resume``); answered once the events up to now are sent, then what it
+        still asks is asked again. Its modes, options and the seq the client is at."""
         self._check_ready()
         self._check_mcp(mcp_servers)
         row = await self._session(session_id)
-        attached = await self._attach(
-            row, after=after_of(gateway_meta(kwargs), default=row.last_seq)
-        )
+        after = after_of(gateway_meta(kwargs), default=0 if replay else row.last_seq)
+        attached = await self._attach(row, after=after)
         await attached.replayed.wait()
         attached.ask_pending()
         modes, options = await self._choices(row)
-        return ResumeSessionResponse(
-            modes=modes,
-            config_options=options,
-            field_meta={GATEWAY_META: {"seq": attached.last_seq}},
-        )
+        return modes, options, attached.last_seq
 
     async def fork_session(
         self,
