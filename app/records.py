@@ -68,6 +68,24 @@ class SessionRecord:
     budget: dict[str, JsonValue] | None = None
     """What the session may spend in all: ``{"max_cost_usd"?, "max_tokens"?}`` (None: no
     budget of its own; its key's may still apply)."""
+    title: str | None = None
+    """What lists and searches show: ``metadata.title``, else the start of the first prompt
+    (None until one is sent); see ``session_title``."""
+
+
+TITLE_MAX_CHARS = 120
+"""A session's title is cut to this many characters (an ellipsis marks the cut)."""
+
+
+def session_title(text: object) -> str | None:
+    """``text`` (a ``metadata.title`` or a first prompt) as a one-line title: whitespace
+    collapsed, cut at ``TITLE_MAX_CHARS``; None when it is not a string or is blank."""
+    if not isinstance(text, str):
+        return None
+    line = " ".join(text.split())
+    if not line:
+        return None
+    return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

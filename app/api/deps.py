@@ -69,6 +69,7 @@ async def session_public(
     process = manager.process_info(row.id)
     return SessionPublic(
         id=row.id,
+        title=row.title,
         provider=row.provider,
         selection=Selection.model_validate(row.selection) if row.selection else None,
         workspace=row.workspace,

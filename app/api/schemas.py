@@ -203,6 +203,9 @@ class UsageTotalsPublic(BaseModel):
 
 class SessionPublic(BaseModel):
     id: str
+    title: str | None = None
+    """What lists show: ``metadata.title``, else the start of the first prompt, on one line
+    and cut at 120 characters (null: untitled and no prompt sent yet)."""
     provider: str
     selection: Selection | None
     workspace: str

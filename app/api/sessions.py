@@ -132,12 +132,30 @@ async def list_sessions(
     before: Annotated[
         Timestamp | None, Query(description="Only sessions created before this time")
     ] = None,
+    provider: Annotated[
+        str | None, Query(max_length=64, description="Only sessions of this provider")
+    ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="Only sessions matching every word of this: each word found, "
+            "case-insensitive, in the title, id, workspace, repository or branch",
+        ),
+    ] = None,
 ) -> SessionList:
     """Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
     last ``created_at`` you got, until a page is empty. A page may hold fewer than ``limit``
-    sessions: it ends where it would pass ``limits.max_page_bytes``."""
+    sessions: it ends where it would pass ``limits.max_page_bytes``. ``status``,
+    ``provider`` and ``q`` narrow it (all that are given must hold)."""
     rows = await reads.list_sessions(
-        manager, owner=principal.owner_filter, status=status_, limit=limit, before=before
+        manager,
+        owner=principal.owner_filter,
+        status=status_,
+        limit=limit,
+        before=before,
+        provider=provider,
+        search=q,
     )
     usage = await reads.session_usage(manager, rows)  # one query for the page
     return SessionList(sessions=[await session_public(manager, row, usage[row.id]) for row in rows])

@@ -29,7 +29,7 @@ from app.events import (
 )
 from app.process.gitrepo import Repository
 from app.process.workspaces import resolve_workspace
-from app.records import SessionRecord, json_dict
+from app.records import SessionRecord, json_dict, session_title
 from app.runtime.choosing import Chooser
 from app.runtime.coordinator import resolve_policy
 from app.runtime.eventlog import EventLog
@@ -189,6 +189,7 @@ async def _store(
         status="idle",
         retry=request.retry,
         metadata=request.metadata,
+        title=session_title((request.metadata or {}).get("title")),
         budget=request.budget,
         selection={
             "reason": reason,

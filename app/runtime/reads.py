@@ -32,10 +32,18 @@ async def list_sessions(
     status: SessionStatus | None,
     limit: int,
     before: datetime | None,
+    provider: str | None = None,
+    search: str | None = None,
 ) -> list[SessionRecord]:
     """Newest first."""
     return await manager.store.list_sessions(
-        owner=owner, status=status, limit=limit, before=before, max_bytes=_page_bytes(manager)
+        owner=owner,
+        status=status,
+        limit=limit,
+        before=before,
+        max_bytes=_page_bytes(manager),
+        provider=provider,
+        search=search,
     )
 
 

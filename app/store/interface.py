@@ -62,8 +62,11 @@ class Storage(Protocol):
         limit: int,
         before: datetime | None,
         max_bytes: int | None = None,
+        provider: str | None = None,
+        search: str | None = None,
     ) -> list[SessionRecord]:
-        """Newest first; ``max_bytes`` bounds the page's stored size (app/store/pages.py)."""
+        """Newest first; ``max_bytes`` bounds the page's stored size (app/store/pages.py);
+        ``search``: sessions matching every word of it (app/store/search.py)."""
 
     async def session_status_counts(self) -> dict[str, int]: ...
 

@@ -29,6 +29,7 @@ from app.records import (
     TurnRecord,
     UsageGroup,
     UsageTotals,
+    session_title,
 )
 from app.store.bindings import touch_binding
 from app.store.calls import uninterrupted
@@ -47,6 +48,7 @@ from app.store.mapping import (
 from app.store.ownership import Ownership
 from app.store.pages import APPROVAL_SIZE, SESSION_SIZE, TURN_SIZE, bounded
 from app.store.retention import CleanupReport, cleanup
+from app.store.search import matching
 from app.store.tables import ApprovalRow, BindingRow, EventRow, SessionRow, TurnRow
 from app.store.usage import (
     key_totals_query,
@@ -102,12 +104,18 @@ class Store(Ownership, EventQueries, IdempotencyKeys):
         limit: int,
         before: datetime | None,
         max_bytes: int | None = None,
+        provider: str | None = None,
+        search: str | None = None,
     ) -> list[SessionRecord]:
         query = select(SessionRow).order_by(SessionRow.created_at.desc()).limit(limit)
         if owner is not None:
             query = query.where(SessionRow.owner == owner)
         if status is not None:
             query = query.where(SessionRow.status == status)
+        if provider is not None:
+            query = query.where(SessionRow.provider == provider)
+        if search:
+            query = query.where(matching(search))
         if before is not None:
             query = query.where(SessionRow.created_at < before)
         async with self._read() as db:
@@ -173,10 +181,11 @@ class Store(Ownership, EventQueries, IdempotencyKeys):
             )
             number = (current or 0) + 1
             db.add(turn_row(turn, number=number))
+            values: dict[str, Any] = {"status": "running", "updated_at": now}
+            if number == 1:  # an untitled session is titled by its first prompt
+                values["title"] = func.coalesce(SessionRow.title, session_title(turn.prompt))
             await db.execute(
-                update(SessionRow)
-                .where(SessionRow.id == turn.session_id)
-                .values(status="running", updated_at=now)
+                update(SessionRow).where(SessionRow.id == turn.session_id).values(**values)
             )
         return dataclasses.replace(turn, number=number)
 

@@ -110,6 +110,8 @@ class SessionRow(Base):
     """What a fork's first thread starts from, until one is bound (``SessionRecord``)."""
     budget: Mapped[dict[str, JsonValue] | None] = mapped_column(JSON, default=None)
     """What the session may spend in all (``SessionRecord``); None: no budget of its own."""
+    title: Mapped[str | None] = mapped_column(Text, default=None)
+    """``metadata.title``, else the start of the first prompt (``SessionRecord``)."""
 
 
 class ReplicaRow(Base):

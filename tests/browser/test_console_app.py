@@ -218,12 +218,20 @@ def test_a_session_is_found_by_search_and_filters(
         assert response.status_code == 202, response.text
         closed = made(metadata={"title": "An old zebra session"})
         assert client.delete(f"/v1/sessions/{closed}").status_code == 200
+        # Newer sessions than a page holds: the gateway searches, not the loaded rows.
+        for _ in range(55):
+            made(metadata={"title": "Unrelated"})
+    searched: list[str] = []
+    page.on(
+        "request", lambda request: searched.append(request.url) if "q=" in request.url else None
+    )
     sign_in(page, gateway)
     rows = page.locator("#sessions [data-session-id]")
     search = page.get_by_label("Search sessions")
 
     search.fill("zebra mig")
     expect(rows).to_have_count(1)
+    assert any("/v1/sessions?" in url and "q=zebra+mig" in url for url in searched), searched
     expect(rows.first).to_have_attribute("data-session-id", titled)
     expect(rows.first).to_contain_text("Zebra migration plan")
 

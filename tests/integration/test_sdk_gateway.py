@@ -70,6 +70,11 @@ def test_a_session_is_created_with_string_enums_found_listed_and_closed(
     assert (session.info.provider, session.info.approval_mode) == ("claude_code", "auto_edits")
     assert session.info.status == "idle"
     assert session.info.metadata == {"title": "from the SDK"}
+    assert session.info.title == "from the SDK"
+    assert [s.id for s in client.sessions.list(q="FROM sdk", provider="claude_code")] == [
+        session.id
+    ]
+    assert client.sessions.list(q="from the SDK", provider="codex") == []
     assert session.info.selection is not None
     assert session.info.selection.reason == "explicit"
     assert client.sessions.get(session.id).info == session.info
@@ -273,6 +278,7 @@ def test_the_async_client_runs_a_turn_with_an_async_approval_callback(
             with pytest.raises(NotFoundError):
                 await sdk.sessions.get("ses_missing")
             assert [s.id for s in await sdk.sessions.list(limit=500)].count(session.id) == 1
+            assert [s.id for s in await sdk.sessions.list(q="ask:echo async")] == [session.id]
             closed = await session.delete()
             assert closed.status == "closed"
 

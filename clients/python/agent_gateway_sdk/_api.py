@@ -115,9 +115,14 @@ def get_session(session_id: str) -> Call[SessionInfo]:
 
 
 def list_sessions(
-    *, status: SessionStatus | None, limit: int | None, before: datetime | None
+    *,
+    status: SessionStatus | None,
+    limit: int | None,
+    before: datetime | None,
+    provider: str | None = None,
+    q: str | None = None,
 ) -> Call[list[SessionInfo]]:
-    params = query(status=status, limit=limit, before=before)
+    params = query(status=status, limit=limit, before=before, provider=provider, q=q)
     return Call("GET", SESSIONS, _sessions, params=params, unwrap="sessions")
 
 

@@ -209,11 +209,14 @@ class AsyncSessions:
         status: SessionStatus | None = None,
         limit: int | None = None,
         before: datetime | None = None,
+        provider: str | None = None,
+        q: str | None = None,
     ) -> list[AsyncSession]:
         """A page of sessions, newest first; continue with ``before`` = the last
-        ``info.created_at``."""
+        ``info.created_at``. ``provider`` and ``q`` narrow it: ``q`` finds sessions with
+        every one of its words in the title, id, workspace, repository or branch."""
         found = await self._client.send(
-            _api.list_sessions(status=status, limit=limit, before=before)
+            _api.list_sessions(status=status, limit=limit, before=before, provider=provider, q=q)
         )
         return [AsyncSession(self._client, info) for info in found]
 

@@ -197,10 +197,15 @@ class Sessions:
         status: SessionStatus | None = None,
         limit: int | None = None,
         before: datetime | None = None,
+        provider: str | None = None,
+        q: str | None = None,
     ) -> list[Session]:
         """A page of sessions, newest first; continue with ``before`` = the last
-        ``info.created_at``."""
-        found = self._client.send(_api.list_sessions(status=status, limit=limit, before=before))
+        ``info.created_at``. ``provider`` and ``q`` narrow it: ``q`` finds sessions with
+        every one of its words in the title, id, workspace, repository or branch."""
+        found = self._client.send(
+            _api.list_sessions(status=status, limit=limit, before=before, provider=provider, q=q)
+        )
         return [Session(self._client, info) for info in found]
 
     def delete(self, session_id: str) -> SessionInfo:

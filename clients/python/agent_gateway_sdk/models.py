@@ -183,6 +183,8 @@ class SessionInfo(Model):
     """A session as the gateway last reported it."""
 
     id: str
+    title: str | None = None
+    """``metadata.title``, else the start of the first prompt (None: neither yet)."""
     provider: str
     selection: Selection | None
     workspace: str

@@ -130,7 +130,8 @@ export interface paths {
          * List Sessions
          * @description Sessions, newest first (a non-admin key sees its own only); page with ``before`` = the
          *     last ``created_at`` you got, until a page is empty. A page may hold fewer than ``limit``
-         *     sessions: it ends where it would pass ``limits.max_page_bytes``.
+         *     sessions: it ends where it would pass ``limits.max_page_bytes``. ``status``,
+         *     ``provider`` and ``q`` narrow it (all that are given must hold).
          */
         get: operations["listSessions"];
         put?: never;
@@ -2083,6 +2084,8 @@ export interface components {
             status: "idle" | "running" | "awaiting_approval" | "retrying" | "closed" | "failed";
             /** Thread Id */
             thread_id: string | null;
+            /** Title */
+            title?: string | null;
             /**
              * Updated At
              * Format: date-time
@@ -3189,6 +3192,10 @@ export interface operations {
                 limit?: number;
                 /** @description Only sessions created before this time */
                 before?: string;
+                /** @description Only sessions of this provider */
+                provider?: string;
+                /** @description Only sessions matching every word of this: each word found, case-insensitive, in the title, id, workspace, repository or branch */
+                q?: string;
             };
             header?: never;
             path?: never;

@@ -4,12 +4,20 @@ import type { Session, SessionStatus } from "@agent-gateway/client";
 
 import { describe, gateway } from "../gateway";
 import { Store, useValue } from "../store";
-import { firstPrompts, metadataTitle, sessionTitle } from "./titles";
+import { providers as configured, loadProviders } from "./providers";
+import { firstPrompts, sessionTitle } from "./titles";
 
 const PAGE = 50;
 const STATUSES: SessionStatus[] = ["idle", "running", "awaiting_approval", "retrying", "closed", "failed"];
-/** While a search finds nothing, older pages are read, up to this many. */
-const SEARCH_PAGES = 10;
+/** How long typing pauses before the search is sent. */
+const SEARCH_DELAY_MS = 250;
+
+export interface ListFilter {
+  status: SessionStatus | "";
+  provider: string;
+  /** Words the gateway finds in each session's title, id, workspace, repository or branch. */
+  q: string;
+}
 
 interface ListState {
   sessions: Session[];
@@ -18,14 +26,17 @@ interface ListState {
   error: string | null;
 }
 
-/** The sessions the sidebar has read, newest first, for one status filter. */
+const NO_FILTER: ListFilter = { status: "", provider: "", q: "" };
+
+/** The sessions the sidebar has read, newest first, for one filter; the gateway filters and
+ * searches, so a match is found however old it is. */
 export class SessionList {
   readonly store = new Store<ListState>({ sessions: [], done: false, loading: false, error: null });
-  #status: SessionStatus | "" = "";
+  #filter: ListFilter = NO_FILTER;
   #generation = 0;
 
-  reset(status: SessionStatus | ""): void {
-    this.#status = status;
+  reset(filter: ListFilter): void {
+    this.#filter = filter;
     this.#generation++;
     this.store.set({ sessions: [], done: false, loading: false, error: null });
     void this.more();
@@ -35,54 +46,40 @@ export class SessionList {
     const state = this.store.value;
     if (state.loading || state.done) return;
     const generation = this.#generation;
+    const { status, provider, q } = this.#filter;
     this.store.set({ ...state, loading: true });
     const last = state.sessions[state.sessions.length - 1];
     try {
       const page = await gateway().listSessions({
         limit: PAGE,
-        ...(this.#status ? { status: this.#status } : {}),
+        ...(status ? { status } : {}),
+        ...(provider ? { provider } : {}),
+        ...(q ? { q } : {}),
         ...(last ? { before: last.created_at } : {}),
       });
       if (generation !== this.#generation) return;
       const known = new Set(state.sessions.map((s) => s.id));
       const fresh = page.sessions.filter((s) => !known.has(s.id));
       this.store.set({ sessions: [...state.sessions, ...fresh], done: page.sessions.length === 0, loading: false, error: null });
-      void fetchFirstPrompts(fresh);
     } catch (error) {
       if (generation !== this.#generation) return;
       this.store.set({ ...this.store.value, loading: false, error: describe(error) });
     }
   }
 
-  /** A session created or changed here: shown first, or updated in place. */
+  /** A session created or changed here: shown first, or updated in place (a filtered list
+   * takes in only a session it would show). */
   upsert(session: Session): void {
     const state = this.store.value;
-    const others = state.sessions.filter((s) => s.id !== session.id);
     const index = state.sessions.findIndex((s) => s.id === session.id);
-    const sessions = index < 0 ? [session, ...others] : state.sessions.map((s) => (s.id === session.id ? session : s));
-    this.store.set({ ...state, sessions });
-  }
-}
-
-/** Reads the first prompt of each untitled session, a few at a time. */
-async function fetchFirstPrompts(sessions: Session[]): Promise<void> {
-  const wanted = sessions.filter((s) => !metadataTitle(s) && !firstPrompts.value.has(s.id));
-  const queue = [...wanted];
-  const worker = async (): Promise<void> => {
-    for (let next = queue.shift(); next; next = queue.shift()) {
-      try {
-        const turns = await gateway().listTurns(next.id);
-        const first = turns[0];
-        if (first) {
-          firstPrompts.value.set(next.id, first.prompt);
-          firstPrompts.notify();
-        }
-      } catch {
-        // An untitled row keeps its workspace name.
-      }
+    if (index >= 0) {
+      this.store.set({ ...state, sessions: state.sessions.map((s) => (s.id === session.id ? session : s)) });
+      return;
     }
-  };
-  await Promise.all([worker(), worker(), worker()]);
+    const { status, provider, q } = this.#filter;
+    if (q || (status && session.status !== status) || (provider && session.provider !== provider)) return;
+    this.store.set({ ...state, sessions: [session, ...state.sessions] });
+  }
 }
 
 function ago(iso: string): string {
@@ -105,25 +102,30 @@ export function Sidebar({
   onNew: () => void;
 }) {
   const state = useValue(list.store);
-  useValue(firstPrompts);
+  const known = useValue(configured);
+  useValue(firstPrompts); // a row named by a prompt sent here
   const [query, setQuery] = useState("");
+  const [q, setQ] = useState("");
   const [status, setStatus] = useState<SessionStatus | "">("");
   const [provider, setProvider] = useState("");
   const sentinel = useRef<HTMLLIElement>(null);
-  const searchedPages = useRef(0);
 
-  useEffect(() => list.reset(status), [list, status]);
+  // The search is sent once typing pauses; a filter change is sent at once.
+  useEffect(() => {
+    const timer = setTimeout(() => setQ(query.trim()), SEARCH_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [query]);
+  useEffect(() => list.reset({ status, provider, q }), [list, status, provider, q]);
+  useEffect(() => {
+    if (!configured.value) void loadProviders().catch(() => undefined); // the filter still lists the sessions' own
+  }, []);
 
-  const providers = useMemo(() => [...new Set(state.sessions.map((s) => s.provider))].sort(), [state.sessions]);
-  const needle = query.trim().toLowerCase();
-  const shown = state.sessions.filter((session) => {
-    if (provider && session.provider !== provider) return false;
-    if (!needle) return true;
-    const haystack = [sessionTitle(session), session.id, session.workspace, session.repository ?? "", session.branch ?? ""]
-      .join(" ")
-      .toLowerCase();
-    return haystack.includes(needle);
-  });
+  const providers = useMemo(
+    () => [...new Set([...(known ?? []).map((p) => p.name), ...state.sessions.map((s) => s.provider)])].sort(),
+    [known, state.sessions],
+  );
+  const shown = state.sessions;
+  const filtered = Boolean(q || status || provider);
 
   // Infinite scroll: the last row coming into view reads the next page.
   useEffect(() => {
@@ -135,17 +137,6 @@ export function Sidebar({
     observer.observe(element);
     return () => observer.disconnect();
   }, [list, state.sessions.length, state.done]);
-
-  // A search that finds little reads older pages too (a bounded number).
-  useEffect(() => {
-    searchedPages.current = 0;
-  }, [needle, provider]);
-  useEffect(() => {
-    if ((!needle && !provider) || state.done || state.loading || shown.length >= 10) return;
-    if (searchedPages.current >= SEARCH_PAGES) return;
-    searchedPages.current++;
-    void list.more();
-  }, [needle, provider, state.done, state.loading, shown.length, list]);
 
   return (
     <nav class="sidebar" aria-label="Sessions">
@@ -215,7 +206,7 @@ export function Sidebar({
             {state.loading ? "Loading…" : ""}
           </li>
         )}
-        {state.done && shown.length === 0 && <li class="empty">{needle || provider ? "No session matches." : "No sessions yet."}</li>}
+        {state.done && shown.length === 0 && <li class="empty">{filtered ? "No session matches." : "No sessions yet."}</li>}
       </ul>
       {state.error && (
         <p class="error" role="alert">

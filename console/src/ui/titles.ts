@@ -2,7 +2,7 @@ import type { Session } from "@agent-gateway/client";
 
 import { Store } from "../store";
 
-/** First prompts of sessions without a `metadata.title`, fetched as the list shows them. */
+/** First prompts sent from this console, shown before the gateway's `title` catches up. */
 export const firstPrompts = new Store<Map<string, string>>(new Map());
 
 export function metadataTitle(session: Session): string | null {
@@ -12,7 +12,7 @@ export function metadataTitle(session: Session): string | null {
 
 /** What a person calls the session: its title, else its first prompt, else where it works. */
 export function sessionTitle(session: Session, firstPrompt: string | null = null): string {
-  const title = metadataTitle(session) ?? firstPrompt ?? firstPrompts.value.get(session.id);
+  const title = session.title ?? metadataTitle(session) ?? firstPrompt ?? firstPrompts.value.get(session.id);
   if (title) return oneLine(title);
   const place = session.repository ?? session.workspace ?? "";
   return `New session in ${place.split("/").filter(Boolean).pop() ?? "a workspace"}`;
