@@ -1,5 +1,5 @@
 """The ``[telemetry]`` section of the configuration: OpenTelemetry traces sent over OTLP/HTTP
-(README.md, "Traces").
+(docs/operations/observability.md, "Traces").
 
 Tracing is off unless a collector is named, here (``otlp_endpoint``) or by the standard
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` variables; off, the

@@ -1,5 +1,5 @@
 """The ``[webhooks]`` section of the configuration: signed webhooks to the operator's endpoints
-(README.md, "Webhooks").
+(docs/concepts/webhooks.md).
 
 Endpoints come from the file (``[[webhooks.endpoints]]``, read-only) and from the admin API
 (stored in the database). Each names the event types it wants (``WEBHOOK_EVENT_TYPES``) and,
@@ -119,15 +119,19 @@ class WebhookEndpointSettings(BaseModel):
     """Its name in the API, metrics and the delivery log (default: ``config-`` and a hash of
     the URL)."""
     url: str = Field(min_length=1, max_length=2048)
+    """Where deliveries are POSTed: ``https``, or ``http`` to a host of
+    ``webhooks.allow_http_hosts``; no user or password in it; never redirected."""
     secret: SecretStr
     """``whsec_`` + base64 of 24 to 64 random bytes: every delivery is signed with it."""
     previous_secrets: list[SecretStr] = []
     """Secrets being rotated out: deliveries carry a signature under each of them too, until
     they are removed (the receiver moves to ``secret`` meanwhile)."""
     events: list[WebhookEventType] = Field(min_length=1)
+    """The event types sent to it (docs/concepts/webhooks.md lists them)."""
     keys: list[str] | None = None
     """Only sessions created by these keys (their names); unset: every key's."""
     description: str = Field(default="", max_length=500)
+    """A note for operators, shown by the API."""
 
     @field_validator("secret")
     @classmethod
@@ -161,6 +165,7 @@ class WebhookSettings(BaseModel):
     enabled: bool = True
     """Record and send webhooks (off: no outbox rows, no dispatcher, the API answers 409)."""
     endpoints: list[WebhookEndpointSettings] = []
+    """``[[webhooks.endpoints]]`` tables, one per endpoint; read-only through the API."""
     allow_http_hosts: list[str] = []
     """Hosts an endpoint may reach over plain ``http`` (e.g. ``["127.0.0.1"]``); every other
     endpoint must be ``https``."""
