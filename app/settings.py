@@ -170,9 +170,10 @@ class SelectionSettings(_Section):
     """How candidates that can serve are ranked when neither the request nor its scenario
     names a strategy."""
     strategies: dict[str, RoutingStrategy] = {}
-    """Scenario label → routing strategy for that scenario's requests."""
+    """Scenario label → routing strategy for that scenario's requests, e.g.
+    ``{ code_analysis = "lowest_latency" }``."""
     weights: BalanceWeights = BalanceWeights()
-    """How much each figure counts in the ``balanced`` strategy."""
+    """How much each figure counts in the ``balanced`` strategy (``0`` ignores it)."""
     window_turns: int = Field(default=50, ge=1, le=10_000)
     """Each provider's figures are taken over its last this many measured turns."""
     min_turns: int = Field(default=3, ge=0, le=1000)
@@ -288,7 +289,8 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     """The least severe log lines written."""
     log_format: Literal["json", "text"] = "json"
-    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
+    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain
+    lines for a terminal."""
     _config_file: Path | None = PrivateAttr(default=None)
 
     @property

@@ -163,7 +163,8 @@ class WebhookSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    """Record and send webhooks (off: no outbox rows, no dispatcher, the API answers 409)."""
+    """Record and send webhooks (off: no outbox rows, no dispatcher, ``/v1/webhooks`` answers
+    409)."""
     endpoints: list[WebhookEndpointSettings] = []
     """``[[webhooks.endpoints]]`` tables, one per endpoint; read-only through the API."""
     allow_http_hosts: list[str] = []
@@ -172,14 +173,15 @@ class WebhookSettings(BaseModel):
     allowed_hosts: list[str] | None = None
     """When set, the only hosts an endpoint may be on (the others are refused)."""
     timeout_s: float = Field(default=15.0, gt=0, le=120)
-    """How long one delivery attempt may take, connecting included."""
+    """How long one delivery attempt may take (connect, send, answer)."""
     retry_delays_s: list[float] = Field(
         default=[5.0, 30.0, 120.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0],
         min_length=0,
         max_length=20,
     )
     """The waits between attempts: a delivery is tried once, then once after each wait (each
-    up to a tenth longer, at random), then given up: the bound on the time it is tried."""
+    up to a tenth longer, at random; longer when a 429, 502, 503 or 504 says ``Retry-After``),
+    then given up: the bound on the time it is tried."""
     max_concurrency_per_endpoint: int = Field(default=4, ge=1, le=64)
     """Deliveries in flight to one endpoint at once (per replica)."""
     lease_s: float = Field(default=60.0, ge=1, le=3600)

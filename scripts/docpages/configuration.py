@@ -264,7 +264,8 @@ def render(model: type[BaseModel]) -> str:
     """The page."""
     parts = [INTRO]
     for title, about, rows in settings_rows(model):
-        parts.append(f"\n## {title}\n\n{about}\n\n")
+        name = title.strip("[]").split(".")[0].lower().replace(" ", "-")
+        parts.append(f"\n## {title} {{#section-{name}}}\n\n{about}\n\n")
         parts.append("| setting | type | default | environment variable | what it does |\n")
         parts.append("|---|---|---|---|---|\n")
         for row in rows:
