@@ -265,7 +265,8 @@ def render(model: type[BaseModel]) -> str:
     parts = [INTRO]
     for title, about, rows in settings_rows(model):
         name = title.strip("[]").split(".")[0].lower().replace(" ", "-")
-        parts.append(f"\n## {title} {{#section-{name}}}\n\n{about}\n\n")
+        shown = f"`{title}`" if title.startswith("[") else title
+        parts.append(f"\n## {shown} {{#section-{name}}}\n\n{about}\n\n")
         parts.append("| setting | type | default | environment variable | what it does |\n")
         parts.append("|---|---|---|---|---|\n")
         for row in rows:
