@@ -1,9 +1,9 @@
-# The few commands a newcomer needs; README.md explains them.
+# The few commands a newcomer needs; README.md and docs/getting-started.md explain them.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: run setup lint audit browser test test-fast bench openapi agents-latest clean
+.PHONY: run setup lint audit browser docs docs-check test test-fast bench openapi agents-latest clean
 
 ## Set everything up and serve on 127.0.0.1 (prints the URL and the token); serve creates or
 ## upgrades the database itself.
@@ -71,9 +71,20 @@ audit: setup
 browser:
 	scripts/system-packages.sh chromium
 
-## The whole suite: setup, lint, type checks, the dependency audit, then every test
-## (real CLIs and a real browser, loopback only).
-test: lint audit browser
+## The documentation site (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt on every save.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+## The generated reference pages are current (scripts/gen_docs.py --check), and the site builds
+## with --strict (a broken link or anchor fails) into a scratch directory.
+docs-check: setup
+	$(BIN)/python scripts/gen_docs.py --check
+	site=$$(mktemp -d) && trap 'rm -rf "$$site"' EXIT && \
+		NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$site"
+
+## The whole suite: setup, lint, type checks, the dependency audit, the docs site, then every
+## test (real CLIs and a real browser, loopback only).
+test: lint audit docs-check browser
 	scripts/run-tests.sh
 
 ## Unit and integration tests only (no real CLI).
@@ -86,11 +97,13 @@ bench: setup
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
-## Regenerate docs/openapi.json from the app (commit it with the API change).
+## Regenerate docs/openapi.json from the app (commit it with the API change), then the
+## reference pages generated from it, the settings and the events (docs/reference/).
 openapi: setup
 	$(BIN)/python scripts/export_openapi.py
+	$(BIN)/python scripts/gen_docs.py
 
 clean:
 	rm -rf $(VENV) agents/node_modules clients/typescript/node_modules clients/typescript/dist \
 		clients/typescript/build-test console/node_modules console/build-test app/console \
-		.mypy_cache .ruff_cache .pytest_cache
+		.mypy_cache .ruff_cache .pytest_cache site

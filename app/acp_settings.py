@@ -14,7 +14,8 @@ class AcpSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    """Serve ``/v1/acp`` (behind the same keys as every route)."""
+    """Serve ``/v1/acp``, the gateway as an ACP agent for editors (behind the same keys as
+    every route)."""
     client_mcp_servers: Literal["refuse", "ignore"] = "refuse"
     """MCP servers a client names in ``session/new``: ``refuse`` the session (the client
     is told why), or ``ignore`` them (dropped, the client is told so). A ``stdio`` server,

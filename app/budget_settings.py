@@ -40,7 +40,9 @@ class KeyBudget(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     daily: Allowance | None = None
+    """What the key may spend per calendar day (UTC): ``{max_cost_usd?, max_tokens?}``."""
     monthly: Allowance | None = None
+    """What the key may spend per calendar month (UTC): ``{max_cost_usd?, max_tokens?}``."""
 
     def of(self, period: Period) -> Allowance | None:
         return self.daily if period == "daily" else self.monthly
@@ -52,9 +54,11 @@ class BudgetSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     keys: dict[str, KeyBudget] = {}
-    """Key name (``admin`` for ``server.token``, else an ``api_keys`` name) → its budgets."""
+    """Key name (``admin`` for ``server.token``, else an ``api_keys`` name) → its budgets; a
+    name the gateway does not have stops the start, and ``{}`` exempts a key from
+    ``default``."""
     default: KeyBudget | None = None
-    """The budgets of every key that has no entry in ``keys``."""
+    """The budgets of every key that has no entry in ``keys``, the admin key included."""
 
     def for_key(self, name: str) -> KeyBudget | None:
         """The budgets of the key called ``name`` (None: it may spend without limit)."""

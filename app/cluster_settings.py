@@ -1,5 +1,5 @@
 """The ``[cluster]`` section of the configuration: several replicas on one PostgreSQL and one
-Redis (README.md, "Running several replicas").
+Redis (docs/operations/replicas.md).
 
 Replicas forward commands to each other through Redis and sign each one with
 ``cluster.secret``: a replica runs only what another replica holding the same secret sent,
@@ -31,12 +31,15 @@ def _default_replica_id() -> str:
 
 
 class ClusterSettings(BaseModel):
+    """Several replicas on one PostgreSQL database, coordinating through one Redis."""
+
     model_config = ConfigDict(extra="forbid")
 
     redis_url: str | None = None
     """``redis://user:password@host:6379/0``: replicas on one PostgreSQL coordinate through
     this Redis (commands for another replica's session, live events, shared
-    limits). Unset: a single gateway."""
+    limits), logging in as ``user``. Unset: a single gateway. Refused with a SQLite
+    ``storage.url``; the password is masked in logs and events."""
     replica_id: str = Field(default_factory=_default_replica_id, pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     """This replica's name in heartbeats, claims and ``GET /v1/sessions/{id}``'s ``owner``;
     unique."""
@@ -44,18 +47,21 @@ class ClusterSettings(BaseModel):
     """A replica sends its heartbeat (to the database) every third of this; one silent for
     this long loses its sessions to another replica (app/store/ownership.py)."""
     command_timeout_s: float = Field(default=30.0, gt=0, le=600)
-    """How long a request for a session another replica owns waits for that replica's answer."""
+    """How long a request for a session another replica owns waits for that replica's answer
+    (then 503 ``cluster_unavailable``)."""
     secret: SecretStr | None = None
     """Signs every command one replica forwards to another (HMAC-SHA256); every replica needs
-    the same one. Required with ``redis_url``."""
+    the same one, at least 32 characters (``openssl rand -hex 32``). Required with
+    ``redis_url``: without it replicas refuse to start. Masked in logs and events."""
     secret_file: Path | None = None
     """A file holding ``secret`` (a mounted Docker or Kubernetes secret), instead of it."""
     accepted_secrets: list[SecretStr] = []
     """Further secrets whose signatures are accepted, never used to sign: while rotating
-    ``secret`` (README.md, "Rotating the cluster secret")."""
+    ``secret`` (docs/operations/replicas.md, "Rotating the cluster secret")."""
     command_window_s: float = Field(default=30.0, ge=1, le=600)
     """A forwarded command signed longer ago (or further ahead, by the sender's clock) than
-    this is refused, and its id is remembered this long so that it runs at most once."""
+    this is refused, and its id is remembered this long so that it runs at most once; the
+    replicas' clocks must agree within it."""
 
     @field_validator("redis_url")
     @classmethod

@@ -22,11 +22,12 @@ class LimitsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_live_processes: int = Field(default=64, ge=1)
-    """Live per-session CLI processes; at the cap the longest-idle is closed, else 503."""
+    """Live per-session CLI processes; at the cap the longest-idle is closed, else 503
+    ``at_capacity``."""
     max_open_sessions_per_key: int = Field(default=500, ge=1)
     """Sessions a key may hold open (not closed or failed); beyond this creation gets 429."""
     session_creates_per_minute: int = Field(default=60, ge=1)
-    """Session creations per key per minute; beyond this 429 with Retry-After."""
+    """Session creations (and runs) per key per minute; beyond this 429 with Retry-After."""
     auth_failures_per_minute: int = Field(default=30, ge=1)
     """Failed authentications per client address per minute before it gets 429."""
     max_subscribers_per_session: int = Field(default=64, ge=1)
@@ -45,25 +46,32 @@ class LimitsSettings(BaseModel):
     subscriber_max_lag_events: int = Field(default=10_000, ge=100)
     """A subscriber this many events behind the newest is sent ``evicted`` and closed."""
     max_line_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
-    """Longest line a CLI may print; a longer one fails the turn as ``resource_limit``."""
+    """Longest line a CLI may print; a longer one fails the turn as ``resource_limit``
+    (reason ``line_too_long``)."""
     max_turn_output_bytes: int = Field(default=256 * 1024 * 1024, ge=64 * 1024)
-    """Bytes a CLI may print (and events a turn may record) in one turn."""
+    """Bytes a per-session CLI may print in one attempt, and bytes of events one turn may
+    record (``resource_limit``, reason ``output_limit``)."""
     max_process_rss_bytes: int = Field(default=8 * 1024**3, ge=16 * 1024**2)
-    """Resident memory of one CLI's whole process tree before it is killed."""
+    """Resident memory of one CLI's whole process tree (summed per process) before it is
+    killed (``memory_limit``)."""
     max_process_count: int = Field(default=512, ge=2)
-    """Processes in one CLI's tree (itself, its tools, their children) before it is killed."""
+    """Processes in one CLI's tree (itself, its tools, their children) before it is killed
+    (``process_limit``)."""
     watch_interval_s: float = Field(default=1.0, gt=0)
-    """How often the memory and process-count limits are checked."""
+    """How often the memory and process-count limits are checked (sampled from ``/proc``)."""
     enforcement: EnforcementMode = "auto"
     """How ``max_process_rss_bytes`` and ``max_process_count`` are enforced
     (app/process/bounds.py). ``cgroup``: by the kernel, in a cgroup v2 group per CLI (the
     gateway must be able to make groups with the ``memory`` and ``pids`` controllers, else it
-    refuses to start). ``rlimit``: memory by ``RLIMIT_DATA`` on every process of the tree,
-    the process count by the watchdog. ``watchdog``: both sampled from ``/proc`` every
-    ``watch_interval_s`` (a fast allocation or fork bomb can outrun it). ``auto`` (the
-    default): ``cgroup`` where it works, else ``rlimit``; ``doctor`` and ``/readyz`` say
-    which and why."""
+    refuses to start): ``<own cgroup>/agent-gateway/<tag>`` with ``memory.max``,
+    ``memory.swap.max`` 0, ``memory.oom.group`` 1 and ``pids.max`` (which counts threads too).
+    ``rlimit``: memory by ``RLIMIT_DATA`` on every process of the tree (a CLI that exits with a
+    failure after reaching 90 % of it is reported as ``memory_limit``), the process count by
+    the watchdog, since ``RLIMIT_NPROC`` counts every process of the user on the host.
+    ``watchdog``: both sampled from ``/proc`` every ``watch_interval_s`` (a fast allocation
+    or fork bomb can outrun it). ``auto`` (the default): ``cgroup`` where it works, else
+    ``rlimit``; ``doctor`` and ``/readyz`` say which and why."""
     max_metadata_bytes: int = Field(default=64 * 1024, ge=1024, le=1024 * 1024)
     """A session's ``metadata`` as compact UTF-8 JSON; a larger one is refused (422)."""
     max_page_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
-    """A list page's items, encoded; a page ends early there (at least one item)."""
+    """A list page's items (their stored size); a page ends early there (at least one item)."""

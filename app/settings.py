@@ -4,7 +4,8 @@ The file comes from ``--config`` or ``GATEWAY_CONFIG``; every setting can be ove
 environment variable named after its path, with ``__`` between levels
 (``GATEWAY_SERVER__PORT=9000``, ``GATEWAY_PROVIDERS__CLAUDE_CODE__MODEL=claude-sonnet-4-5``).
 Invalid configuration raises ``ConfigError`` whose message names each bad setting and what
-to do about it. Every setting is documented in README.md.
+to do about it. Every setting is documented by its docstring, from which
+scripts/gen_docs.py writes docs/reference/configuration.md.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    JsonValue,
     PrivateAttr,
-    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -38,8 +37,11 @@ from app.budget_settings import BudgetSettings
 from app.cluster_settings import ClusterSettings
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
+from app.provider_settings import ProviderSettings as ProviderSettings  # noqa: PLC0414
 from app.sandbox_settings import SandboxMode as SandboxMode  # noqa: PLC0414 - re-exported
 from app.sandbox_settings import SandboxSettings
+from app.server_settings import ApiKey as ApiKey  # noqa: PLC0414 - re-exported
+from app.server_settings import ServerSettings as ServerSettings  # noqa: PLC0414
 from app.settingsenv import EnvSource
 from app.snapshot_settings import SnapshotSettings
 from app.telemetry_settings import TelemetrySettings
@@ -73,85 +75,6 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ApiKey(_Section):
-    """A named client key: it sees and drives only the sessions it created, unless admin."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-    token: SecretStr
-    admin: bool = False
-
-    @field_validator("token")
-    @classmethod
-    def _long_enough(cls, token: SecretStr) -> SecretStr:
-        if len(token.get_secret_value()) < 32:
-            raise ValueError("an API key token needs at least 32 characters")
-        return token
-
-
-class ServerSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8765, ge=0, le=65535)
-    token: SecretStr | None = None
-    """Bearer token clients must send; generated into ``<data_dir>/token`` when unset."""
-    allowed_origins: list[str] = []
-    """Browser origins (``scheme://host[:port]``) allowed to call the API and open WebSockets."""
-    allowed_hosts: list[str] = []
-    """Host names accepted in the ``Host`` header besides localhost, 127.0.0.1 and ::1."""
-    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
-    ws_max_message_bytes: int = Field(default=1024 * 1024, ge=1024)
-    sse_keepalive_s: float = Field(default=15.0, gt=0)
-    subscriber_queue_size: int = Field(default=1000, ge=10)
-    coalesce_deltas_ms: float = Field(default=16.0, ge=0, le=1000)
-    """Streamed deltas of one item (``message.delta``, ``reasoning.delta``, ``tool.output``)
-    that follow each other within this window are joined into one event before they are
-    stored and sent; the first after a pause goes out at once. 0 sends every delta as the
-    CLI printed it. The default is one display frame at 60 Hz: CLIs stream deltas a few
-    milliseconds apart (OpenCode about 150 a second), so a shorter window joins few of them."""
-    api_keys: list[ApiKey] = []
-    """Named keys besides ``token`` (which is the admin key): each sees only its sessions."""
-    allow_root: bool = False
-    """Serve even when running as root (the CLIs then run as root too); off by default."""
-    limit_concurrency: int = Field(default=1000, ge=1)
-    """Open connections and requests beyond which the server answers 503."""
-    request_head_timeout_s: float = Field(default=10.0, gt=0, le=3600)
-    """A request's head (line and headers) must arrive within this, counted from the
-    connection or the request's first byte; a connection that misses it gets 408 and is
-    closed."""
-    request_body_min_rate_bytes_s: float = Field(default=1024.0, gt=0)
-    """After a grace of ``request_head_timeout_s``, a request body must average this rate;
-    a connection that falls behind gets 408 (when no response has begun) and is closed."""
-    shutdown_grace_s: float = Field(default=10.0, gt=0)
-    """On SIGTERM: how long streams and CLI processes get to end before they are cut."""
-    metrics_public: bool = False
-    """Serve ``GET /metrics`` without a key (for a scraper on a trusted network)."""
-    loop_lag_probe_s: float = Field(default=0.1, ge=0.001, le=60)
-    """How often the event loop's lag is sampled (``agent_gateway_event_loop_lag_seconds``)."""
-
-    @field_validator("api_keys")
-    @classmethod
-    def _keys_unique(cls, keys: list[ApiKey]) -> list[ApiKey]:
-        names = [k.name for k in keys]
-        tokens = [k.token.get_secret_value() for k in keys]
-        if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
-            raise ValueError("api_keys: every key needs its own name and its own token")
-        if "admin" in names:
-            raise ValueError("api_keys: the name 'admin' is reserved for server.token")
-        return keys
-
-    @field_validator("allowed_origins")
-    @classmethod
-    def _origins_are_exact(cls, origins: list[str]) -> list[str]:
-        for origin in origins:
-            if origin == "*" or "*" in origin:
-                raise ValueError(f"{origin!r}: wildcards are not allowed, list exact origins")
-            if not origin.startswith(("http://", "https://")) or origin.rstrip("/") != origin:
-                raise ValueError(
-                    f"{origin!r}: an origin is scheme://host[:port] with no path, "
-                    "e.g. http://localhost:5173"
-                )
-        return origins
-
-
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "agent-gateway"
@@ -162,15 +85,23 @@ STORAGE_SCHEMES = ("sqlite+aiosqlite", "postgresql+asyncpg")
 
 
 class StorageSettings(_Section):
+    """Where the gateway keeps its state, and for how long."""
+
     data_dir: Path = Field(default_factory=_default_data_dir)
-    """Holds the SQLite database (unless ``url`` says otherwise) and the generated token."""
+    """Holds the SQLite database (unless ``url`` says otherwise) and the generated token;
+    0700, and the database files in it 0600."""
     url: str | None = None
-    """SQLAlchemy async URL; defaults to ``sqlite+aiosqlite:///<data_dir>/gateway.db``.
-    ``postgresql+asyncpg://user@host:5432/database`` keeps the state in PostgreSQL."""
+    """The database, as an SQLAlchemy async URL: a SQLite file (``sqlite+aiosqlite:///…``,
+    default ``<data_dir>/gateway.db``) or PostgreSQL
+    (``postgresql+asyncpg://user[:password]@host:5432/database``; docs/operations/replicas.md)."""
     retention_days: int = Field(default=30, ge=1)
+    """Bindings unused this long are deleted, with their sessions' events, CLI homes,
+    worktrees and workspace records."""
     cleanup_interval_s: float = Field(default=3600.0, gt=0)
+    """How often the retention task runs (``agent-gateway cleanup`` runs it at once)."""
     max_events_per_session: int = Field(default=1_000_000, ge=100)
-    """Older events of a longer session are pruned; a cursor before them gets a resync."""
+    """Older events of a longer session are pruned; a cursor before them gets
+    ``resync_required`` (410 for a JSON page)."""
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     """PostgreSQL: the longest a connect or one statement may take; past it the call fails as
     ``storage_unavailable`` (503) rather than hang. (SQLite waits out its 30 s busy timeout.)"""
@@ -194,6 +125,8 @@ class StorageSettings(_Section):
 
 
 class WorkspaceSettings(_Section):
+    """Where sessions may work."""
+
     roots: list[Path] = Field(default_factory=lambda: [Path.home()])
     """Directories a session's workspace, or the repository it asks a worktree of, must
     resolve inside (after following symlinks)."""
@@ -201,7 +134,7 @@ class WorkspaceSettings(_Section):
     """Where each session that names a ``repository`` gets its worktree
     (``<worktrees_root>/<session id>``); default ``<data_dir>/worktrees``. Created when
     first needed. No session may name a workspace inside it, and every sandbox hides it
-    but for the session's own worktree."""
+    but for the session's own worktree. Replicas share it, as they share the repositories."""
 
     @field_validator("worktrees_root")
     @classmethod
@@ -211,60 +144,36 @@ class WorkspaceSettings(_Section):
         return root
 
 
-class ProviderSettings(_Section):
-    enabled: bool = True
-    executable: str | None = None
-    """Path or command name; defaults to the pinned CLI from agents/, then to PATH."""
-    model: str | None = None
-    """Model used when a session does not name one."""
-    env: dict[str, str] = {}
-    """Variables added to the CLI's allow-listed environment (API keys, base URLs, proxies)."""
-    extra_args: list[str] = []
-    command: list[str] = []
-    """The whole command line of an ``acp:<name>`` agent the gateway has no recipe for
-    (``["goose", "acp"]``); built-in agents take it from their recipe. Other providers
-    refuse it."""
-    config: dict[str, JsonValue] = {}
-    """CLI configuration layered over the user's own, never written into it: Codex ``-c``
-    overrides (dotted keys), OpenCode config (merged into ``OPENCODE_CONFIG_CONTENT``)."""
-    project_config: bool = False
-    """Whether the agent may load the workspace's own agent configuration (its MCP servers,
-    hooks, plugins, settings, permission rules and instruction files, such as Claude Code's
-    ``.claude/settings.json`` and ``.mcp.json``). Off by default: a repository is untrusted
-    input, and on an agent that has no switch for it the gateway says so (README,
-    ``GET /v1/providers``)."""
-    idle_timeout_s: float = Field(default=600.0, gt=0)
-    """A live CLI process with no turn for this long is closed; the next turn resumes it."""
-    turn_idle_timeout_s: float = Field(default=900.0, gt=0)
-    """A running turn with no CLI output for this long fails as ``idle_timeout``."""
-    startup_timeout_s: float = Field(default=60.0, gt=0)
-    interrupt_grace_s: float = Field(default=10.0, gt=0)
-    """After an interrupt, how long the CLI has to end the turn before its process is stopped."""
-    stop_grace_s: float = Field(default=5.0, gt=0)
-    sandbox: SandboxMode | None = None
-    """This provider's sandbox, over ``sandbox.mode``."""
-
-
 class BalanceWeights(_Section):
     """How much each figure counts in the ``balanced`` strategy (0 ignores it)."""
 
     latency: float = Field(default=1.0, ge=0)
+    """Weight of the median time to first text."""
     cost: float = Field(default=1.0, ge=0)
+    """Weight of the mean cost per turn."""
     failure_rate: float = Field(default=1.0, ge=0)
+    """Weight of the share of failed turns."""
 
 
 class SelectionSettings(_Section):
+    """How a session's provider is chosen, ranked and replaced (docs/concepts/selection.md)."""
+
     default: str = "claude_code"
+    """Provider for sessions that name none."""
     fallback_chain: list[str] = []
+    """Providers to try, in order, when the default is not available."""
     scenarios: dict[str, list[str]] = {}
+    """Scenario label → providers to try, e.g. ``{ code_analysis = ["claude_code"] }``."""
     probe_ttl_s: float = Field(default=300.0, gt=0)
     """How long a provider's health probe result is reused."""
     strategy: RoutingStrategy = "ordered"
     """How candidates that can serve are ranked when neither the request nor its scenario
     names a strategy."""
     strategies: dict[str, RoutingStrategy] = {}
-    """Scenario label → routing strategy for that scenario's requests."""
+    """Scenario label → routing strategy for that scenario's requests, e.g.
+    ``{ code_analysis = "lowest_latency" }``."""
     weights: BalanceWeights = BalanceWeights()
+    """How much each figure counts in the ``balanced`` strategy (``0`` ignores it)."""
     window_turns: int = Field(default=50, ge=1, le=10_000)
     """Each provider's figures are taken over its last this many measured turns."""
     min_turns: int = Field(default=3, ge=0, le=1000)
@@ -278,32 +187,43 @@ class SelectionSettings(_Section):
 
 
 class RetryStrategy(_Section):
+    """A named retry schedule."""
+
     delays_s: list[float] = Field(min_length=1)
+    """The waits before each further attempt: one attempt more than there are delays."""
 
 
 UsageLimitAction = Literal["wait", "fallback", "fail"]
 
 
 class RetrySettings(_Section):
+    """How a broken turn is retried in the same thread (docs/concepts/recovery.md)."""
+
     enabled: bool = True
+    """Whether broken turns are retried in the same thread."""
     strategies: dict[str, RetryStrategy] = Field(
         default_factory=lambda: {"default": RetryStrategy(delays_s=[10.0, 20.0, 60.0])}
     )
+    """Named retry schedules; ``default`` is required, a request picks another by name."""
     continuation_prompt: str = (
         "The previous attempt was interrupted by an error. Continue the task from where it stopped."
     )
+    """What a retry attempt sends in the same thread."""
     usage_limit: UsageLimitAction = "wait"
     """What a turn does when the agent hits its usage limit: ``wait`` for the reset the CLI
     reported (then continue in the same thread), ``fallback`` to the next provider (sessions
     that allow failover), or ``fail``. A wait that cannot be (no reset time, or later than
     ``usage_limit_max_wait_s``) falls back when the session allows it, else fails."""
     usage_limit_max_wait_s: float = Field(default=6 * 3600.0, gt=0, le=7 * 24 * 3600.0)
-    """The longest wait for a usage limit's reset (Claude's window is 5 hours)."""
+    """The longest wait for a usage limit's reset (Claude's window is 5 hours): a ceiling,
+    a request may ask for less (more is a 422 naming it)."""
     cli_request_retries: int = Field(default=2, ge=0, le=10)
-    """Retries each CLI makes itself for one failed model request before it gives up
-    (Claude Code ``CLAUDE_CODE_MAX_RETRIES``, Codex ``request_max_retries``)."""
+    """Retries each CLI makes itself for one failed model request before it gives up:
+    Claude Code ``CLAUDE_CODE_MAX_RETRIES``, Codex ``request_max_retries`` (through a custom
+    model provider only); OpenCode has no setting (5)."""
     cli_stream_retries: int = Field(default=2, ge=0, le=10)
-    """Reconnects Codex makes for a dropped or idle model stream (``stream_max_retries``)."""
+    """Reconnects Codex makes for a dropped or idle model stream (``stream_max_retries``,
+    through a custom model provider only)."""
 
     @model_validator(mode="after")
     def _has_default(self) -> RetrySettings:
@@ -319,11 +239,14 @@ class RetrySettings(_Section):
 
 
 class SessionSettings(_Section):
+    """What sessions may ask for, and how long their turns and approvals may take."""
+
     approval_timeout_s: float = Field(default=600.0, gt=0)
     """A pending approval not answered in time is resolved as a deny with reason ``expired``."""
     allowed_approval_modes: list[ApprovalMode] = ["ask", "auto_edits", "read_only"]
     """Modes a request may ask for; ``allow_all`` (no prompts at all) only if listed here."""
     default_approval_mode: ApprovalMode = "ask"
+    """Mode for sessions that name none; one of ``allowed_approval_modes``."""
     turn_timeout_s: float = Field(default=3600.0, gt=0)
     """Wall-clock limit of one turn, all attempts and retry waits included."""
     allow_updated_input: bool = True
@@ -331,7 +254,8 @@ class SessionSettings(_Section):
     edit is recorded on the approval and its ``approval.resolved`` event."""
     handoff_max_chars: int = Field(default=24_000, ge=1_000, le=1_000_000)
     """The most a failover's hand-off (the conversation so far, for the new agent) may hold;
-    the newest turns are kept whole, older ones summarized by truncation."""
+    the newest turns are kept whole, older ones summarized by truncation, the oldest left
+    out; a failed prompt longer than that goes alone, whole."""
 
 
 class Settings(BaseSettings):
@@ -348,8 +272,9 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     workspaces: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
-    """The configured providers' sections; ``app.providers.catalog.resolve`` adds the others
-    with their defaults."""
+    """One table per provider (``[providers.claude_code]``, ``[providers."acp:gemini"]``):
+    a built-in CLI provider without one runs with these defaults, an ACP agent is a provider
+    only once it has one (``app.providers.catalog.resolve``)."""
     selection: SelectionSettings = SelectionSettings()
     retry: RetrySettings = Field(default_factory=RetrySettings)
     sessions: SessionSettings = SessionSettings()
@@ -362,8 +287,10 @@ class Settings(BaseSettings):
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    """The least severe log lines written."""
     log_format: Literal["json", "text"] = "json"
-    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
+    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain
+    lines for a terminal."""
     _config_file: Path | None = PrivateAttr(default=None)
 
     @property

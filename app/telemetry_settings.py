@@ -1,5 +1,5 @@
 """The ``[telemetry]`` section of the configuration: OpenTelemetry traces sent over OTLP/HTTP
-(README.md, "Traces").
+(docs/operations/observability.md, "Traces").
 
 Tracing is off unless a collector is named, here (``otlp_endpoint``) or by the standard
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` variables; off, the
@@ -31,9 +31,10 @@ class TelemetrySettings(BaseModel):
     unless the path already ends with it). Unset: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
     ``OTEL_EXPORTER_OTLP_ENDPOINT``, else tracing is off."""
     service_name: str | None = None
-    """``service.name`` of every span; default ``OTEL_SERVICE_NAME``, else agent-gateway."""
+    """``service.name`` of every span; default ``OTEL_SERVICE_NAME``, else agent-gateway
+    (``service.instance.id`` is ``cluster.replica_id``)."""
     headers: dict[str, SecretStr] = {}
-    """Headers sent with every export (a collector's API key); default
+    """Headers sent with every export (a collector's API key, ``{ "x-api-key" = "…" }``); default
     ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``. Masked in logs."""
     timeout_s: float = Field(default=10.0, gt=0, le=120)
     """The longest one export may take (it runs on the exporter's own thread, never on a

@@ -1,5 +1,5 @@
 """The ``[webhooks]`` section of the configuration: signed webhooks to the operator's endpoints
-(README.md, "Webhooks").
+(docs/concepts/webhooks.md).
 
 Endpoints come from the file (``[[webhooks.endpoints]]``, read-only) and from the admin API
 (stored in the database). Each names the event types it wants (``WEBHOOK_EVENT_TYPES``) and,
@@ -119,15 +119,19 @@ class WebhookEndpointSettings(BaseModel):
     """Its name in the API, metrics and the delivery log (default: ``config-`` and a hash of
     the URL)."""
     url: str = Field(min_length=1, max_length=2048)
+    """Where deliveries are POSTed: ``https``, or ``http`` to a host of
+    ``webhooks.allow_http_hosts``; no user or password in it; never redirected."""
     secret: SecretStr
     """``whsec_`` + base64 of 24 to 64 random bytes: every delivery is signed with it."""
     previous_secrets: list[SecretStr] = []
     """Secrets being rotated out: deliveries carry a signature under each of them too, until
     they are removed (the receiver moves to ``secret`` meanwhile)."""
     events: list[WebhookEventType] = Field(min_length=1)
+    """The event types sent to it (docs/concepts/webhooks.md lists them)."""
     keys: list[str] | None = None
     """Only sessions created by these keys (their names); unset: every key's."""
     description: str = Field(default="", max_length=500)
+    """A note for operators, shown by the API."""
 
     @field_validator("secret")
     @classmethod
@@ -159,22 +163,25 @@ class WebhookSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    """Record and send webhooks (off: no outbox rows, no dispatcher, the API answers 409)."""
+    """Record and send webhooks (off: no outbox rows, no dispatcher, ``/v1/webhooks`` answers
+    409)."""
     endpoints: list[WebhookEndpointSettings] = []
+    """``[[webhooks.endpoints]]`` tables, one per endpoint; read-only through the API."""
     allow_http_hosts: list[str] = []
     """Hosts an endpoint may reach over plain ``http`` (e.g. ``["127.0.0.1"]``); every other
     endpoint must be ``https``."""
     allowed_hosts: list[str] | None = None
     """When set, the only hosts an endpoint may be on (the others are refused)."""
     timeout_s: float = Field(default=15.0, gt=0, le=120)
-    """How long one delivery attempt may take, connecting included."""
+    """How long one delivery attempt may take (connect, send, answer)."""
     retry_delays_s: list[float] = Field(
         default=[5.0, 30.0, 120.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0],
         min_length=0,
         max_length=20,
     )
     """The waits between attempts: a delivery is tried once, then once after each wait (each
-    up to a tenth longer, at random), then given up: the bound on the time it is tried."""
+    up to a tenth longer, at random; longer when a 429, 502, 503 or 504 says ``Retry-After``),
+    then given up: the bound on the time it is tried."""
     max_concurrency_per_endpoint: int = Field(default=4, ge=1, le=64)
     """Deliveries in flight to one endpoint at once (per replica)."""
     lease_s: float = Field(default=60.0, ge=1, le=3600)

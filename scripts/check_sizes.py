@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fail when a Python module is longer than its line budget.
 
-Small modules with one concern each are how this code base stays readable (see the style
-notes in README.md), so ``make lint`` holds the size: no module of ``app/``, ``scripts/``,
+Small modules with one concern each are how this code base stays readable (see
+docs/contributing.md), so ``make lint`` holds the size: no module of ``app/``, ``scripts/``,
 ``docker/``, ``benchmarks/`` or ``clients/`` over 500 lines, no module of ``tests/`` over 600
 (a test module repeats its setup more than code does). Lines are counted as the file has them:
 blank lines, comments and docstrings included, because a reader scrolls past them too.

@@ -114,4 +114,4 @@ IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 IdempotencyKeyText = Annotated[
     str, StringConstraints(min_length=1, max_length=255, pattern=IDEMPOTENCY_KEY_PATTERN)
 ]
-"""A client's key for a request it may send again (README, "Idempotency keys")."""
+"""A client's key for a request it may send again (docs/api.md, "Idempotency keys")."""

@@ -87,18 +87,18 @@ class SessionOptions(_In):
     retry: RetryPolicyIn | None = None
     requires: list[Capability] = Field(default=[], max_length=16)
     strategy: RoutingStrategy | None = None
-    """How to rank the candidates that can serve (README, "Routing strategies"); else the
+    """How to rank the candidates that can serve (docs/concepts/selection.md); else the
     scenario's strategy (``selection.strategies``), else ``selection.strategy``. Ignored
     with an explicit ``provider``, which is never substituted."""
     fallback: bool | None = None
     """When the provider fails for good (retries spent, usage limit, auth, CLI missing or
     unavailable), move the session to the next provider of its chain, which gets a hand-off
-    of the conversation so far (README, "Failover"); default ``selection.failover``, or
+    of the conversation so far (docs/concepts/failover.md); default ``selection.failover``, or
     true for scenarios in ``selection.failover_scenarios``. An explicit provider moves
     only with ``fallback: true`` (it serves first); runs always fall back unless the
     provider is explicit."""
     budget: BudgetIn | None = None
-    """What the session may spend in all (README, "Budgets"); its key's budgets apply too."""
+    """What the session may spend in all (docs/concepts/usage.md); its key's budgets apply too."""
 
     def session_request(
         self, *, owner: str | None, metadata: dict[str, JsonValue] | None = None

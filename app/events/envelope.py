@@ -87,11 +87,17 @@ class EventEnvelope(BaseModel):
     """Fields every event carries; ``seq`` is per session, strictly increasing."""
 
     seq: int = Field(ge=1)
+    """The event's number in its session, from 1, strictly increasing; the SSE ``id:`` and
+    the cursor to resume after."""
     session_id: str
     turn_id: str | None = None
+    """The turn it belongs to; null for a session's own events outside a turn."""
     attempt: int | None = None
+    """The turn's attempt that produced it (retries and failover count on)."""
     provider: str | None = None
+    """The provider that produced it, when one did."""
     at: datetime
+    """When it was stored, RFC 3339 UTC with microseconds."""
 
 
 @functools.lru_cache(maxsize=4096)

@@ -76,7 +76,7 @@ SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
 RoutingStrategy = Literal[
     "ordered", "lowest_latency", "lowest_cost", "balanced", "round_robin", "least_loaded"
 ]
-"""How the selector ranks the candidates that can serve (README, "Routing strategies")."""
+"""How the selector ranks the candidates that can serve (docs/concepts/selection.md)."""
 ROUTING_STRATEGIES: tuple[RoutingStrategy, ...] = (
     "ordered",
     "lowest_latency",

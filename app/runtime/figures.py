@@ -10,7 +10,7 @@ leaves it after that many turns, and every figure is exact for the turns it name
 client interrupted, the gateway stopped (a budget too), or that failed for the request's own
 fault (``invalid_request``, ``resource_limit``) say nothing about the provider and are not
 measured; running turns are counted while they run. Figures live in memory, per replica: a
-restart starts from none, and the strategies explore again (README, "Routing strategies").
+restart starts from none, and the strategies explore again (docs/concepts/selection.md).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ class SessionRequest:
     requires: Sequence[str] = ()
     """Capabilities the chosen provider must have."""
     strategy: str | None = None
-    """The routing strategy (README, "Routing strategies"); else the scenario's, else
+    """The routing strategy (docs/concepts/selection.md); else the scenario's, else
     ``selection.strategy``. An unknown name is refused with 422."""
     fallback: bool | None = None
     """Move to the next provider of the chain, with a hand-off, when this one fails for

@@ -292,8 +292,8 @@ def _hold_advisory_lock(url: str) -> None:
         shown = make_url(url).render_as_string(hide_password=True)
         raise ConfigError(
             f"another gateway already serves {shown}: several gateways on one PostgreSQL "
-            "database are replicas and need [cluster] redis_url (README: Running several "
-            "replicas). Stop that one, or configure the cluster on both"
+            "database are replicas and need [cluster] redis_url (docs/operations/replicas.md). "
+            "Stop that one, or configure the cluster on both"
         )
 
 

@@ -165,7 +165,7 @@ def test_allow_a_tool_call_and_see_its_output(
     expect(page.locator("#session-status")).to_have_text("awaiting_approval")
     allow = approval.get_by_role("button", name="Allow", exact=True)
     expect(allow).to_be_focused()  # the prompt box was empty: Enter answers the approval
-    # The README's pictures: docs/console/ holds copies of these two.
+    # The documentation's pictures: docs/console/ holds copies of these two.
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "approval.png"))
     page.keyboard.press("Enter")

@@ -3,7 +3,7 @@ against the live gateway running the real Claude Code CLI on the stub model: the
 markdown rendered (and hostile markup in it inert), an edit's diff before it is allowed,
 sessions found by search, no sideways scrolling on a phone, no serious accessibility
 violation (axe-core, from the console's own pinned npm packages), and how long the first
-render takes. The README's pictures (docs/console/) are copies of the screenshots taken here.
+render takes. The documentation's pictures (docs/console/) are copies of the screenshots taken here.
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ def test_no_serious_accessibility_violation(
 
 
 def test_time_to_first_render(page: Page, gateway: GatewayProcess, workspace: Path) -> None:
-    """Measured, for the README: from navigation to the console's first frame, and to an
+    """Measured, for the documentation: from navigation to the console's first frame, and to an
     open session's transcript after a reload. Bounded loosely: a regression of an order of
     magnitude fails, a slow machine does not."""
     sign_in(page, gateway)

@@ -6,7 +6,7 @@ sees its workspace and not another session's.
 
 The memory test also writes the measured resident memory of the CLI processes behind ten
 sessions per provider to ``test-artifacts/rss-<provider>[-shared].json`` (reported in
-README.md).
+docs/concepts/providers.md).
 """
 
 from __future__ import annotations

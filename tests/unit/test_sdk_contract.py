@@ -113,7 +113,7 @@ OTHERS = {
     "Liveness": "Client.alive()",
     "BudgetIn": "the ``budget`` keyword of sessions.create and runs.create (a dict)",
     **{
-        name: "the webhooks' admin API, for operators, not client programs (README, Webhooks)"
+        name: "the webhooks' admin API, for operators, not client programs (docs: Webhooks)"
         for name in SCHEMAS
         if name.startswith("Webhook")
     },

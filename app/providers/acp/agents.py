@@ -106,7 +106,7 @@ class AgentRecipe:
     settings: SettingsLayer | None = None
     project_config: ProjectConfigSwitch | None = None
     """None: the gateway knows no way to keep this agent from loading the workspace's own
-    configuration, and says so (``GET /v1/providers``, README)."""
+    configuration, and says so (``GET /v1/providers``, docs/agents/)."""
     loads_workspace_config: str | None = None
     """Set for an agent known to load the workspace's own configuration whatever it is told
     (why, for the operator): it runs only once ``providers.<name>.project_config`` is true,

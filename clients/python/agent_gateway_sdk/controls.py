@@ -1,5 +1,5 @@
 """Control frames: what a stream carries besides events (no ``seq``; on SSE each has its own
-``event:`` name). See the README's "Control frames" for when the gateway sends each."""
+``event:`` name). See docs/concepts/events.md, "Control frames", for when the gateway sends each."""
 
 from __future__ import annotations
 
