@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Runs pytest inside a private network namespace that has only loopback, so no test can reach
 # beyond 127.0.0.1 even by mistake, and names the 25 slowest tests at the end (the suite is
-# kept under 20 minutes). Needs root (CI and the dev machines run as root); elsewhere it says
+# kept under 25 minutes). Needs root (CI and the dev machines run as root); elsewhere it says
 # so and runs the tests in the normal namespace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pytest=(.venv/bin/pytest -p no:cacheprovider --durations=25 "$@")
+# Spread over workers (pytest-xdist): more workers than cores, because most tests wait on a
+# CLI, a socket or a timeout; tests sharing a wider fixture stay together (tests/conftest.py).
+# TEST_WORKERS sets the count; `-n 0` after the arguments runs everything in one process.
+workers=${TEST_WORKERS:-$(( $(nproc) + 1 ))}
+[ "$workers" -ge 3 ] || workers=3
+pytest=(.venv/bin/pytest -p no:cacheprovider --durations=25 -n "$workers" --dist loadgroup "$@")
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null \
     && unshare -n true 2>/dev/null; then
   exec unshare -n -- sh -c 'ip link set lo up && exec "$@"' sh "${pytest[@]}"

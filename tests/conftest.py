@@ -42,8 +42,15 @@ _LEFT = pytest.StashKey[dict[int, str]]()
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here rather than in pyproject.toml so the marker lives next to its hook.
     config.addinivalue_line("markers", "uvloop: also run the async tests on uvloop")
-    # Before any test starts a process, so every one of them inherits it.
-    os.environ[leftovers.RUN_ENV] = leftovers.run_id()
+    # Before any test starts a process, so every one of them inherits it. Under xdist the
+    # workers inherit the controller's id, so one check at the end covers the whole run.
+    if not _is_worker(config):
+        os.environ[leftovers.RUN_ENV] = leftovers.run_id()
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    """Whether this is a pytest-xdist worker (the controller, or a plain run, is not)."""
+    return hasattr(config, "workerinput")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,13 +61,23 @@ def _run_temp_root(
     request.config.stash[_TEMP_ROOT] = tmp_path_factory.getbasetemp()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Every fixture is torn down by now: a process of the run still alive fails it."""
+    """Every fixture is torn down by now: a process of the run still alive fails it.
+
+    Under xdist only the controller looks, after every worker has ended (``trylast``: after
+    xdist's own teardown of the workers), over the whole run's temp directory."""
     config = session.config
+    if _is_worker(config):
+        return
+    temp_root = config.stash.get(_TEMP_ROOT, None)
+    if temp_root is None and config.pluginmanager.hasplugin("dsession"):
+        factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
+        temp_root = factory.getbasetemp()  # the workers' temp dirs are below it
     left = leftovers.collect(
         root_pid=os.getpid(),
         run=os.environ[leftovers.RUN_ENV],
-        temp_root=config.stash.get(_TEMP_ROOT, None),
+        temp_root=temp_root,
     )
     if left:
         config.stash[_LEFT] = left
@@ -76,6 +93,26 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(
             f"{len(left)} process(es) outlived the test run; the run fails until none does"
         )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keeps the tests that share a fixture wider than a test on one xdist worker.
+
+    The suite runs spread over workers (``--dist loadgroup``, scripts/run-tests.sh): a test
+    with function-scoped fixtures only may run anywhere; the tests of a module (or class)
+    fixture run together in one group per module, those of a package fixture in one group
+    per package, so each such fixture is made once and sees the tests written against it.
+    """
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
+        path = Path(str(item.path)).relative_to(config.rootpath)
+        if "package" in scopes:
+            item.add_marker(pytest.mark.xdist_group(str(path.parent)))
+        elif scopes & {"module", "class"}:
+            item.add_marker(pytest.mark.xdist_group(str(path)))
 
 
 def pytest_asyncio_loop_factories(
