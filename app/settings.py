@@ -363,8 +363,10 @@ class Settings(BaseSettings):
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["json", "text"] = "json"
-    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain."""
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """``json``: one JSON object per line with session, turn and provider ids; ``text``: one
+    plain line each, for a person; ``auto``: ``text`` when stderr is a terminal, else
+    ``json``."""
     _config_file: Path | None = PrivateAttr(default=None)
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import threading
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
@@ -122,7 +123,10 @@ async def migrate(
         if problem is not None and problem.newer:
             raise problem
         if problem is not None:
-            await upgrade_async(url, migrations_dir=migrations_dir)
+            # Each revision applied to a database in use is said; a new one's are not (the
+            # caller says it was created).
+            level = logging.INFO if current else logging.DEBUG
+            await upgrade_async(url, migrations_dir=migrations_dir, level=level)
         return Migration(before=current, after=_head(script))
 
 
@@ -307,15 +311,19 @@ def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
         raise RuntimeError("upgrade() inside a running event loop: await upgrade_async()")
 
 
-async def upgrade_async(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+async def upgrade_async(
+    url: str, *, migrations_dir: Path = MIGRATIONS_DIR, level: int = logging.INFO
+) -> None:
     """Migrate the database at ``url`` to head without the lock (for a database no other
     process uses); safe to await inside a running event loop.
 
     Alembic's (synchronous) env runs in ``run_sync`` on a connection of a migration engine,
     handed over through ``config.attributes["connection"]``. Each revision commits on its own:
-    one that fails is rolled back and leaves the database at the revision before it.
+    one that fails is rolled back and leaves the database at the revision before it. Each
+    revision applied is logged at ``level``, in one line.
     """
     config = alembic_config(url, migrations_dir=migrations_dir)
+    config.attributes["on_version_apply"] = functools.partial(_applied, level=level)
     engine = create_migration_engine(url)
     try:
         async with engine.connect() as connection:
@@ -370,6 +378,24 @@ async def _revisions(engine: AsyncEngine) -> tuple[str, ...]:
 def _upgrade_to_head(connection: Connection, config: Config) -> None:
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
+
+
+def _applied(*, step: MigrationInfo, level: int, **_: object) -> None:
+    """Say the revision a migration step just applied, with the first line of its summary."""
+    if step.is_stamp:
+        return
+    revision = step.up_revision if step.is_upgrade else None
+    doc = " ".join(str(getattr(revision, "doc", "") or "").split())
+    target = ", ".join(step.destination_revision_ids) or "base"
+    verb = "upgraded" if step.is_upgrade else "downgraded"
+    log.log(
+        level,
+        "database schema %s to revision %s%s",
+        verb,
+        target,
+        f": {doc}" if doc else "",
+        extra={"event": "database.revision_applied", "revision": target},
+    )
 
 
 def _current_heads(connection: Connection) -> tuple[str, ...]:
