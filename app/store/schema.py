@@ -80,6 +80,16 @@ class Migration:
     def changed(self) -> bool:
         return self.before != (self.after,)
 
+    def describe(self, url: str) -> str:
+        """What was done to the database at ``url``, in one line (no password shown)."""
+        shown = make_url(url).render_as_string(hide_password=True)
+        if not self.changed:
+            return f"database at {shown} is up to date (schema revision {self.after})"
+        if not self.before:
+            return f"database at {shown} created at schema revision {self.after}"
+        before = ", ".join(self.before)
+        return f"database at {shown} upgraded from schema revision {before} to {self.after}"
+
 
 def alembic_config(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> Config:
     """An Alembic config for ``url`` and ``migrations_dir``, built in code (no ini, no cwd)."""
@@ -228,17 +238,23 @@ async def _take(
         await asyncio.sleep(_LOCK_POLL_S)
 
 
+class AlreadyServed(ConfigError):
+    """Another gateway serves this database (and it is not a cluster): one line says which
+    process, when known, and what to do."""
+
+
 SERVE_LOCK_KEY = 0x6167_7761_7932
 """The advisory lock a gateway without ``[cluster]`` holds on its PostgreSQL database."""
 
 
 def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     """Make this process the only gateway serving the database at ``url``, for as long as it
-    lives, unless it is one replica of a cluster (``clustered``); raises ``ConfigError``
+    lives, unless it is one replica of a cluster (``clustered``); raises ``AlreadyServed``
     saying what to do when another gateway serves it.
 
     A SQLite file: an exclusive ``flock`` on ``<file>-serve.lock``, which the kernel releases
-    when the process exits, however it exits; returns the descriptor to keep. PostgreSQL: a
+    when the process exits, however it exits, and which holds the holder's process id; returns
+    the descriptor to keep. PostgreSQL: a
     session advisory lock (``SERVE_LOCK_KEY``) on a connection of its own, kept open by a
     daemon thread until the process exits (the server releases it then); returns None.
     """
@@ -255,12 +271,16 @@ def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
         os.close(fd)
-        raise ConfigError(
-            f"another gateway already serves {database} (it holds {path}): a SQLite file is "
-            "one gateway's. Stop that one, give this one its own storage.data_dir, or run "
-            "several replicas on PostgreSQL with [cluster] redis_url"
+        who = f"process {holder}" if holder.isdigit() else "it"
+        raise AlreadyServed(
+            f"another gateway already serves {database} ({who} holds {path}): a SQLite "
+            "file is one gateway's. Stop that one, give this one its own storage.data_dir, or "
+            "run several replicas on PostgreSQL with [cluster] redis_url"
         ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
@@ -294,7 +314,7 @@ def _hold_advisory_lock(url: str) -> None:
     decided.wait(timeout=60)
     if taken == [False]:
         shown = make_url(url).render_as_string(hide_password=True)
-        raise ConfigError(
+        raise AlreadyServed(
             f"another gateway already serves {shown}: several gateways on one PostgreSQL "
             "database are replicas and need [cluster] redis_url (README: Running several "
             "replicas). Stop that one, or configure the cluster on both"
@@ -361,6 +381,11 @@ def _judge(url: str, current: tuple[str, ...], script: ScriptDirectory) -> Schem
             f"{required}: `agent-gateway serve` upgrades it, or run `agent-gateway migrate`"
         )
     return SchemaError(message, url=shown, current=current, required=required)
+
+
+def schema_head(migrations_dir: Path = MIGRATIONS_DIR) -> str:
+    """The schema revision this gateway needs (the head of ``migrations_dir``)."""
+    return _head(ScriptDirectory(str(migrations_dir)))
 
 
 def _head(script: ScriptDirectory) -> str:
