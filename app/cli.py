@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
-import logging
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
+from app import __version__
 from app.admin import (
     PROBE_TIMEOUT_S,
     SESSION_STATUSES,
@@ -23,21 +19,77 @@ from app.admin import (
     session_statuses,
     show_token,
 )
-from app.api.security import load_or_create_token, read_token_file, token_path
 from app.doctor import render, run_doctor
-from app.observability.logs import configure_logging
+from app.listening import AddressUnavailable
 from app.providers.sandboxing import forget_homes
-from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
 from app.runtime.history import history_for
 from app.runtime.worktrees import forget_worktrees
 from app.settings import ConfigError, Settings, load_settings
 from app.store.db import create_engine
-from app.store.files import private_directory
 from app.store.repository import Store
 from app.store.retention import cleanup
-from app.store.schema import Migration, SchemaError, check_schema, hold_sole_server, migrate
+from app.store.schema import AlreadyServed, SchemaError, check_schema, migrate, schema_head
 
-log = logging.getLogger("app.cli")
+API_VERSION = "v1"
+"""The HTTP API's version: the prefix of its routes (``/v1/sessions``)."""
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""The command ran and failed (details on stderr)."""
+EXIT_UNUSABLE = 2
+"""Unusable configuration, database schema or arguments."""
+EXIT_START_FAILED = 3
+"""``serve``: the app failed to start after its configuration was accepted (the log says
+why; uvicorn's own code for a failed start-up)."""
+EXIT_ADDRESS_UNAVAILABLE = 4
+"""``serve``: the address cannot be listened on (the port is in use, say)."""
+EXIT_ALREADY_SERVED = 5
+"""``serve``: another gateway already serves this database (this data directory)."""
+
+EXIT_STATUSES = (
+    "Exit status: 0 success; 1 the command ran and failed (details on stderr);\n"
+    "2 unusable configuration, database schema or arguments; for serve also:\n"
+    "3 the gateway failed to start (the log says why), 4 the address cannot be listened\n"
+    "on (the port is in use), 5 another gateway already serves this data directory."
+)
+
+
+class _Version(argparse.Action):
+    """``--version``: the gateway's version, its HTTP API's and its database schema's."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings,
+            dest=argparse.SUPPRESS,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="print the version (of the gateway, its HTTP API and database schema) and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
+def version_text() -> str:
+    """``agent-gateway 0.1.0 (HTTP API v1, database schema revision 0011)``."""
+    return (
+        f"agent-gateway {__version__} (HTTP API {API_VERSION}, database schema revision "
+        f"{schema_head()})"
+    )
+
+
+def _global_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """The options every command takes, before or after its name (``default``: the value
+    when absent; SUPPRESS in a command's parser, so that it keeps the one given before)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=default,
+        metavar="FILE",
+        help="TOML configuration file (or GATEWAY_CONFIG)",
+    )
+    parser.add_argument("--version", action=_Version)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,14 +103,16 @@ def _parser() -> argparse.ArgumentParser:
         epilog=(
             "Settings come from the TOML file (--config or GATEWAY_CONFIG) and GATEWAY_*\n"
             "variables (sections joined by '__', e.g. GATEWAY_SERVER__PORT=8765).\n"
-            "Exit status: 0 success, 1 the command ran and failed (details on stderr),\n"
-            "2 unusable configuration, database schema or arguments.\n"
+            "--config and --version may come before or after the command.\n"
+            f"{EXIT_STATUSES}\n"
             "Run `agent-gateway <command> --help` for one command."
         ),
         formatter_class=formatter,
     )
-    parser.add_argument("--config", type=Path, help="TOML configuration file (or GATEWAY_CONFIG)")
+    _global_options(parser, default=None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, default=argparse.SUPPRESS)
 
     def command(
         group: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -68,7 +122,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog: str,
     ) -> argparse.ArgumentParser:
         return group.add_parser(
-            name, help=summary, description=description, epilog=epilog, formatter_class=formatter
+            name,
+            help=summary,
+            description=description,
+            epilog=epilog,
+            formatter_class=formatter,
+            parents=[common],
         )
 
     serve = command(
@@ -77,12 +136,16 @@ def _parser() -> argparse.ArgumentParser:
         "run the gateway",
         "Serve the API on server.host:server.port until SIGTERM or SIGINT.",
         "Without server.token, the admin token is read from <storage.data_dir>/token, or\n"
-        "generated there (mode 600) and printed once on the first start. A host other than\n"
-        "loopback is refused while no token exists yet: configure server.token or run\n"
-        "`agent-gateway token rotate` first. Refuses to run as root unless server.allow_root.\n"
+        "generated there (mode 600) and shown once, on a terminal only (`agent-gateway\n"
+        "token show` prints it any time). A host other than loopback is refused while no\n"
+        "token exists yet: configure server.token or run `agent-gateway token rotate`\n"
+        "first. Refuses to run as root unless server.allow_root.\n"
         "A new database is created and an older one upgraded before serving (one process at a\n"
-        "time); a database migrated by a newer gateway is refused.\n"
-        "Exit status: 0 after a graceful stop, 2 when the configuration or schema is unusable.",
+        "time); a database migrated by a newer gateway is refused. Once listening, it says\n"
+        "where the console and the token are and which agents are ready.\n"
+        "Exit status: 0 after a graceful stop, 2 when the configuration or schema is unusable,\n"
+        "3 when the app fails to start, 4 when the address cannot be listened on (the port is\n"
+        "in use), 5 when another gateway already serves this data directory.",
     )
     serve.add_argument("--host", help="override server.host")
     serve.add_argument("--port", type=int, help="override server.port")
@@ -232,10 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = resolve(load_settings(args.config))
         if args.command == "serve":
-            return _serve(settings, host=args.host, port=args.port)
+            from app.serve import serve  # the app and its server; not for the other commands
+
+            return serve(settings, host=args.host, port=args.port, config=args.config)
         if args.command == "migrate":
             migration = asyncio.run(migrate(settings.storage.database_url))
-            print(_migrated(settings.storage.database_url, migration))
+            print(migration.describe(settings.storage.database_url))
             return 0
         if args.command == "doctor":
             return asyncio.run(_doctor(settings))
@@ -249,9 +314,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "probe":
             return probe(settings, timeout_s=args.timeout)
         return asyncio.run(_cleanup(settings))
+    except AlreadyServed as exc:
+        return _fail(exc, EXIT_ALREADY_SERVED)
     except (ConfigError, SchemaError) as exc:
-        print(f"agent-gateway: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc, EXIT_UNUSABLE)
+    except AddressUnavailable as exc:
+        return _fail(exc, EXIT_ADDRESS_UNAVAILABLE)
+
+
+def _fail(exc: Exception, code: int) -> int:
+    """Say why in one line (or one per setting) on stderr; return the exit status."""
+    sys.stderr.write(f"agent-gateway: {exc}\n")
+    sys.stderr.flush()
+    return code
 
 
 def _acp(argv: list[str]) -> int:
@@ -303,126 +378,6 @@ async def _doctor(settings: Settings) -> int:
     checks, code = await run_doctor(settings)
     print(render(checks, settings))
     return code
-
-
-def _migrated(url: str, migration: Migration) -> str:
-    url = make_url(url).render_as_string(hide_password=True)
-    if not migration.changed:
-        return f"database at {url} is up to date (schema revision {migration.after})"
-    if not migration.before:
-        return f"database at {url} created at schema revision {migration.after}"
-    before = ", ".join(migration.before)
-    return f"database at {url} upgraded from schema revision {before} to {migration.after}"
-
-
-def _prepare_database(settings: Settings) -> None:
-    """Create or upgrade the database before serving; refuse one a newer gateway migrated."""
-    url = settings.storage.database_url
-    private_directory(settings.storage.data_dir)
-    migration = asyncio.run(migrate(url))
-    if migration.changed:
-        log.info(_migrated(url, migration), extra={"event": "database.migrated"})
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-def root_refusal(euid: int, *, allow_root: bool) -> str | None:
-    """Why ``serve`` refuses to run as this user, or None when it may."""
-    if euid != 0 or allow_root:
-        return None
-    return (
-        "refusing to serve as root: the agent CLIs would run as root too. Run as an "
-        "unprivileged user, or set server.allow_root = true (GATEWAY_SERVER__ALLOW_ROOT=true) "
-        "to accept that"
-    )
-
-
-def exposure_refusal(settings: Settings) -> str | None:
-    """Why ``serve`` refuses ``server.host``, or None when it may bind there.
-
-    Beyond loopback, a token must exist before the first start: configured, or in the
-    token file (written by an operator or ``token rotate``). Otherwise serving would
-    generate a token that nobody has seen yet on a reachable port.
-    """
-    host = settings.server.host
-    if _is_loopback(host) or settings.server.token is not None:
-        return None
-    if read_token_file(token_path(settings.storage.data_dir)) is not None:
-        return None
-    return (
-        f"server.host {host!r} is reachable from other machines and no admin token exists "
-        "yet. Set server.token (or GATEWAY_SERVER__TOKEN), or create the token file with "
-        "`agent-gateway token rotate` (it prints the token), then serve again"
-    )
-
-
-def _serve(settings: Settings, *, host: str | None, port: int | None) -> int:
-    from app.api.security import ADMIN
-    from app.main import budget_refusal, create_app, git_refusal
-    from app.providers.catalog import cli_secrets
-    from app.server import run
-    from app.webhooks.endpoints import unknown_keys
-
-    if host is not None or port is not None:
-        server = settings.server.model_copy(
-            update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-        )
-        settings = settings.model_copy(update={"server": server})
-    configure_logging(level=settings.log_level, log_format=settings.log_format)
-    exposure = exposure_refusal(settings)
-    if exposure is not None:
-        raise ConfigError(exposure)
-    refusal = root_refusal(os.geteuid(), allow_root=settings.server.allow_root)
-    if refusal is not None:
-        raise ConfigError(refusal)
-    if (budgets := budget_refusal(settings)) is not None:
-        raise ConfigError(budgets)
-    # Before the server starts, so that it is refused like any other setting (the app's
-    # start-up checks it again, for an app made without this command).
-    git = asyncio.run(git_refusal(settings))
-    if git is not None:
-        raise ConfigError(git)
-    hooks = unknown_keys(settings.webhooks, [ADMIN, *(k.name for k in settings.server.api_keys)])
-    if hooks is not None:
-        raise ConfigError(hooks)
-    # Held until the process exits: no second gateway serves the same database (unless both
-    # are replicas of a cluster).
-    serving = hold_sole_server(  # noqa: F841
-        settings.storage.database_url, clustered=settings.cluster.redis_url is not None
-    )
-    _prepare_database(settings)
-    configured = settings.server.token.get_secret_value() if settings.server.token else None
-    token, generated = load_or_create_token(configured, settings.storage.data_dir)
-    mask = SecretMask(secrets_of(settings, token, cli_secrets=cli_secrets(settings, os.environ)))
-    redactor = Redactor(mask)  # shared: a token the app reads later is masked in the log too
-    install_log_redaction(redactor)
-    configure_logging(level=settings.log_level, log_format=settings.log_format, redactor=redactor)
-    app = create_app(settings, mask=mask)
-    _announce(settings, token, generated=generated, configured=configured is not None)
-    run(app, settings)
-    return 0
-
-
-def _announce(settings: Settings, token: str, *, generated: bool, configured: bool) -> None:
-    """Say where the gateway listens and where its token is. A token generated just now is
-    printed once, and only to a terminal: never into a log that is collected."""
-    host = settings.server.host
-    url = f"http://{f'[{host}]' if ':' in host else host}:{settings.server.port}"
-    token_file = settings.storage.data_dir / "token"
-    if configured:
-        where = "the configured server.token"
-    elif generated:
-        where = f"new, saved in {token_file} (print it with `agent-gateway token show`)"
-    else:
-        where = f"in {token_file}"
-    log.info("Agent Gateway on %s; token: %s", url, where, extra={"event": "server.starting"})
-    if generated and sys.stderr.isatty():
-        print(f"Token (new, saved in {token_file}): {token}", file=sys.stderr)
 
 
 if __name__ == "__main__":

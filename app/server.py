@@ -1,11 +1,16 @@
-"""Running the app under uvicorn with a graceful stop the app takes part in."""
+"""Running the app under uvicorn with a graceful stop the app takes part in.
+
+The app is served on sockets bound beforehand (app/listening.py); uvicorn listens on them once
+the app has started, then ``run`` calls ``on_started``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import FrameType
 
 import uvicorn
@@ -14,6 +19,8 @@ from fastapi import FastAPI
 from app.connections import GatewayWebSocketProtocol, deadline_protocol
 from app.main import begin_shutdown
 from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class GatewayServer(uvicorn.Server):
@@ -25,14 +32,40 @@ class GatewayServer(uvicorn.Server):
     exits with status 0 rather than by re-raising the signal.
     """
 
-    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        on_exit: Callable[[], None],
+        on_started: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+        self._on_started = on_started
+        self._started_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self._on_started is not None:
+            self._started_task = asyncio.create_task(self._after_start(), name="on-started")
+
+    async def _after_start(self) -> None:
+        assert self._on_started is not None
+        try:
+            await self._on_started()
+        except Exception:
+            log.exception("the start-up message could not be written")
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._started_task is not None:
+            self._started_task.cancel()
+            await asyncio.gather(self._started_task, return_exceptions=True)
+        await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
@@ -44,8 +77,15 @@ class GatewayServer(uvicorn.Server):
             loop.call_soon_threadsafe(self._on_exit)
 
 
-def run(app: FastAPI, settings: Settings) -> None:
-    """Serve ``app`` on ``server.host``/``server.port`` until a signal stops it."""
+def run(
+    app: FastAPI,
+    settings: Settings,
+    *,
+    sockets: list[socket.socket],
+    on_started: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Serve ``app`` on ``sockets`` (``bind``) until a signal stops it; ``on_started`` runs
+    once the app has started and the sockets listen (cancelled if the stop comes first)."""
     config = uvicorn.Config(
         app,
         host=settings.server.host,
@@ -65,4 +105,5 @@ def run(app: FastAPI, settings: Settings) -> None:
         ),
         ws=GatewayWebSocketProtocol,
     )
-    GatewayServer(config, on_exit=lambda: begin_shutdown(app)).run()
+    server = GatewayServer(config, on_exit=lambda: begin_shutdown(app), on_started=on_started)
+    server.run(sockets=sockets)

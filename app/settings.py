@@ -35,6 +35,7 @@ from pydantic_settings import (
 from app.acp_settings import AcpSettings
 from app.budget_settings import BudgetSettings
 from app.cluster_settings import ClusterSettings
+from app.configerrors import describe
 from app.events import ApprovalMode, RoutingStrategy
 from app.limits import LimitsSettings as LimitsSettings  # noqa: PLC0414 - re-exported
 from app.provider_settings import ProviderSettings as ProviderSettings  # noqa: PLC0414
@@ -288,9 +289,10 @@ class Settings(BaseSettings):
     budgets: BudgetSettings = BudgetSettings()
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     """The least severe log lines written."""
-    log_format: Literal["json", "text"] = "json"
-    """``json``: one JSON object per line with session, turn and provider ids; ``text``: plain
-    lines for a terminal."""
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """``json``: one JSON object per line with session, turn and provider ids; ``text``: one
+    plain line each, for a person; ``auto``: ``text`` when stderr is a terminal, else
+    ``json``."""
     _config_file: Path | None = PrivateAttr(default=None)
 
     @property
@@ -382,7 +384,9 @@ def load_settings(
             overrides["_toml_file"] = path
         settings = Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, path)) from None
+        text = path.read_text(errors="replace") if path is not None else None
+        message = describe(exc, model=Settings, path=path, text=text, environ=os.environ)
+        raise ConfigError(message) from None
     except ValueError as exc:  # malformed TOML
         raise ConfigError(f"cannot read configuration file {path}: {exc}") from None
     settings._config_file = None if path is None else path.resolve()
@@ -398,13 +402,3 @@ def _check_roots(settings: Settings) -> None:
             raise ConfigError(
                 f"workspaces.roots: {root} is not an existing directory; create it or remove it"
             )
-
-
-def _describe(exc: ValidationError, path: Path | None) -> str:
-    where = f" in {path}" if path else ""
-    lines = [f"invalid configuration{where}:"]
-    for error in exc.errors():
-        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        env_name = "GATEWAY_" + "__".join(str(p).upper() for p in error["loc"])
-        lines.append(f"  - {location}: {error['msg']} (set it in the file or via {env_name})")
-    return "\n".join(lines)

@@ -49,6 +49,8 @@ def run_migrations(connection: Connection) -> None:
         # SQLite cannot ALTER most things; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        # The gateway's migration says each revision it applies (app/store/schema.py).
+        on_version_apply=config.attributes.get("on_version_apply", ()),
     )
     with context.begin_transaction():
         context.run_migrations()

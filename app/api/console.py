@@ -7,6 +7,10 @@ in ``FILES`` are served, read from the package once; any other name is a 404, an
 where the console was never built answers 503 saying how to build it. Every answer carries a
 strict Content-Security-Policy: the page may load only its own script and style and talk only
 to this gateway.
+
+``/`` sends a browser to the console. ``/docs`` and ``/redoc``, where a FastAPI service keeps
+its interactive API pages, answer 404 saying where the documentation is: those pages load their
+scripts from a CDN, which the policy above forbids.
 """
 
 from __future__ import annotations
@@ -55,6 +59,31 @@ def _file(name: str) -> Response:
     if media_type is None:
         raise NotFound(f"the console has no file {name[:100]!r}; open /console/")
     return Response(_read(name), media_type=media_type, headers=SECURITY_HEADERS)
+
+
+DOCS_ELSEWHERE = (
+    "this gateway serves no interactive API pages (they would load scripts from a CDN). The "
+    "API reference is GET /openapi.json (with the admin token) and docs/openapi.json in the "
+    "source; the guides are README.md and docs/ in the source; the console is at /console/"
+)
+
+
+@router.get("/")
+async def root_redirect() -> RedirectResponse:
+    """``/`` → the console (307: the root may serve more one day, so no browser keeps it)."""
+    return RedirectResponse("/console/", status_code=307, headers=SECURITY_HEADERS)
+
+
+@router.get("/docs")
+async def docs_elsewhere() -> Response:
+    """Where the documentation is, as a 404 problem."""
+    raise NotFound(DOCS_ELSEWHERE)
+
+
+@router.get("/redoc")
+async def redoc_elsewhere() -> Response:
+    """Where the documentation is, as a 404 problem."""
+    raise NotFound(DOCS_ELSEWHERE)
 
 
 @router.get("/console")

@@ -10,7 +10,12 @@ factory ran, so the formatter cleans them itself.
 With tracing on (app/observability/telemetry.py), ``TraceIds`` adds the ``trace_id`` and
 ``span_id`` of the span a line was written in, so a line and its trace find each other.
 
-``log_format = "text"`` keeps the classic one-line form for a terminal.
+``log_format = "text"`` writes one plain line each, for a person; ``"auto"`` (the default)
+chooses ``text`` when stderr is a terminal and JSON otherwise. JSON never carries terminal
+escape codes (uvicorn's ``color_message`` is dropped, escapes in values are removed).
+
+Alembic's own lines (which database backend, each revision's name) are kept below warning:
+the migration says in one line of its own each revision it applies (app/store/schema.py).
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import contextlib
 import contextvars
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from opentelemetry import trace
 
@@ -35,10 +41,35 @@ _ids: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
     "log_ids", default=None
 )
 
+LogFormat = Literal["auto", "json", "text"]
+
 # The attributes every LogRecord has; anything else on a record came in through ``extra=``.
+# uvicorn's ``color_message`` is its message again with terminal colours, for its own
+# formatter only.
 _STANDARD = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()
+    | {"message", "asctime", "color_message"}
 )
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-_])")
+"""Terminal escape sequences: CSI (colours, cursor), OSC (titles, links), and the short ones."""
+QUIET_LOGGERS = ("alembic", "httpx")
+"""Loggers kept to warnings and errors whatever ``log_level`` says: Alembic's (see above) and
+httpx's line for every request the gateway makes (to a CLI's server, a webhook)."""
+
+
+def chosen_format(log_format: LogFormat, stream: TextIO) -> Literal["json", "text"]:
+    """The format ``log_format`` means on ``stream``: ``auto`` is text on a terminal."""
+    if log_format != "auto":
+        return log_format
+    try:
+        return "text" if stream.isatty() else "json"
+    except ValueError:  # a closed stream
+        return "json"
+
+
+def without_escapes(text: str) -> str:
+    """``text`` with its terminal escape sequences removed."""
+    return _ESCAPES.sub("", text) if "\x1b" in text else text
 
 
 @contextlib.contextmanager
@@ -93,7 +124,7 @@ class JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": without_escapes(record.getMessage()),
         }
         for name, value in vars(record).items():
             if name not in _STANDARD and not name.startswith("_"):
@@ -101,7 +132,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
-            line["exc"] = self._redactor(record.exc_text)
+            line["exc"] = without_escapes(self._redactor(record.exc_text))
         return json.dumps(line, ensure_ascii=False, default=str)
 
     def _clean(self, value: Any) -> Any:
@@ -109,7 +140,8 @@ class JsonFormatter(logging.Formatter):
             return {str(k): self._clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self._clean(v) for v in value]
-        return self._redactor.value(value)
+        value = self._redactor.value(value)
+        return without_escapes(value) if isinstance(value, str) else value
 
 
 class TextFormatter(logging.Formatter):
@@ -128,13 +160,16 @@ class TextFormatter(logging.Formatter):
 def configure_logging(
     *,
     level: str,
-    log_format: Literal["json", "text"],
+    log_format: LogFormat,
     redactor: Redactor | None = None,
 ) -> logging.Handler:
     """One stderr handler on the root logger; uvicorn's loggers propagate to it."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_IdsFilter())
-    handler.setFormatter(JsonFormatter(redactor) if log_format == "json" else TextFormatter())
+    chosen = chosen_format(log_format, sys.stderr)
+    handler.setFormatter(JsonFormatter(redactor) if chosen == "json" else TextFormatter())
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
     root = logging.getLogger()
     for existing in list(root.handlers):
         root.removeHandler(existing)

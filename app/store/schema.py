@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import threading
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
@@ -79,6 +80,16 @@ class Migration:
     def changed(self) -> bool:
         return self.before != (self.after,)
 
+    def describe(self, url: str) -> str:
+        """What was done to the database at ``url``, in one line (no password shown)."""
+        shown = make_url(url).render_as_string(hide_password=True)
+        if not self.changed:
+            return f"database at {shown} is up to date (schema revision {self.after})"
+        if not self.before:
+            return f"database at {shown} created at schema revision {self.after}"
+        before = ", ".join(self.before)
+        return f"database at {shown} upgraded from schema revision {before} to {self.after}"
+
 
 def alembic_config(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> Config:
     """An Alembic config for ``url`` and ``migrations_dir``, built in code (no ini, no cwd)."""
@@ -122,7 +133,10 @@ async def migrate(
         if problem is not None and problem.newer:
             raise problem
         if problem is not None:
-            await upgrade_async(url, migrations_dir=migrations_dir)
+            # Each revision applied to a database in use is said; a new one's are not (the
+            # caller says it was created).
+            level = logging.INFO if current else logging.DEBUG
+            await upgrade_async(url, migrations_dir=migrations_dir, level=level)
         return Migration(before=current, after=_head(script))
 
 
@@ -224,17 +238,23 @@ async def _take(
         await asyncio.sleep(_LOCK_POLL_S)
 
 
+class AlreadyServed(ConfigError):
+    """Another gateway serves this database (and it is not a cluster): one line says which
+    process, when known, and what to do."""
+
+
 SERVE_LOCK_KEY = 0x6167_7761_7932
 """The advisory lock a gateway without ``[cluster]`` holds on its PostgreSQL database."""
 
 
 def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     """Make this process the only gateway serving the database at ``url``, for as long as it
-    lives, unless it is one replica of a cluster (``clustered``); raises ``ConfigError``
+    lives, unless it is one replica of a cluster (``clustered``); raises ``AlreadyServed``
     saying what to do when another gateway serves it.
 
     A SQLite file: an exclusive ``flock`` on ``<file>-serve.lock``, which the kernel releases
-    when the process exits, however it exits; returns the descriptor to keep. PostgreSQL: a
+    when the process exits, however it exits, and which holds the holder's process id; returns
+    the descriptor to keep. PostgreSQL: a
     session advisory lock (``SERVE_LOCK_KEY``) on a connection of its own, kept open by a
     daemon thread until the process exits (the server releases it then); returns None.
     """
@@ -251,12 +271,16 @@ def hold_sole_server(url: str, *, clustered: bool = False) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
         os.close(fd)
-        raise ConfigError(
-            f"another gateway already serves {database} (it holds {path}): a SQLite file is "
-            "one gateway's. Stop that one, give this one its own storage.data_dir, or run "
-            "several replicas on PostgreSQL with [cluster] redis_url"
+        who = f"process {holder}" if holder.isdigit() else "it"
+        raise AlreadyServed(
+            f"another gateway already serves {database} ({who} holds {path}): a SQLite "
+            "file is one gateway's. Stop that one, give this one its own storage.data_dir, or "
+            "run several replicas on PostgreSQL with [cluster] redis_url"
         ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
@@ -290,7 +314,7 @@ def _hold_advisory_lock(url: str) -> None:
     decided.wait(timeout=60)
     if taken == [False]:
         shown = make_url(url).render_as_string(hide_password=True)
-        raise ConfigError(
+        raise AlreadyServed(
             f"another gateway already serves {shown}: several gateways on one PostgreSQL "
             "database are replicas and need [cluster] redis_url (docs/operations/replicas.md). "
             "Stop that one, or configure the cluster on both"
@@ -307,15 +331,19 @@ def upgrade(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
         raise RuntimeError("upgrade() inside a running event loop: await upgrade_async()")
 
 
-async def upgrade_async(url: str, *, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+async def upgrade_async(
+    url: str, *, migrations_dir: Path = MIGRATIONS_DIR, level: int = logging.INFO
+) -> None:
     """Migrate the database at ``url`` to head without the lock (for a database no other
     process uses); safe to await inside a running event loop.
 
     Alembic's (synchronous) env runs in ``run_sync`` on a connection of a migration engine,
     handed over through ``config.attributes["connection"]``. Each revision commits on its own:
-    one that fails is rolled back and leaves the database at the revision before it.
+    one that fails is rolled back and leaves the database at the revision before it. Each
+    revision applied is logged at ``level``, in one line.
     """
     config = alembic_config(url, migrations_dir=migrations_dir)
+    config.attributes["on_version_apply"] = functools.partial(_applied, level=level)
     engine = create_migration_engine(url)
     try:
         async with engine.connect() as connection:
@@ -355,6 +383,11 @@ def _judge(url: str, current: tuple[str, ...], script: ScriptDirectory) -> Schem
     return SchemaError(message, url=shown, current=current, required=required)
 
 
+def schema_head(migrations_dir: Path = MIGRATIONS_DIR) -> str:
+    """The schema revision this gateway needs (the head of ``migrations_dir``)."""
+    return _head(ScriptDirectory(str(migrations_dir)))
+
+
 def _head(script: ScriptDirectory) -> str:
     required = script.get_current_head()
     if required is None:
@@ -370,6 +403,24 @@ async def _revisions(engine: AsyncEngine) -> tuple[str, ...]:
 def _upgrade_to_head(connection: Connection, config: Config) -> None:
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
+
+
+def _applied(*, step: MigrationInfo, level: int, **_: object) -> None:
+    """Say the revision a migration step just applied, with the first line of its summary."""
+    if step.is_stamp:
+        return
+    revision = step.up_revision if step.is_upgrade else None
+    doc = " ".join(str(getattr(revision, "doc", "") or "").split())
+    target = ", ".join(step.destination_revision_ids) or "base"
+    verb = "upgraded" if step.is_upgrade else "downgraded"
+    log.log(
+        level,
+        "database schema %s to revision %s%s",
+        verb,
+        target,
+        f": {doc}" if doc else "",
+        extra={"event": "database.revision_applied", "revision": target},
+    )
 
 
 def _current_heads(connection: Connection) -> tuple[str, ...]:

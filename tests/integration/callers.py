@@ -27,9 +27,10 @@ ALICE = "alice-key-0123456789abcdefghijklmnopqrstuvwxyz"
 BOB = "bob-key-0123456789abcdefghijklmnopqrstuvwxyz0123"
 KEYS = {"api_keys": [{"name": "alice", "token": ALICE}, {"name": "bob", "token": BOB}]}
 """``server`` settings with two named keys besides the admin token."""
-OPEN_ROUTES = {"/healthz", "/console", "/console/", "/console/{name}"}
+OPEN_ROUTES = {"/healthz", "/", "/docs", "/redoc", "/console", "/console/", "/console/{name}"}
 """Routes that answer without a token: /healthz says nothing but "ok"; the console's routes
-serve its static files only (app/api/console.py; the page asks for a key itself)."""
+serve its static files only (app/api/console.py; the page asks for a key itself); / redirects
+to the console; /docs and /redoc say where the documentation is."""
 
 
 def assert_problem(

@@ -153,11 +153,18 @@ def test_metrics_need_an_admin_key(gateway: FakeGateway) -> None:
 def test_every_line_the_gateway_writes_is_one_json_object(gateway: FakeGateway) -> None:
     with gateway.client() as client:  # a request, so uvicorn's access log has a line too
         assert client.get("/readyz").status_code == 200
-    text = wait_until(lambda: '"uvicorn.access"' in gateway.log() and gateway.log())
+    text = wait_until(
+        lambda: (
+            '"uvicorn.access"' in gateway.log()
+            and '"server.ready"' in gateway.log()
+            and gateway.log()
+        ),
+        timeout=30,
+    )
     lines = [json.loads(line) for line in text.splitlines() if line.strip()]
     assert all(
         isinstance(line, dict) and {"ts", "level", "logger", "msg"} <= set(line) for line in lines
     )
-    starting = next(line for line in lines if line.get("event") == "server.starting")
-    assert gateway.base_url in starting["msg"]
+    ready = next(line for line in lines if line.get("event") == "server.ready")
+    assert gateway.base_url in ready["msg"]
     assert TOKEN not in text

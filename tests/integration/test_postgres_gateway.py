@@ -174,7 +174,7 @@ def test_a_second_gateway_on_one_postgres_database_without_a_cluster_is_refused(
         first.start()
         second.data_dir.mkdir(parents=True)
         refused = second.command("serve", check=False)
-        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.returncode == 5, refused.stdout + refused.stderr
         assert "another gateway already serves" in refused.stderr
         assert "[cluster] redis_url" in refused.stderr
         assert "Traceback" not in refused.stderr

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.observability.logs import bind_ids, configure_logging
+from app.observability.logs import LogFormat, bind_ids, chosen_format, configure_logging
 from app.redaction import Redactor, install_log_redaction
 
 SECRET = "gateway-token-0123456789abcdefghijklmnop"
@@ -112,3 +112,60 @@ def test_text_format_appends_the_ids(monkeypatch: pytest.MonkeyPatch) -> None:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
     assert stream.getvalue().rstrip().endswith("app.test: hello [session_id=ses_9]")
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stream", "setting", "chosen"),
+    [
+        (io.StringIO(), "auto", "json"),
+        (_Terminal(), "auto", "text"),
+        (_Terminal(), "json", "json"),
+        (io.StringIO(), "text", "text"),
+    ],
+)
+def test_auto_is_text_on_a_terminal_and_json_otherwise(
+    monkeypatch: pytest.MonkeyPatch, stream: io.StringIO, setting: LogFormat, chosen: str
+) -> None:
+    assert chosen_format(setting, stream) == chosen
+    monkeypatch.setattr("sys.stderr", stream)
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging(level="info", log_format=setting)
+        logging.getLogger("app.test").info("hello")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    line = stream.getvalue().rstrip()
+    assert line.startswith("{") is (chosen == "json")
+
+
+def test_json_lines_carry_no_terminal_escape_codes(captured: io.StringIO) -> None:
+    log = logging.getLogger("uvicorn.error")
+    colour = "Started server process [\x1b[36m%d\x1b[0m]"
+    log.info("Started server process [%d]", 42, extra={"color_message": colour})
+    log.info(
+        "\x1b[1mbold\x1b[0m and \x1b]8;;http://x\x07a link\x1b]8;;\x07", extra={"f": "\x1b[2K"}
+    )
+    text = captured.getvalue()
+    assert "\x1b" not in text
+    assert "\\u001b" not in text
+    first, second = lines(captured)
+    assert "color_message" not in first
+    assert first["msg"] == "Started server process [42]"
+    assert (second["msg"], second["f"]) == ("bold and a link", "")
+
+
+def test_alembic_and_httpx_say_only_warnings_even_at_debug(captured: io.StringIO) -> None:
+    logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+    logging.getLogger("httpx").info("HTTP Request: GET http://127.0.0.1:1/ 200")
+    logging.getLogger("alembic.runtime.migration").warning("something to fix")
+    logging.getLogger("app.test").debug("ours")
+    assert [line["msg"] for line in lines(captured)] == ["something to fix", "ours"]

@@ -19,8 +19,8 @@ from app.api.security import (
     load_or_create_token,
     write_token_file,
 )
-from app.cli import root_refusal
 from app.redaction import Redactor, SecretMask, install_log_redaction, secrets_of
+from app.serve import root_refusal
 from app.settings import ConfigError, load_settings
 
 
