@@ -31,6 +31,24 @@ def fake_claude_in(directory: Path) -> Path:
     return executable
 
 
+def fake_claude_login(directory: Path) -> dict[str, str]:
+    """A Claude Code login the credential detector finds (``.credentials.json`` in the config
+    directory ``CLAUDE_CONFIG_DIR`` names), as the ``env`` that points the CLI at it. A file,
+    not ``ANTHROPIC_API_KEY``: the tests that pass a key through the gateway's environment
+    keep that variable to themselves."""
+    login = directory / ".credentials.json"
+    login.parent.mkdir(parents=True, exist_ok=True)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "fake-claude-login"}}))
+    return {"CLAUDE_CONFIG_DIR": str(directory)}
+
+
+FAKE_LOGINS: dict[str, dict[str, str]] = {
+    "codex": {"CODEX_API_KEY": "fake-codex-key"},
+    "opencode": {"OPENROUTER_API_KEY": "fake-openrouter-key"},
+}
+"""A credential in a form each CLI reads, for the fake servers (and a real CLI a test only
+probes): a provider without one needs a login and is never selected."""
+
 FAKES = Path(__file__).resolve().parent
 
 
@@ -78,7 +96,8 @@ def fake_gateway_at(
     """A gateway under ``base`` (not started) whose ``claude`` is the fake, logging every spawn.
 
     The workspace is ``base/roots/project``, the only root ``base/roots``; ``overrides`` are
-    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in.
+    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in (a
+    provider's ``env`` over the one here). Every provider has a (fake) credential.
     """
     root = base / "roots"
     workspace = root / "project"
@@ -89,10 +108,10 @@ def fake_gateway_at(
         "providers": {
             "claude_code": {
                 "executable": str(fake_claude_in(base / "bin")),
-                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
+                "env": {"FAKE_CLAUDE_LOG": str(spawn_log), **fake_claude_login(base / "login")},
             },
-            "codex": {"enabled": False},
-            "opencode": {"enabled": False},
+            "codex": {"enabled": False, "env": dict(FAKE_LOGINS["codex"])},
+            "opencode": {"enabled": False, "env": dict(FAKE_LOGINS["opencode"])},
         },
         # Unsandboxed unless a test asks (sandbox={"mode": "bwrap"}): the orchestration tests
         # follow each fake by the pid it logs, which the sandbox's PID namespace renumbers
@@ -103,7 +122,10 @@ def fake_gateway_at(
     }
     for section, values in overrides.items():
         if section in config["providers"]:
-            config["providers"][section].update(values)
+            provider = config["providers"][section]
+            env = {**provider["env"], **values.get("env", {})}
+            provider.update(values)
+            provider["env"] = env
         else:
             config.setdefault(section, {}).update(values)
     gateway = gateway_class(data_dir=base / "data", config=config)
