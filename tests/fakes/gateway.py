@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.providers.catalog import described
 from tests.gateway import TOKEN, GatewayProcess
 
 FAKE_CLAUDE = Path(__file__).resolve().parent / "fake_claude.py"
@@ -48,6 +49,20 @@ FAKE_LOGINS: dict[str, dict[str, str]] = {
 }
 """A credential in a form each CLI reads, for the fake servers (and a real CLI a test only
 probes): a provider without one needs a login and is never selected."""
+
+
+def without_credentials(name: str, empty: Path) -> dict[str, Any]:
+    """A section for provider ``name`` whose CLI finds no credential whatever the machine
+    running the tests has: its key and endpoint variables blank, its HOME and moved config
+    directories empty (``empty``)."""
+    credentials = described(name).credentials
+    env = {v: "" for v in (*credentials.variables, *credentials.endpoint_variables)}
+    for variable, relative in credentials.config_dirs.items():
+        (empty / relative).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(empty / relative)
+    empty.mkdir(parents=True, exist_ok=True)
+    return {"env": {**env, "HOME": str(empty)}}
+
 
 FAKES = Path(__file__).resolve().parent
 

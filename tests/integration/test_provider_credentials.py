@@ -9,18 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.providers.catalog import described
-from tests.fakes.gateway import FakeGateway, FakeGatewayFactory, fake_server_in
+from tests.fakes.gateway import (
+    FakeGateway,
+    FakeGatewayFactory,
+    fake_server_in,
+    without_credentials,
+)
 from tests.integration.callers import assert_problem
-
-
-def without_credentials(name: str, config_dir: Path) -> dict[str, Any]:
-    """A provider section whose CLI finds no credential: its key and endpoint variables blank
-    (whatever the machine running the tests has), its config directory empty."""
-    credentials = described(name).credentials
-    blank = {v: "" for v in (*credentials.variables, *credentials.endpoint_variables)}
-    config_dir.mkdir(parents=True, exist_ok=True)
-    return {"env": {**blank, "CLAUDE_CONFIG_DIR": str(config_dir)}}
 
 
 def providers(gateway: FakeGateway) -> dict[str, dict[str, Any]]:
@@ -32,9 +27,9 @@ def providers(gateway: FakeGateway) -> dict[str, dict[str, Any]]:
 def test_a_provider_without_credentials_needs_login_and_selection_moves_on_to_the_next(
     make_fake_gateway: FakeGatewayFactory, tmp_path: Path
 ) -> None:
-    config_dir = tmp_path / "claude-config"
+    config_dir = tmp_path / "empty" / ".claude"
     gateway = make_fake_gateway(
-        claude_code=without_credentials("claude_code", config_dir),
+        claude_code=without_credentials("claude_code", tmp_path / "empty"),
         codex={
             "enabled": True,
             "executable": str(fake_server_in(tmp_path / "bin", "codex")),
@@ -98,7 +93,7 @@ def test_a_default_that_needs_login_and_no_fallback_is_not_ready(
     make_fake_gateway: FakeGatewayFactory, tmp_path: Path
 ) -> None:
     gateway = make_fake_gateway(
-        claude_code=without_credentials("claude_code", tmp_path / "claude-config")
+        claude_code=without_credentials("claude_code", tmp_path / "empty")
     ).start()
     with gateway.client() as client:
         ready = client.get("/readyz")
