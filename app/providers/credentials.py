@@ -16,8 +16,9 @@ this order, for:
 5. a custom model endpoint (``ANTHROPIC_BASE_URL``, a ``base_url`` in the config).
 
 Nothing found: the provider needs a login, and ``fix`` says how to give it one. An agent the
-gateway knows no credential of (an operator's own ``acp:<name>``) is not checked. Only names
-and paths are ever put in a message, never a value.
+gateway knows no credential of (an operator's own ``acp:<name>``) is not checked, nor is a
+provider with ``credential_check = false`` (its CLI finds a credential the gateway cannot
+see). Only names and paths are ever put in a message, never a value.
 """
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ def find_credential(
     """Whether provider ``name``'s CLI, run under ``settings`` by a gateway whose environment
     is ``parent_env``, finds a credential or a model endpoint (see the module's docstring)."""
     credentials = described(name).credentials
+    if not settings.credential_check:
+        return Credential(
+            found=True,
+            form=None,
+            where=f"not checked (providers.{name}.credential_check = false)",
+            fix=credentials.hint,
+            checked=False,
+        )
     if not credentials.variables and not credentials.login_files:
         return Credential(
             found=True,

@@ -220,3 +220,11 @@ def test_the_login_file_found_is_the_one_a_sandboxed_session_is_shown(
     source = (home / relative).resolve()
     assert found.where == f"login file {home / relative}"
     assert shown[source] == session_home / relative
+
+
+def test_a_credential_check_turned_off_counts_the_cli_as_logged_in(home: Path) -> None:
+    # A Codex whose model provider lives in its own config.toml: the gateway cannot tell.
+    found = find("codex", {"HOME": str(home)}, credential_check=False)
+    assert (found.found, found.checked, found.form, found.problem) == (True, False, None, None)
+    assert found.where == "not checked (providers.codex.credential_check = false)"
+    assert not find("codex", {"HOME": str(home)}).found
