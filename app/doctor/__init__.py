@@ -23,12 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.doctor.agents import AgentReport, check_agent
-from app.doctor.checks import Check, reachable
+from app.doctor.checks import Check
 from app.doctor.gateway import limits_check, snapshots_check, storage_check, telemetry_check
 from app.process.runner import ProcessRunner
 from app.settings import Settings
 
-__all__ = ["AgentReport", "Check", "Report", "reachable", "run_doctor"]
+__all__ = ["SAID", "AgentReport", "Check", "Report", "run_doctor"]
 
 SAID = {
     "available": "can run",
