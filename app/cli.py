@@ -19,7 +19,8 @@ from app.admin import (
     session_statuses,
     show_token,
 )
-from app.doctor import render, run_doctor
+from app.doctor import run_doctor
+from app.doctor.report import as_json, render
 from app.listening import AddressUnavailable
 from app.providers.sandboxing import forget_homes
 from app.runtime.history import history_for
@@ -169,13 +170,24 @@ def _parser() -> argparse.ArgumentParser:
         "storage.max_events_per_session.",
         "Prints what it deleted. Exit status 2 when the database schema is not this version's.",
     )
-    command(
+    doctor = command(
         commands,
         "doctor",
         "check every provider and say how to fix what fails",
-        "Probe every configured provider's CLI (installed, version, health).",
-        "Prints one line per check with the fix for each failure. Exit status 1 when the\n"
-        "default provider or the whole fallback chain is unusable.",
+        "Check every configured provider (its CLI installed and its version, a credential in\n"
+        "a form its CLI reads, its custom model endpoint resolving and answering, its sandbox)\n"
+        "and the gateway (limits, snapshots, tracing, storage). Never prints a secret.",
+        "Prints one line per check with the fix for each failure, then the verdict. Exit\n"
+        "status 1 when the default provider or a fallback cannot run (no credential counts)\n"
+        "or a gateway check fails, 0 otherwise.",
+    )
+    doctor.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of the table"
+    )
+    doctor.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not contact the model endpoints (their checks say: not checked)",
     )
 
     token = command(
@@ -303,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             print(migration.describe(settings.storage.database_url))
             return 0
         if args.command == "doctor":
-            return asyncio.run(_doctor(settings))
+            return asyncio.run(_doctor(settings, in_json=args.json, offline=args.offline))
         if args.command == "token":
             if args.action == "show":
                 return show_token(settings)
@@ -374,10 +386,10 @@ async def _cleanup(settings: Settings) -> int:
     return 0
 
 
-async def _doctor(settings: Settings) -> int:
-    checks, code = await run_doctor(settings)
-    print(render(checks, settings))
-    return code
+async def _doctor(settings: Settings, *, in_json: bool, offline: bool) -> int:
+    report = await run_doctor(settings, offline=offline)
+    print(as_json(report) if in_json else render(report))
+    return report.exit_code
 
 
 if __name__ == "__main__":

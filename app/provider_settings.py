@@ -56,3 +56,9 @@ class ProviderSettings(BaseModel):
     """How long a closing CLI gets after stdin EOF before SIGTERM."""
     sandbox: SandboxMode | None = None
     """``bwrap`` or ``none`` for this provider alone, over ``sandbox.mode``."""
+    credential_check: bool = True
+    """Whether the gateway looks for the CLI's credential (an API key variable, a login file,
+    a token, a custom model endpoint) and holds the provider back as ``needs_login`` when it
+    finds none. Off for a credential the gateway cannot see (a keychain, a cloud SDK's own
+    files, a model provider in the CLI's own config file): the provider counts as logged in,
+    and ``doctor`` says its credential was not checked."""

@@ -48,9 +48,10 @@ class Readiness(BaseModel):
     checks: dict[str, str]
     """``database``: ``ok`` or the error; ``redis`` (only with ``cluster.redis_url``): ``ok``
     or the error of a PING through this replica's Redis client; ``provider:<name>`` for every
-    configured provider: ``ok`` or ``unavailable: <why>`` (its cached health probe, phrased as
-    what to fix); ``sandbox:<name>`` for every enabled provider: the mode its agents run in
-    (``bwrap`` or ``none``) and why."""
+    configured provider: ``ok``, ``needs_login: <how to log in>`` (its CLI has no
+    credential) or ``unavailable: <why>`` (its cached health probe, phrased as what to fix);
+    ``sandbox:<name>`` for every enabled provider: the mode its agents run in (``bwrap`` or
+    ``none``) and why."""
     reasons: list[str] = []
     """Why the gateway is not ready; empty when it is."""
     limits: LimitEnforcement | None = None
@@ -78,15 +79,16 @@ async def openapi_document(request: Request, _: Authenticated) -> JSONResponse:
             "model": Readiness,
             "description": "Not ready: the database does not answer, Redis does not answer "
             "(with `cluster.redis_url`), or neither the default provider nor any of its "
-            "fallbacks is available; `reasons` says why",
+            "fallbacks is available (one that needs a login is not); `reasons` says why",
         }
     },
 )
 async def readyz(request: Request, _: Authenticated) -> JSONResponse:
     """Ready while the database answers, Redis answers (with ``cluster.redis_url``: a PING
     within 2 s), and the default provider (``selection.default``) or one of its fallbacks
-    (``selection.fallback_chain``) is available; each provider's entry is its cached health
-    probe (``selection.probe_ttl_s``)."""
+    (``selection.fallback_chain``) is available (one that needs a login is not); each
+    provider's entry is its cached health probe (``selection.probe_ttl_s``) with its
+    credential looked for now."""
     registry: ProviderRegistry = request.app.state.registry
     selection: SelectionSettings = request.app.state.settings.selection
     manager: Sessions = request.app.state.manager
@@ -128,7 +130,9 @@ def readiness(
     if redis is not None:
         checks["redis"] = redis
     for name, health in healths.items():
-        checks[f"provider:{name}"] = "ok" if health.available else f"unavailable: {health.reason}"
+        checks[f"provider:{name}"] = (
+            "ok" if health.available else f"{health.status}: {health.reason}"
+        )
     for name, sandbox in (sandboxes or {}).items():
         checks[f"sandbox:{name}"] = f"{sandbox.mode} ({sandbox.reason})"
     reasons: list[str] = []

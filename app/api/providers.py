@@ -36,8 +36,16 @@ class CapabilitiesPublic(BaseModel):
 
 
 class HealthPublic(BaseModel):
+    status: Literal["available", "needs_login", "unavailable"]
+    """``available``: it can take a turn. ``needs_login``: its CLI runs but no credential was
+    found where it looks (an API key variable, a login file, a token, a custom model
+    endpoint), so its turns would fail with ``auth``; it is not selected, and ``reason`` says
+    how to log in. ``unavailable``: disabled, not installed, broken, or its sandbox or server
+    cannot start; ``reason`` says what to fix."""
     available: bool
+    """``status == "available"`` (kept for older clients)."""
     reason: str | None
+    """Why it cannot serve, phrased as what to do; null when available."""
     checked_at: datetime
 
 
@@ -111,6 +119,7 @@ def _public(info: ProviderInfo, figures: ProviderFigures) -> ProviderPublic:
         installed_version=info.health.version,
         pinned_version=info.pinned_version,
         health=HealthPublic(
+            status=info.health.status,
             available=info.health.available,
             reason=info.health.reason,
             checked_at=info.health.checked_at,

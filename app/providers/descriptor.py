@@ -46,17 +46,28 @@ class BuildContext:
 
 @dataclass(frozen=True, kw_only=True)
 class Credentials:
-    """How ``doctor`` tells whether the CLI can reach a model, and what to say when not."""
+    """Where the CLI finds what lets it reach a model, and what to say when nothing is there:
+    read by the credential detector (app/providers/credentials.py) for the providers' health
+    and ``doctor``, and by the sandbox, which shows each session the operator's login files."""
 
     variables: tuple[str, ...]
-    """Any of these set (in the gateway's environment or ``providers.<name>.env``) counts."""
+    """Any of these set in the CLI's environment counts: in ``providers.<name>.env``, or in
+    the gateway's own environment when the provider passes it through."""
     login_files: tuple[str, ...] = ()
     """A login the CLI keeps, relative to ``HOME``."""
     config_dirs: Mapping[str, str] = field(default_factory=dict)
     """Variables that move the CLI's config directory, with where it is relative to ``HOME``
     by default (``CODEX_HOME`` → ``.codex``); a sandboxed session gets its own."""
     endpoint_variables: tuple[str, ...] = ()
-    """Variables that point the CLI at a model endpoint (checked for a TCP connection)."""
+    """Variables that point the CLI at a model endpoint (a custom endpoint counts as a
+    credential; ``doctor`` checks that it answers)."""
+    config_variables: tuple[str, ...] = ()
+    """Variables holding the CLI's configuration as JSON (``CODEX_CONFIG``), searched for a
+    model endpoint like ``providers.<name>.config``."""
+    settings_login: Callable[[Mapping[str, str]], str | None] | None = None
+    """Another file the CLI reads a login from, given the environment it runs with (Claude
+    Code's ``settings.json``): which variables were found where (never their values), or
+    None."""
     hint: str
     """What to do when none is found."""
 

@@ -1,9 +1,13 @@
 """What each configured provider is and whether it can serve: version, pin, health.
 
-Health is probed, never assumed: the executable must resolve, answer ``--version`` within a
-few seconds, and, for a provider with a shared server that is running, answer a ping. Probe
-results are cached for ``selection.probe_ttl_s``. A provider that fails its probe is
-unavailable with a reason that says what to fix; it never stops the gateway or the others.
+Health is probed, never assumed: the executable must resolve and answer ``--version`` within a
+few seconds, the CLI must have a credential (app/providers/credentials.py), and a provider
+with a shared server must answer a ping. Probe results are cached for
+``selection.probe_ttl_s``; the credential is looked for again at every ask (a few file checks),
+so a login or a removed key counts at once. A provider is ``available``, ``needs_login`` (its
+turns would fail with ``auth``: the reason says how to log in) or ``unavailable`` (the reason
+says what to fix); neither of the last two is selected, and neither stops the gateway or the
+others.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from app.process.childspec import ProcessSpec, child_environment
 from app.process.managed import ProcessError
 from app.process.runner import ProcessRunner
 from app.providers import catalog
 from app.providers.base import Capabilities, Provider
+from app.providers.credentials import Credential, find_credential
 from app.providers.sandboxing import SandboxStatus, status_of
 from app.settings import Settings
 
@@ -33,13 +39,23 @@ VERSION_TIMEOUT_S = 15.0
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
+HealthStatus = Literal["available", "needs_login", "unavailable"]
+"""``needs_login``: the CLI runs but has no credential (its turns would fail with ``auth``);
+``unavailable``: disabled, missing, broken, or its sandbox or server cannot start."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Health:
-    available: bool
+    status: HealthStatus
     reason: str | None
-    """Why the provider cannot serve, phrased as what to fix; None when available."""
+    """Why the provider cannot serve, phrased as what to do (for ``needs_login``: how to log
+    in); None when available."""
     version: str | None
     checked_at: datetime
+
+    @property
+    def available(self) -> bool:
+        return self.status == "available"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +124,7 @@ class ProviderRegistry:
         self.parent_env = dict(os.environ if parent_env is None else parent_env)
         self._cache: dict[str, tuple[float, Health]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._statuses: dict[str, HealthStatus] = {}
         self.sandboxes: dict[str, SandboxStatus] = {
             name: status_of(name, settings) for name in settings.providers
         }
@@ -118,7 +135,26 @@ class ProviderRegistry:
         return list(self.settings.providers)
 
     async def health(self, name: str, *, fresh: bool = False) -> Health:
-        """Cached probe result; ``fresh`` forces a new probe."""
+        """The cached probe, with the credential looked for now; ``fresh`` forces a new
+        probe. A login since the probe makes a new one (the ping it skipped)."""
+        health = await self._probed(name, fresh=fresh)
+        if health.status == "unavailable":
+            return health
+        credential = self.credential(name)
+        if credential.found == health.available:
+            return health
+        if credential.found:
+            health = await self._probed(name, fresh=True)
+        else:
+            health = _needs_login(health, credential)
+        self._said(name, health)
+        return health
+
+    def credential(self, name: str) -> Credential:
+        """What provider ``name``'s CLI would find to reach a model (never a value)."""
+        return find_credential(name, self.settings.providers[name], self.parent_env)
+
+    async def _probed(self, name: str, *, fresh: bool) -> Health:
         cached = self._cache.get(name)
         if not fresh and cached is not None and time.monotonic() - cached[0] < self.ttl_s:
             return cached[1]
@@ -128,9 +164,19 @@ class ProviderRegistry:
                 return cached[1]
             health = await self._probe(name)
             self._cache[name] = (time.monotonic(), health)
-            if not health.available:
-                log.warning("provider %s unavailable: %s", name, health.reason)
+            self._said(name, health)
             return health
+
+    def _said(self, name: str, health: Health) -> None:
+        """Log a provider's status when it changes (not at every ask)."""
+        before = self._statuses.get(name)
+        self._statuses[name] = health.status
+        if health.status == before or health.available:
+            return
+        if health.status == "needs_login":
+            log.warning("provider %s needs a login: %s", name, health.reason)
+        else:
+            log.warning("provider %s unavailable: %s", name, health.reason)
 
     def forget(self, name: str) -> None:
         """Drop the cached probe (a turn just showed the CLI is missing or broken)."""
@@ -156,7 +202,7 @@ class ProviderRegistry:
         settings = self.settings.providers[name]
         if not settings.enabled:
             return Health(
-                available=False,
+                status="unavailable",
                 reason=f"disabled: set providers.{name}.enabled = true to use it",
                 version=None,
                 checked_at=now,
@@ -164,7 +210,7 @@ class ProviderRegistry:
         executable = catalog.executable(name, self.settings)
         if shutil.which(executable) is None:
             return Health(
-                available=False,
+                status="unavailable",
                 reason=f"{executable!r} was not found: run `make setup` to install the pinned "
                 f"CLIs, or set providers.{name}.executable",
                 version=None,
@@ -173,7 +219,7 @@ class ProviderRegistry:
         sandbox = self.sandboxes[name]
         if sandbox.problem is not None:
             return Health(
-                available=False,
+                status="unavailable",
                 reason=f"its sandbox cannot start: {sandbox.problem}; install bubblewrap, or "
                 f'set sandbox.mode (or providers.{name}.sandbox) = "none" to run it unconfined',
                 version=None,
@@ -183,7 +229,28 @@ class ProviderRegistry:
         try:
             version = await cli_version(self.runner, executable, env, Path.cwd(), label=name)
         except ProcessError as exc:
-            return Health(available=False, reason=str(exc), version=None, checked_at=now)
+            return Health(status="unavailable", reason=str(exc), version=None, checked_at=now)
+        credential = self.credential(name)
+        if not credential.found:
+            # No ping: a shared server started for a CLI that cannot reach a model is waste.
+            return Health(
+                status="needs_login", reason=credential.problem, version=version, checked_at=now
+            )
         provider = self.providers.get(name)
         problem = await provider.ping() if provider else None
-        return Health(available=problem is None, reason=problem, version=version, checked_at=now)
+        return Health(
+            status="available" if problem is None else "unavailable",
+            reason=problem,
+            version=version,
+            checked_at=now,
+        )
+
+
+def _needs_login(probed: Health, credential: Credential) -> Health:
+    """An available probe's health once its CLI's credential is gone."""
+    return Health(
+        status="needs_login",
+        reason=credential.problem,
+        version=probed.version,
+        checked_at=probed.checked_at,
+    )

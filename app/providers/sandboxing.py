@@ -112,7 +112,7 @@ class Sandbox:
             inside[variable] = str(home / relative)
         files: list[tuple[Path, Path]] = []
         for relative in self.login.files:
-            source = _login_source(relative, env, self.login.config_dirs)
+            source = login_source(relative, env, self.login.config_dirs)
             if source is not None and source.is_file():
                 target = home / relative
                 _private_dir(target.parent)
@@ -201,7 +201,7 @@ def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def _login_source(relative: str, env: Mapping[str, str], dirs: Mapping[str, str]) -> Path | None:
+def login_source(relative: str, env: Mapping[str, str], dirs: Mapping[str, str]) -> Path | None:
     """Where the operator keeps the login file ``relative`` (to ``HOME``): under the config
     directory a variable moved, else under ``HOME``."""
     for variable, directory in dirs.items():
@@ -353,20 +353,35 @@ SETTINGS_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_COD
 """The variables of the operator's ``settings.json`` ``env`` that are a login."""
 
 
-def settings_credentials(env: Mapping[str, str]) -> dict[str, str]:
-    """The login variables in the ``env`` of the operator's Claude Code ``settings.json``
-    (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``); ``{}`` when there is none or it is not
-    readable JSON."""
+def claude_settings_file(env: Mapping[str, str]) -> Path | None:
+    """The operator's Claude Code ``settings.json`` under ``env``: in ``$CLAUDE_CONFIG_DIR``,
+    else in ``~/.claude`` (None without either variable)."""
     directory = env.get("CLAUDE_CONFIG_DIR") or (
         str(Path(env["HOME"]) / ".claude") if env.get("HOME") else None
     )
-    if directory is None:
+    return None if directory is None else Path(directory) / "settings.json"
+
+
+def settings_credentials(env: Mapping[str, str]) -> dict[str, str]:
+    """The login variables in the ``env`` of the operator's Claude Code ``settings.json``
+    (``claude_settings_file``); ``{}`` when there is none or it is not readable JSON."""
+    path = claude_settings_file(env)
+    if path is None:
         return {}
     try:
-        settings = json.loads((Path(directory) / "settings.json").read_text())
+        settings = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     found = settings.get("env") if isinstance(settings, dict) else None
     if not isinstance(found, dict):
         return {}
     return {k: v for k, v in found.items() if k in SETTINGS_CREDENTIALS and isinstance(v, str)}
+
+
+def claude_settings_login(env: Mapping[str, str]) -> str | None:
+    """Which login variables the operator's Claude Code ``settings.json`` sets, and where
+    (never their values); None when it sets none."""
+    found = [name for name, value in settings_credentials(env).items() if value]
+    if not found:
+        return None
+    return f"{', '.join(found)} in the env of {claude_settings_file(env)}"

@@ -29,10 +29,15 @@ from playwright.sync_api import Error as PlaywrightError
 from app.settings import PINNED_CLI_BIN
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.providers import CONFIGS
+from tests.fakes.gateway import without_credentials
 from tests.gateway import ROOT, GatewayProcess
 from tests.stub_llm import StubLLM
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
+NEEDS_LOGIN = "acp:gemini"
+"""A provider of the browser tests' gateway whose CLI runs but has no credential."""
+MISSING = "acp:qwen"
+"""A provider of the browser tests' gateway whose CLI is not installed."""
 FAST_RETRY = {"strategies": {"default": {"delays_s": [0.2]}}, "cli_request_retries": 0}
 
 
@@ -53,7 +58,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def gateway(
     tmp_path_factory: pytest.TempPathFactory, stub: StubLLM, workspace: Path
 ) -> Iterator[GatewayProcess]:
-    """The gateway every browser test talks to: Claude Code only, fast same-thread retries."""
+    """The gateway every browser test talks to: Claude Code only, fast same-thread retries;
+    two more providers that cannot serve, to be shown as such: Gemini CLI without a
+    credential (it needs a login) and Qwen Code not installed."""
     if not (PINNED_CLI_BIN / "claude").exists():
         pytest.fail(f"claude missing from {PINNED_CLI_BIN}: run `make setup`")
     base = tmp_path_factory.mktemp("console-gateway")
@@ -61,6 +68,8 @@ def gateway(
     home.mkdir()
     providers: dict[str, Any] = {name: {"enabled": False} for name in CONFIGS}
     providers["claude_code"] = CONFIGS["claude_code"](stub, home)
+    providers[NEEDS_LOGIN] = {"enabled": True, **without_credentials(NEEDS_LOGIN, base / "empty")}
+    providers[MISSING] = {"enabled": True, "executable": str(base / "not-installed" / "qwen")}
     config: dict[str, Any] = {
         "workspaces": {"roots": [str(workspace.parent)]},
         "sessions": {"approval_timeout_s": 120},

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, MISSING, NEEDS_LOGIN
 from tests.gateway import TOKEN, GatewayProcess
 
 pytestmark = pytest.mark.e2e
@@ -130,6 +130,7 @@ def test_sign_in_create_a_session_and_see_the_answer_stream_in(
     expect(provider).to_contain_text("available")
     expect(provider).to_contain_text(claude["installed_version"])
     expect(page.locator('#providers li[data-provider="codex"]')).to_contain_text("disabled")
+    expect(provider.locator(".provider-state")).to_have_text("available")
     assert "access_token" not in page.url
     assert TOKEN not in page.url
 
@@ -149,6 +150,38 @@ def test_sign_in_create_a_session_and_see_the_answer_stream_in(
     assert page.locator("#log .msg.agent .mark").count() >= 2
     expect(page.locator("#session-status")).to_have_text("idle")
     assert_rendered_exactly_once(page, gateway, session_id)
+
+
+def test_a_provider_that_needs_a_login_or_cannot_run_is_shown_as_such_with_the_fix(
+    page: Page, gateway: GatewayProcess
+) -> None:
+    with gateway.client() as client:
+        health = client.get(f"/v1/providers/{NEEDS_LOGIN}").json()["health"]
+    assert health["status"] == "needs_login"
+    sign_in(page, gateway)
+    page.get_by_role("link", name="Admin").click()
+    login = page.locator(f'#providers li[data-provider="{NEEDS_LOGIN}"]')
+    expect(login.locator(".provider-state")).to_have_text("needs login")
+    expect(login.locator(".provider-state")).not_to_have_class(re.compile(r"\bcompleted\b"))
+    expect(login.locator(".provider-fix")).to_have_text(f"To log in: {health['reason']}")
+    expect(login.locator(".provider-fix")).to_contain_text("GEMINI_API_KEY")
+    missing = page.locator(f'#providers li[data-provider="{MISSING}"]')
+    expect(missing.locator(".provider-state")).to_have_text("unavailable: CLI missing")
+    expect(missing.locator(".provider-fix")).to_contain_text("make setup")
+    ready = page.locator('#providers li[data-provider="claude_code"]')
+    expect(ready.locator(".provider-state")).to_have_text("available")
+    expect(ready.locator(".provider-fix")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "providers-needs-login.png"))
+
+    page.get_by_role("link", name="Sessions").click()
+    dialog = open_new_session_dialog(page)
+    choice = dialog.get_by_label("Provider")
+    expect(choice.locator(f'option[value="{NEEDS_LOGIN}"]')).to_have_text(
+        f"{NEEDS_LOGIN} (needs login)"
+    )
+    expect(choice.locator(f'option[value="{NEEDS_LOGIN}"]')).to_be_disabled()
+    expect(choice.locator(f'option[value="{MISSING}"]')).to_be_disabled()
+    expect(choice.locator('option[value="claude_code"]')).to_be_enabled()
 
 
 def test_allow_a_tool_call_and_see_its_output(

@@ -72,7 +72,7 @@ def test_doctor_prints_the_fix_and_fails_for_an_unusable_default(
     result = gateway.command("doctor", check=False)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    claude = next(line for line in lines if line.startswith("claude_code *"))
+    claude = next(line for line in lines if line.split()[:3] == ["claude_code", "*", "executable"])
     assert "FAIL" in claude
     assert "make setup" in claude
     codex = PINS["@openai/codex"]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.providers.catalog import described
 from tests.gateway import TOKEN, GatewayProcess
 
 FAKE_CLAUDE = Path(__file__).resolve().parent / "fake_claude.py"
@@ -29,6 +30,38 @@ def fake_claude_in(directory: Path) -> Path:
     executable.write_text(f"#!{sys.executable}\n{source}")
     executable.chmod(0o755)
     return executable
+
+
+def fake_claude_login(directory: Path) -> dict[str, str]:
+    """A Claude Code login the credential detector finds (``.credentials.json`` in the config
+    directory ``CLAUDE_CONFIG_DIR`` names), as the ``env`` that points the CLI at it. A file,
+    not ``ANTHROPIC_API_KEY``: the tests that pass a key through the gateway's environment
+    keep that variable to themselves."""
+    login = directory / ".credentials.json"
+    login.parent.mkdir(parents=True, exist_ok=True)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": "fake-claude-login"}}))
+    return {"CLAUDE_CONFIG_DIR": str(directory)}
+
+
+FAKE_LOGINS: dict[str, dict[str, str]] = {
+    "codex": {"CODEX_API_KEY": "fake-codex-key"},
+    "opencode": {"OPENROUTER_API_KEY": "fake-openrouter-key"},
+}
+"""A credential in a form each CLI reads, for the fake servers (and a real CLI a test only
+probes): a provider without one needs a login and is never selected."""
+
+
+def without_credentials(name: str, empty: Path) -> dict[str, Any]:
+    """A section for provider ``name`` whose CLI finds no credential whatever the machine
+    running the tests has: its key and endpoint variables blank, its HOME and moved config
+    directories empty (``empty``)."""
+    credentials = described(name).credentials
+    env = {v: "" for v in (*credentials.variables, *credentials.endpoint_variables)}
+    for variable, relative in credentials.config_dirs.items():
+        (empty / relative).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(empty / relative)
+    empty.mkdir(parents=True, exist_ok=True)
+    return {"env": {**env, "HOME": str(empty)}}
 
 
 FAKES = Path(__file__).resolve().parent
@@ -78,7 +111,8 @@ def fake_gateway_at(
     """A gateway under ``base`` (not started) whose ``claude`` is the fake, logging every spawn.
 
     The workspace is ``base/roots/project``, the only root ``base/roots``; ``overrides`` are
-    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in.
+    settings sections (``limits={…}``) or provider names (``claude_code={…}``) merged in (a
+    provider's ``env`` over the one here). Every provider has a (fake) credential.
     """
     root = base / "roots"
     workspace = root / "project"
@@ -89,10 +123,10 @@ def fake_gateway_at(
         "providers": {
             "claude_code": {
                 "executable": str(fake_claude_in(base / "bin")),
-                "env": {"FAKE_CLAUDE_LOG": str(spawn_log)},
+                "env": {"FAKE_CLAUDE_LOG": str(spawn_log), **fake_claude_login(base / "login")},
             },
-            "codex": {"enabled": False},
-            "opencode": {"enabled": False},
+            "codex": {"enabled": False, "env": dict(FAKE_LOGINS["codex"])},
+            "opencode": {"enabled": False, "env": dict(FAKE_LOGINS["opencode"])},
         },
         # Unsandboxed unless a test asks (sandbox={"mode": "bwrap"}): the orchestration tests
         # follow each fake by the pid it logs, which the sandbox's PID namespace renumbers
@@ -103,7 +137,10 @@ def fake_gateway_at(
     }
     for section, values in overrides.items():
         if section in config["providers"]:
-            config["providers"][section].update(values)
+            provider = config["providers"][section]
+            env = {**provider["env"], **values.get("env", {})}
+            provider.update(values)
+            provider["env"] = env
         else:
             config.setdefault(section, {}).update(values)
     gateway = gateway_class(data_dir=base / "data", config=config)

@@ -296,6 +296,7 @@ def test_what_the_provider_cannot_do_is_refused_as_at_creation(
     gateway.config["providers"]["acp:gemini"] = {
         "enabled": True,
         "executable": str(tmp_path / "bin" / "claude"),
+        "env": {"GEMINI_API_KEY": "fake-gemini-key"},  # else it needs a login
     }
     gateway.start()
     with gateway.client() as client:

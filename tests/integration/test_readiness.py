@@ -81,8 +81,8 @@ def test_no_usable_provider_is_503_with_the_reasons(tmp_path: Path) -> None:
 
 
 def test_a_fallback_that_serves_keeps_the_gateway_ready() -> None:
-    up = Health(available=True, reason=None, version="1.0.0", checked_at=_NOW)
-    down = Health(available=False, reason="'x' was not found", version=None, checked_at=_NOW)
+    up = Health(status="available", reason=None, version="1.0.0", checked_at=_NOW)
+    down = Health(status="unavailable", reason="'x' was not found", version=None, checked_at=_NOW)
     chain = ["claude_code", "codex"]
     ready = readiness("ok", {"claude_code": down, "codex": up}, serving=chain)
     assert (ready.status, ready.reasons) == ("ready", [])

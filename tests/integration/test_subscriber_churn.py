@@ -21,7 +21,7 @@ from app.main import create_app
 from app.runtime.eventlog import EventLog
 from app.settings import Settings
 from app.store.schema import upgrade_async
-from tests.fakes.gateway import FAKE_CLAUDE
+from tests.fakes.gateway import FAKE_CLAUDE, fake_claude_login
 from tests.gateway import TOKEN
 from tests.integration.streams import (
     AUTH,
@@ -44,7 +44,10 @@ async def in_process_gateway(tmp_path: Path) -> AsyncIterator[tuple[str, FastAPI
         storage={"data_dir": tmp_path / "data"},
         workspaces={"roots": [tmp_path / "roots"]},
         providers={
-            "claude_code": {"executable": str(FAKE_CLAUDE)},
+            "claude_code": {
+                "executable": str(FAKE_CLAUDE),
+                "env": fake_claude_login(tmp_path / "login"),
+            },
             "codex": {"enabled": False},
             "opencode": {"enabled": False},
         },

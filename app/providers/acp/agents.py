@@ -20,6 +20,7 @@ from pydantic import JsonValue
 
 from app.events import ApprovalMode
 from app.providers.descriptor import Credentials
+from app.providers.sandboxing import claude_settings_login
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,12 +346,13 @@ CLAUDE = AgentRecipe(
     # Claude Code's own fork of the transcript, under the new session's id.
     forks="claude_transcripts",
     credentials=Credentials(
-        variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+        variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
         login_files=(".claude/.credentials.json",),
         config_dirs={"CLAUDE_CONFIG_DIR": ".claude"},
         endpoint_variables=("ANTHROPIC_BASE_URL",),
-        hint='run `claude login` as the gateway\'s user, or set providers."acp:claude".env.'
-        "ANTHROPIC_API_KEY",
+        settings_login=claude_settings_login,
+        hint="run `claude auth login` as the gateway's user, or set "
+        'providers."acp:claude".env.ANTHROPIC_API_KEY',
     ),
 )
 
@@ -377,6 +379,8 @@ CODEX = AgentRecipe(
         variables=("OPENAI_API_KEY", "CODEX_API_KEY"),
         login_files=(".codex/auth.json",),
         config_dirs={"CODEX_HOME": ".codex"},
+        # The adapter layers CODEX_CONFIG over Codex's config: a model provider of its own.
+        config_variables=("CODEX_CONFIG",),
         hint="run `codex login` as the gateway's user, or set "
         'providers."acp:codex".env.OPENAI_API_KEY',
     ),

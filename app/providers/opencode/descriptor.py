@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.providers.descriptor import Credentials, ProviderDescriptor
-from app.providers.opencode.config import passthrough_for
+from app.providers.opencode.config import PASSTHROUGH_ENV, passthrough_for
 from app.providers.opencode.provider import OpenCodeProvider
 from app.providers.opencode.session import NAME
 
@@ -13,7 +13,8 @@ DESCRIPTOR = ProviderDescriptor(
     npm_package="opencode-ai",
     capabilities=OpenCodeProvider.capabilities,
     credentials=Credentials(
-        variables=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"),
+        # Every model provider's key it may be given (AWS_REGION alone is no credential).
+        variables=tuple(v for v in PASSTHROUGH_ENV if v != "AWS_REGION"),
         login_files=(".local/share/opencode/auth.json",),
         config_dirs={"XDG_DATA_HOME": ".local/share"},
         hint="run `opencode auth login`, or configure a provider in providers.opencode.config",

@@ -53,6 +53,7 @@ FailureKind = Literal[
     "unknown",
 ]
 SelectionReason = Literal["explicit", "scenario", "default", "fallback"]
+HealthStatus = Literal["available", "needs_login", "unavailable"]
 FileStatus = Literal["added", "modified", "deleted", "renamed"]
 
 
@@ -391,7 +392,12 @@ class Capabilities(Model):
 
 
 class Health(Model):
+    """Whether a provider can take a turn now: ``needs_login`` when its CLI has no credential
+    (``reason`` says how to log in), ``unavailable`` when it is disabled, missing or broken."""
+
+    status: HealthStatus
     available: bool
+    """``status == "available"``."""
     reason: str | None
     checked_at: datetime
 

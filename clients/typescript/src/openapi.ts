@@ -49,8 +49,9 @@ export interface paths {
          * Readyz
          * @description Ready while the database answers, Redis answers (with ``cluster.redis_url``: a PING
          *     within 2 s), and the default provider (``selection.default``) or one of its fallbacks
-         *     (``selection.fallback_chain``) is available; each provider's entry is its cached health
-         *     probe (``selection.probe_ttl_s``).
+         *     (``selection.fallback_chain``) is available (one that needs a login is not); each
+         *     provider's entry is its cached health probe (``selection.probe_ttl_s``) with its
+         *     credential looked for now.
          */
         get: operations["readyz"];
         put?: never;
@@ -988,6 +989,11 @@ export interface components {
             checked_at: string;
             /** Reason */
             reason: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "available" | "needs_login" | "unavailable";
         };
         /** InterruptAccepted */
         InterruptAccepted: {
@@ -2952,7 +2958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not ready: the database does not answer, Redis does not answer (with `cluster.redis_url`), or neither the default provider nor any of its fallbacks is available; `reasons` says why */
+            /** @description Not ready: the database does not answer, Redis does not answer (with `cluster.redis_url`), or neither the default provider nor any of its fallbacks is available (one that needs a login is not); `reasons` says why */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -25,15 +25,29 @@ function usd(value: number | null | undefined): string {
   return value == null ? "–" : `$${value.toFixed(value < 1 ? 4 : 2)}`;
 }
 
+/** The badge of each provider state: green, amber (a login away), red, grey. */
+const BADGES = {
+  available: "completed",
+  needs_login: "waiting-for-you",
+  unavailable: "failed",
+  disabled: "",
+} as const;
+
 function ProviderRow({ provider }: { provider: Provider }) {
   const ready = readiness(provider);
   const f = provider.figures;
   return (
-    <li data-provider={provider.name} class={ready.ok ? "ok" : "down"}>
+    <li data-provider={provider.name} data-state={ready.state} class={ready.ok ? "ok" : "down"}>
       <div class="provider-head">
         <strong>{provider.name}</strong>
-        <span class={`badge ${ready.ok ? "completed" : "failed"}`}>{ready.text}</span>
+        <span class={`badge provider-state ${BADGES[ready.state]}`}>{ready.text}</span>
       </div>
+      {ready.fix && (
+        <p class={`provider-fix ${ready.state}`}>
+          {ready.state === "needs_login" ? "To log in: " : "To fix: "}
+          {ready.fix}
+        </p>
+      )}
       <p class="provider-versions">
         {provider.installed_version ? `installed ${provider.installed_version}` : "not installed"}
         {provider.pinned_version ? ` · pinned ${provider.pinned_version}` : ""}
