@@ -41,6 +41,8 @@ class AgentState:
     reason: str | None
     """Why it cannot run a turn, phrased as what to fix (its health check's reason, as is)."""
     version: str | None = None
+    needs_login: bool = False
+    """It runs but has no credential: the reason says how to give it one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +101,12 @@ class Banner:
             "token_file": None if self.source == "configured" else self.token_file,
             "token_command": self.token_command,
             "agents": {
-                a.name: {"ready": a.ready, "reason": a.reason, "version": a.version}
+                a.name: {
+                    "ready": a.ready,
+                    "needs_login": a.needs_login,
+                    "reason": a.reason,
+                    "version": a.version,
+                }
                 for a in self.agents
             },
             "docs": DOCS,
@@ -137,4 +144,6 @@ def _state(agent: AgentState) -> str:
         return "still being checked (the console and GET /v1/providers show the result)"
     if agent.ready:
         return f"ready ({agent.version})" if agent.version else "ready"
+    if agent.needs_login:
+        return f"needs login: {agent.reason}" if agent.reason else "needs login"
     return f"not ready: {agent.reason}" if agent.reason else "not ready"

@@ -227,6 +227,7 @@ async def _agent(registry: ProviderRegistry, name: str, redactor: Redactor) -> A
         ready=health.available and health.reason is None,
         reason=None if health.reason is None else redactor(health.reason),
         version=health.version,
+        needs_login=health.status == "needs_login",
     )
 
 

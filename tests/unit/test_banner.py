@@ -13,8 +13,11 @@ from app.serve import program
 TOKEN = "Op2HVLPll95JkvGVuYhqneOYgc2QWNcNEGTkcvcMlNo"
 AGENTS = (
     AgentState(name="claude_code", ready=True, reason=None, version="2.1.3"),
-    AgentState(name="codex", ready=False, reason="no credential: run `codex login`"),
+    AgentState(
+        name="codex", ready=False, reason="no credential: run `codex login`", needs_login=True
+    ),
     AgentState(name="opencode", ready=None, reason=None),
+    AgentState(name="acp:gemini", ready=False, reason="'gemini' was not found"),
 )
 
 
@@ -36,9 +39,10 @@ def test_the_block_names_the_console_the_token_each_agent_and_the_docs() -> None
         "  Console  http://127.0.0.1:8765/console/ (sign in with the admin token)",
         "  Token    in /data/token; print it with: agent-gateway token show",
         "  Agents   claude_code  ready (2.1.3)",
-        "           codex        not ready: no credential: run `codex login`",
+        "           codex        needs login: no credential: run `codex login`",
         "           opencode     still being checked (the console and GET /v1/providers show "
         "the result)",
+        "           acp:gemini   not ready: 'gemini' was not found",
         "  Docs     README.md and docs/ in the source; agent-gateway --help; API: GET "
         "/openapi.json",
         "Stop it with Ctrl-C.",
@@ -62,17 +66,18 @@ def test_the_log_line_has_the_same_facts_and_never_the_token() -> None:
     assert fields["token_file"] is None  # a configured token is in no file of ours
     assert fields["agents"]["codex"] == {
         "ready": False,
+        "needs_login": True,
         "reason": "no credential: run `codex login`",
         "version": None,
     }
     assert shown.summary().endswith(
-        "agents ready: claude_code; not ready: codex; still being checked: opencode"
+        "agents ready: claude_code; not ready: codex, acp:gemini; still being checked: opencode"
     )
 
 
 def test_a_late_agent_gets_a_line_of_its_own() -> None:
     assert late_line(AGENTS[0]) == "Agent claude_code: ready (2.1.3)"
-    assert late_line(AGENTS[1]) == "Agent codex: not ready: no credential: run `codex login`"
+    assert late_line(AGENTS[1]) == "Agent codex: needs login: no credential: run `codex login`"
 
 
 def test_the_command_to_print_the_token_is_the_one_that_runs_here(
