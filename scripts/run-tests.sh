@@ -5,11 +5,13 @@
 # so and runs the tests in the normal namespace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Spread over workers (pytest-xdist): more workers than cores, because most tests wait on a
-# CLI, a socket or a timeout; tests sharing a wider fixture stay together (tests/conftest.py).
-# TEST_WORKERS sets the count; `-n 0` after the arguments runs everything in one process.
-workers=${TEST_WORKERS:-$(( $(nproc) + 1 ))}
-[ "$workers" -ge 3 ] || workers=3
+# Spread over workers (pytest-xdist), one per core and at least two: most tests wait on a CLI,
+# a socket or a timeout, but the real CLIs' start-up is CPU-bound, and the fault tests' short
+# timeouts must not be eaten by more CLIs starting than there are cores. Tests sharing a wider
+# fixture stay together (tests/conftest.py). TEST_WORKERS sets the count; `-n 0` after the
+# arguments runs everything in one process.
+workers=${TEST_WORKERS:-$(nproc)}
+[ "$workers" -ge 2 ] || workers=2
 pytest=(.venv/bin/pytest -p no:cacheprovider --durations=25 -n "$workers" --dist loadgroup "$@")
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null \
     && unshare -n true 2>/dev/null; then

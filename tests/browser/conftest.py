@@ -80,6 +80,9 @@ def gateway(
         # live stream, and the stub sends its chunks back to back, which joining would make
         # one event or several by timing (the console with joined deltas: benchmark 13).
         "server": {"coalesce_deltas_ms": 0},
+        # The tests of the session list create more than a page of sessions each, one test
+        # after another, on this one key.
+        "limits": {"session_creates_per_minute": 1000},
     }
     process = GatewayProcess(data_dir=base / "data", config=config).start()
     yield process
