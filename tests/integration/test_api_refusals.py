@@ -199,7 +199,8 @@ def test_an_unknown_query_parameter_is_refused_naming_the_known_ones(
         assert typo["errors"] == [
             {
                 "location": "query.limt",
-                "message": "unknown query parameter; this operation takes before, limit, provider, q, status",
+                "message": "unknown query parameter; this operation takes before, limit, "
+                "provider, q, status",
             }
         ]
         none = assert_problem(client.get(f"/v1/sessions/{session['id']}", params={"x": "1"}), 422)
