@@ -355,7 +355,12 @@ def test_an_agent_check_still_running_is_said_as_such_and_ends_with_the_gateway(
         lambda: [line for line in log_lines(gateway) if line.get("event") == "server.ready"],
         timeout=30,
     )
-    assert ready["agents"]["codex"] == {"ready": None, "reason": None, "version": None}
+    assert ready["agents"]["codex"] == {
+        "ready": None,
+        "needs_login": False,
+        "reason": None,
+        "version": None,
+    }
     assert "still being checked: codex" in ready["msg"]
     assert gateway.stop() == 0
     assert "Traceback" not in gateway.log()
