@@ -20,9 +20,7 @@ from app.store.schema import upgrade
 from tests.dbservers import PostgresServer
 from tests.fakes.gateway import FakeGatewayFactory, fake_server_in
 from tests.gateway import follow, is_turn_end
-
-PROBLEM = "application/problem+json"
-ALICE = "alice-token-0123456789abcdefghijklmnopqrstuvwxyz"
+from tests.integration.callers import ALICE, PROBLEM
 
 
 def new(client: httpx.Client, workspace: Path, **body: Any) -> dict[str, Any]:

@@ -3,7 +3,6 @@ expected, and for an unknown name the names that exist (app/configerrors.py)."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -11,17 +10,7 @@ import pytest
 
 from app.configerrors import key_lines
 from app.settings import ConfigError, load_settings
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No ``GATEWAY_*`` variable of the developer's shell; ``$HOME`` a fresh directory."""
-    for name in list(os.environ):
-        if name.upper().startswith("GATEWAY_"):
-            monkeypatch.delenv(name)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+from tests.unit.test_settings import clean_environment  # noqa: F401 - the same isolation, autouse
 
 
 def refusal(tmp_path: Path, body: str) -> tuple[Path, list[str]]:
